@@ -1,0 +1,31 @@
+// Row-level kernels over one weight type: decode a row to float, dot a row with float
+// activations, and encode floats into a type (the reference quantizers, used by the test model
+// writers and by tools). Each has a scalar reference twin in namespace ref; the dispatched
+// versions pick the best instruction set of this CPU once (AVX-512, AVX2+FMA, or scalar).
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/core/dtype.h"
+
+namespace ssd::kernels {
+
+enum class Isa { Scalar, Avx2, Avx512 };
+Isa detected_isa();                 // what this CPU supports
+Isa active_isa();                   // what the dispatched kernels use (detected unless forced)
+void force_isa(Isa isa);            // tests: run the dispatched kernels on a lower ISA
+const char* isa_name(Isa isa);
+
+// n values of row `src` (of type t) to float. n is a multiple of the block size.
+void dequantize_row(DType t, const void* src, float* dst, int64_t n);
+// sum_i row[i] * x[i] over n values.
+float dot_row(DType t, const void* row, const float* x, int64_t n);
+// Encode n floats as type t (round to nearest, GGML's reference scheme for each block type).
+void quantize_row(DType t, const float* src, void* dst, int64_t n);
+
+namespace ref {
+void dequantize_row(DType t, const void* src, float* dst, int64_t n);
+double dot_row(DType t, const void* row, const float* x, int64_t n);
+}  // namespace ref
+
+}  // namespace ssd::kernels
