@@ -1,0 +1,77 @@
+// The compute interface the transformer is written against. A backend executes the transformer's
+// ops on its device; the model code never knows which one it runs on. The CPU backend is the
+// reference (and runs everything here); the CUDA backend implements the same calls on device
+// memory. All activations are float32, laid out row-major with the shapes given per call.
+//
+// Weights enter through prepare_weight(): the CPU backend uses the mapped file in place; a device
+// backend uploads (and may repack) once at start-up. After that, a forward is only these ops.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/ops.h"
+#include "runtime/io/tensor_ref.h"
+#include "runtime/kv/kv_cache.h"
+
+namespace ssd {
+
+// One attention op over a batch of queries against the paged KV cache. Query i belongs to
+// sequence seqs[i]; it sees that sequence's positions [0, prefix_len[i]) and the positions
+// visible[visible_offsets[i] .. visible_offsets[i+1]) (cache positions of the batch's own tokens
+// that the mask lets it see, K/V already written).
+struct AttentionCall {
+  const float* q = nullptr;  // [n, n_heads, head_dim], RoPE applied
+  float* out = nullptr;      // [n, n_heads, head_dim]
+  int64_t n = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t layer = 0;
+  float scale = 1.0f;
+  const KvCache* cache = nullptr;
+  const SeqId* seqs = nullptr;              // [n]
+  const int64_t* prefix_len = nullptr;      // [n]
+  const int64_t* visible = nullptr;         // concatenated cache positions
+  const int64_t* visible_offsets = nullptr; // [n + 1]
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual int threads() const = 0;
+
+  // A weight matrix (ne = {cols, rows}) ready for matmul on this backend.
+  virtual kernels::WeightMatrix prepare_weight(const TensorRef& t) = 0;
+
+  // y[n, rows] = x[n, cols] * W^T
+  virtual void matmul(const kernels::WeightMatrix& w, const float* x, float* y, int64_t n) = 0;
+  // out[i, :] = row tokens[i] of table (decoded to float).   out: [n, cols]
+  virtual void embed(const kernels::WeightMatrix& table, const int32_t* tokens, int64_t n,
+                     float* out) = 0;
+  // y[r, :] = rmsnorm(x[r, :]) * g.   x, y: [rows, dim]
+  virtual void rmsnorm(const float* x, const float* g, float* y, int64_t rows, int64_t dim,
+                       float eps) = 0;
+  // In place on x: [n, n_heads, head_dim] at positions[n].
+  virtual void rope(float* x, int64_t n, int64_t n_heads, int64_t head_dim, int64_t rot_dim,
+                    const int32_t* positions, const float* inv_freq,
+                    kernels::RopeLayout layout) = 0;
+  // Writes K and V of n tokens into the cache: token i at (layer, seqs[i], cache_pos[i]).
+  // k, v: [n, n_kv_heads * head_dim]
+  virtual void store_kv(KvCache& cache, int64_t layer, const SeqId* seqs, const int64_t* cache_pos,
+                        const float* k, const float* v, int64_t n) = 0;
+  virtual void attention(const AttentionCall& call) = 0;
+  // out[i] = silu(gate[i]) * up[i]
+  virtual void swiglu(const float* gate, const float* up, float* out, int64_t count) = 0;
+  // y[i] += x[i]
+  virtual void add(float* y, const float* x, int64_t count) = 0;
+  // y[r, :] += b   for r < rows.   y: [rows, cols]
+  virtual void add_bias(float* y, const float* b, int64_t rows, int64_t cols) = 0;
+};
+
+// The CPU backend with `threads` workers (>= 1).
+std::unique_ptr<Backend> make_cpu_backend(int threads);
+
+}  // namespace ssd

@@ -1,0 +1,105 @@
+// Paged key/value cache shared by every sequence of one model instance.
+//
+// Storage is a pool of pages of `page_tokens` positions; a page holds, for every layer, K and V of
+// shape [page_tokens, n_kv_heads, head_dim] (float32). A sequence is a page table plus a length.
+// This gives the three operations speculative decoding needs without copying the shared prefix:
+//   - truncate(seq, n): drop rejected draft positions (pages past the end go back to the pool);
+//   - fork(seq): a new sequence sharing all of seq's pages (reference counted); the first write
+//     into a shared page copies that one page (copy on write), so branches of a speculation tree
+//     share their verified prefix;
+//   - compact(seq, start, keep): after tree verification, move the accepted path's entries to
+//     consecutive positions and drop the rest.
+// Memory is reserved page by page as sequences grow, up to `max_tokens` positions in total.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace ssd {
+
+using SeqId = int32_t;
+
+struct KvCacheConfig {
+  int64_t n_layers = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t page_tokens = 16;
+  int64_t max_tokens = 0;  // capacity in positions over all pages
+};
+
+class KvCache {
+ public:
+  explicit KvCache(const KvCacheConfig& cfg);
+  KvCache(const KvCache&) = delete;
+  KvCache& operator=(const KvCache&) = delete;
+
+  const KvCacheConfig& config() const { return cfg_; }
+
+  SeqId create();
+  SeqId fork(SeqId src);  // shares src's pages; O(pages), no K/V copied
+  void release(SeqId seq);
+  bool alive(SeqId seq) const;
+
+  int64_t length(SeqId seq) const;
+  // Appends n positions (uninitialised until written); returns the first new position. Throws
+  // ssd::Error when the cache is full.
+  int64_t grow(SeqId seq, int64_t n);
+  void truncate(SeqId seq, int64_t new_length);
+  // Positions start + keep[i] move to start + i (keep strictly increasing, all >= 0, within the
+  // sequence), then the sequence is truncated to start + keep.size().
+  void compact(SeqId seq, int64_t start, std::span<const int32_t> keep);
+
+  // K or V of one position of one layer: [n_kv_heads, head_dim]. The writable variants make the
+  // page private first (copy on write).
+  const float* key(int64_t layer, SeqId seq, int64_t pos) const;
+  const float* value(int64_t layer, SeqId seq, int64_t pos) const;
+  float* key_mut(int64_t layer, SeqId seq, int64_t pos);
+  float* value_mut(int64_t layer, SeqId seq, int64_t pos);
+
+  // Read access for attention kernels without per-position checks: a snapshot of one sequence's
+  // page table, valid until that sequence is next modified.
+  struct SeqView {
+    const KvCache* cache;
+    const int32_t* pages;
+    int64_t length;
+    const float* key(int64_t layer, int64_t pos) const {
+      return cache->slot_ptr(pages[pos / cache->cfg_.page_tokens], layer, pos);
+    }
+    const float* value(int64_t layer, int64_t pos) const { return key(layer, pos) + cache->v_offset_; }
+  };
+  SeqView view(SeqId seq) const;
+
+  int64_t pages_in_use() const;
+  int64_t capacity_tokens() const { return cfg_.max_tokens; }
+
+ private:
+  struct Seq {
+    bool alive = false;
+    int64_t length = 0;
+    std::vector<int32_t> pages;  // page ids, pages.size() == ceil(length / page_tokens)
+  };
+  float* page_ptr(int32_t page) const { return pages_[page].get(); }
+  // K of (layer, pos) inside `page`; V is v_offset_ floats further.
+  float* slot_ptr(int32_t page, int64_t layer, int64_t pos) const {
+    return page_ptr(page) + layer * layer_stride_ + (pos % cfg_.page_tokens) * row_floats_;
+  }
+  int32_t alloc_page();
+  void unref_page(int32_t page);
+  int32_t make_private(Seq& s, int64_t page_index);
+  Seq& seq_ref(SeqId id);
+  const Seq& seq_ref(SeqId id) const;
+
+  KvCacheConfig cfg_;
+  size_t row_floats_ = 0;    // n_kv_heads * head_dim: one position of K (or V) of one layer
+  size_t v_offset_ = 0;      // page_tokens * row_floats_: V block follows the K block of a layer
+  size_t layer_stride_ = 0;  // 2 * v_offset_: floats per layer inside a page
+  size_t page_floats_ = 0;   // n_layers * layer_stride_
+  std::vector<std::unique_ptr<float[]>> pages_;
+  std::vector<int32_t> refcount_;
+  std::vector<int32_t> free_pages_;
+  std::vector<Seq> seqs_;
+};
+
+}  // namespace ssd
