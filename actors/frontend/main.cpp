@@ -1,3 +1,60 @@
-// Entry point of the ssd executable (work in progress: subcommands are being wired up).
-#include <cstdio>
-int main() { std::puts("ssd"); return 0; }
+// The ssd executable: `ssd <command> [flags]`. Each command parses its own flags (declared once
+// in its args struct) and runs; every error a user can cause ends as one line on stderr and a
+// exit status of 1 (2 when no or an unknown command is given).
+#include <fmt/format.h>
+
+#include <cstring>
+#include <exception>
+#include <string_view>
+
+#include "actors/frontend/build_info.h"
+#include "actors/frontend/generate_command.h"
+#include "actors/frontend/info_command.h"
+#include "runtime/core/error.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(int argc, const char* const* argv);
+};
+
+constexpr Command kCommands[] = {
+    {"generate", "generate text from a prompt (--mode ar: the target alone)",
+     ssd::run_generate_command},
+    {"info", "print a model file's architecture, tensors and tokenizer", ssd::run_info_command},
+};
+
+void print_usage() {
+  fmt::print("usage: ssd <command> [flags]     (ssd <command> --help lists the flags)\n\ncommands:\n");
+  for (const auto& c : kCommands) fmt::print("  {:<10} {}\n", c.name, c.summary);
+  fmt::print("\n{}\n", ssd::build_description());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    print_usage();
+    return argc < 2 ? 2 : 0;
+  }
+  if (std::strcmp(argv[1], "--version") == 0) {
+    fmt::print("{}\n", ssd::build_description());
+    return 0;
+  }
+  for (const auto& c : kCommands) {
+    if (std::string_view(argv[1]) != c.name) continue;
+    try {
+      return c.run(argc - 2, argv + 2);
+    } catch (const ssd::Error& e) {
+      fmt::print(stderr, "ssd {}: error: {}\n", c.name, e.what());
+      return 1;
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "ssd {}: unexpected error: {}\n", c.name, e.what());
+      return 1;
+    }
+  }
+  fmt::print(stderr, "ssd: unknown command '{}' (ssd --help lists the commands)\n", argv[1]);
+  return 2;
+}

@@ -1,0 +1,169 @@
+#include "actors/frontend/generate_command.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <thread>
+
+#include "actors/frontend/build_info.h"
+#include "actors/frontend/flags.h"
+#include "actors/frontend/model_session.h"
+#include "runtime/core/error.h"
+#include "runtime/generate/generation.h"
+#include "runtime/tokenizer/chat_template.h"
+#include "runtime/tokenizer/stream_decoder.h"
+
+namespace ssd {
+namespace {
+
+int default_threads() {
+  const unsigned hc = std::thread::hardware_concurrency();
+  return hc == 0 ? 1 : static_cast<int>(std::min(hc, 64u));
+}
+
+struct GenerateArgs {
+  std::filesystem::path model;
+  std::string prompt;
+  std::optional<std::filesystem::path> prompt_file;
+  int64_t n_predict = 128;
+  float temp = 0;
+  int32_t top_k = 0;
+  float top_p = 1;
+  float min_p = 0;
+  uint64_t seed = 0;
+  bool chat = false;
+  std::optional<std::string> system;
+  int32_t threads = default_threads();
+  int64_t ctx_size = 0;
+  bool ignore_eos = false;
+  bool quiet = false;
+  std::optional<std::filesystem::path> stats_json;
+
+  template <class V>
+  void visit(V&& v) {
+    v(model, "model", "GGUF file, or safetensors checkpoint directory with config.json",
+      {.required = true, .short_name = 'm', .must_exist = true});
+    v(prompt, "prompt", "prompt text (or use --prompt-file)", {.short_name = 'p'});
+    v(prompt_file, "prompt-file", "read the prompt from this file", {.must_exist = true});
+    v(n_predict, "n", "maximum number of tokens to generate", {.short_name = 'n', .min = 0});
+    v(temp, "temp", "sampling temperature; 0 = greedy", {.min = 0, .max = 100});
+    v(top_k, "top-k", "keep only the k likeliest tokens; 0 = off", {.min = 0});
+    v(top_p, "top-p", "nucleus sampling mass; 1 = off", {.min = 1e-6, .max = 1});
+    v(min_p, "min-p", "drop tokens below min-p x the top probability; 0 = off",
+      {.min = 0, .max = 1});
+    v(seed, "seed", "sampling seed: the same seed gives the same tokens, bit for bit");
+    v(chat, "chat", "wrap the prompt in the model's chat template as a user message");
+    v(system, "system", "system message for --chat (default: the template's own, if any)");
+    v(threads, "threads", "CPU worker threads", {.short_name = 't', .min = 1, .max = 1024});
+    v(ctx_size, "ctx-size", "KV cache positions; 0 = min(model context, 4096)", {.min = 0});
+    v(ignore_eos, "ignore-eos", "keep generating past end-of-generation tokens (benchmarks)");
+    v(quiet, "quiet", "do not stream the generated text to stdout", {.short_name = 'q'});
+    v(stats_json, "stats-json", "write the run's figures and output as JSON to this path");
+  }
+};
+
+constexpr const char* kSummary =
+    "Generate text from a prompt with the target model alone (autoregressive decoding).";
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  SSD_CHECK(in.good(), "--prompt-file: cannot read '{}'", p.string());
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<int32_t> build_prompt(const GenerateArgs& a, const Tokenizer& tok) {
+  SSD_CHECK(a.prompt.empty() != !a.prompt_file.has_value(),
+            "give exactly one of --prompt and --prompt-file");
+  const std::string text = a.prompt_file ? read_file(*a.prompt_file) : a.prompt;
+  SSD_CHECK(!a.system || a.chat, "--system needs --chat");
+  if (!a.chat) return tok.encode(text, /*add_bos=*/true, /*parse_special=*/true);
+  const ChatTemplate tmpl = ChatTemplate::from_spec(tok.spec());
+  std::vector<ChatMessage> msgs;
+  if (a.system) msgs.push_back({"system", *a.system});
+  msgs.push_back({"user", text});
+  return tok.encode(tmpl.render(msgs, /*add_generation_prompt=*/true), true, true);
+}
+
+}  // namespace
+
+int run_generate_command(int argc, const char* const* argv) {
+  GenerateArgs args;
+  if (parse(argc, argv, args).help) {
+    fmt::print("{}", help_text(GenerateArgs{}, "ssd generate", kSummary));
+    return 0;
+  }
+  SSD_CHECK(args.prompt.empty() != !args.prompt_file.has_value(),
+            "give exactly one of --prompt and --prompt-file");
+
+  ModelSession session(SessionOptions{args.model.string(), args.threads, args.ctx_size});
+  const Tokenizer& tok = session.tokenizer();
+  fmt::print(stderr, "model: {}\n", session.file().summary());
+
+  GenerationRequest req;
+  req.prompt = build_prompt(args, tok);
+  req.max_new_tokens = args.n_predict;
+  req.sampler = SamplerConfig{args.temp, args.top_k, args.top_p, args.min_p, args.seed};
+  if (!args.ignore_eos) {
+    for (int32_t id = 0; id < tok.vocab_size(); ++id)
+      if (tok.is_eog(id)) req.stop_ids.push_back(id);
+  }
+  check_context(session.model(), session.kv(), req);
+
+  StreamDecoder stream(tok);
+  std::string text;
+  auto on_token = [&](int32_t id) {
+    const std::string piece = stream.push(id);
+    text += piece;
+    if (!args.quiet) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }
+    return true;
+  };
+  GenerationResult r = generate_ar(session.model(), session.kv(), req, on_token);
+  const std::string rest = stream.flush();
+  text += rest;
+  if (!args.quiet) fmt::print("{}\n", rest);
+
+  const int64_t n_gen = static_cast<int64_t>(r.tokens.size());
+  const double prefill_tps = r.prefill_s > 0 ? r.prompt_tokens / r.prefill_s : 0;
+  // Decode speed counts the forwards after the first token (that one comes from the prefill).
+  const double decode_tps = r.decode_s > 0 && r.forwards > 0 ? r.forwards / r.decode_s : 0;
+  fmt::print(stderr,
+             "figures: prompt {} tokens, prefill {:.1f} tok/s | generated {} tokens, decode {:.1f} "
+             "tok/s | stop: {} | {} threads, {}\n",
+             r.prompt_tokens, prefill_tps, n_gen, decode_tps,
+             r.stopped_by_eog ? "end-of-generation token" : "token budget", args.threads,
+             build_description());
+
+  if (args.stats_json) {
+    nlohmann::json j;
+    j["mode"] = "ar";
+    j["model"] = args.model.string();
+    j["model_summary"] = session.file().summary();
+    j["backend"] = session.backend().name();
+    j["threads"] = args.threads;
+    j["commit"] = build_commit();
+    j["build"] = build_description();
+    j["prompt_tokens"] = r.prompt_tokens;
+    j["tokens_generated"] = n_gen;
+    j["prefill_s"] = r.prefill_s;
+    j["decode_s"] = r.decode_s;
+    j["prefill_tokens_per_s"] = prefill_tps;
+    j["decode_tokens_per_s"] = decode_tps;
+    j["stop_reason"] = r.stopped_by_eog ? "eog" : "length";
+    j["prompt_token_ids"] = req.prompt;
+    j["output_token_ids"] = r.tokens;
+    j["output_text"] = text;
+    j["config"] = resolved_json(args);
+    std::ofstream out(*args.stats_json);
+    SSD_CHECK(out.good(), "--stats-json: cannot write '{}'", args.stats_json->string());
+    out << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace ssd

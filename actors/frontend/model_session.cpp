@@ -1,0 +1,37 @@
+#include "actors/frontend/model_session.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "runtime/core/error.h"
+#include "runtime/tokenizer/gguf_tokenizer.h"
+#include "runtime/tokenizer/hf_tokenizer.h"
+
+namespace ssd {
+
+Tokenizer load_tokenizer(const ModelFile& file) {
+  if (file.gguf()) return Tokenizer(tokenizer_spec_from_gguf(*file.gguf()));
+  const auto path = std::filesystem::path(file.safetensors()->directory()) / "tokenizer.json";
+  SSD_CHECK(std::filesystem::exists(path), "{}: no tokenizer.json beside the checkpoint",
+            file.path());
+  return Tokenizer(tokenizer_spec_from_hf_file(path.string()));
+}
+
+ModelSession::ModelSession(const SessionOptions& opts) {
+  file_ = std::make_unique<ModelFile>(ModelFile::open(opts.model_path));
+  tokenizer_ = std::make_unique<Tokenizer>(load_tokenizer(*file_));
+  const ModelConfig& c = file_->config();
+  SSD_CHECK(tokenizer_->vocab_size() <= c.vocab,
+            "{}: the tokenizer has {} tokens but the model's vocabulary is {}", opts.model_path,
+            tokenizer_->vocab_size(), c.vocab);
+  SSD_CHECK(opts.ctx_size >= 0, "--ctx-size {} must not be negative", opts.ctx_size);
+  ctx_size_ = opts.ctx_size > 0 ? opts.ctx_size : std::min<int64_t>(c.context_length, 4096);
+  SSD_CHECK(ctx_size_ <= c.context_length,
+            "--ctx-size {} exceeds the model's trained context length {}", ctx_size_,
+            c.context_length);
+  backend_ = make_cpu_backend(opts.threads);
+  model_ = std::make_unique<Transformer>(*file_, *backend_);
+  kv_ = std::make_unique<KvCache>(model_->kv_config(ctx_size_));
+}
+
+}  // namespace ssd

@@ -1,0 +1,47 @@
+// Everything a command needs to run one model on this process: the opened model file, its
+// tokenizer (from GGUF metadata, or tokenizer.json beside a safetensors checkpoint), the compute
+// backend, the transformer and a KV cache. Built once from a SessionOptions at start-up and
+// passed down; commands never re-open or re-decide any of it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runtime/backend/backend.h"
+#include "runtime/model/transformer.h"
+#include "runtime/tokenizer/tokenizer.h"
+
+namespace ssd {
+
+struct SessionOptions {
+  std::string model_path;
+  int threads = 1;
+  int64_t ctx_size = 0;  // 0 = min(model context, 4096)
+};
+
+class ModelSession {
+ public:
+  explicit ModelSession(const SessionOptions& opts);
+  ModelSession(const ModelSession&) = delete;
+  ModelSession& operator=(const ModelSession&) = delete;
+
+  const ModelFile& file() const { return *file_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  Backend& backend() { return *backend_; }
+  Transformer& model() { return *model_; }
+  KvCache& kv() { return *kv_; }
+  int64_t ctx_size() const { return ctx_size_; }
+
+ private:
+  std::unique_ptr<ModelFile> file_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Transformer> model_;
+  std::unique_ptr<KvCache> kv_;
+  int64_t ctx_size_ = 0;
+};
+
+// The tokenizer of a model file: GGUF metadata, or tokenizer.json in the checkpoint directory.
+Tokenizer load_tokenizer(const ModelFile& file);
+
+}  // namespace ssd
