@@ -7,7 +7,11 @@
 #include <map>
 
 #include "runtime/core/error.h"
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "tests/support/gguf_writer.h"
+#include "tests/support/safetensors_writer.h"
 #include "tests/support/tensor_data.h"
 
 namespace ssd::test {
@@ -127,6 +131,57 @@ std::vector<std::string> byte_alphabet() {
 
 const char* gguf_arch(Arch a) { return arch_name(a); }
 
+// A byte-level BPE vocabulary: 256 byte tokens, two merges, then control tokens up to `vocab`
+// (ids 258 <|endoftext|> = BOS, 259 <|im_start|>, 260 <|im_end|> = EOS).
+struct TinyVocab {
+  std::vector<std::string> tokens;
+  std::vector<int64_t> types;  // GGUF token types: 1 normal, 3 control
+};
+TinyVocab tiny_vocab(int64_t vocab) {
+  TinyVocab v;
+  v.tokens = byte_alphabet();
+  v.tokens.push_back("Ġt");
+  v.tokens.push_back("he");
+  v.types.assign(v.tokens.size(), 1);
+  for (const char* sp : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
+    v.tokens.push_back(sp);
+    v.types.push_back(3);
+  }
+  SSD_CHECK(static_cast<int64_t>(v.tokens.size()) <= vocab, "tiny model vocab {} is too small", vocab);
+  for (int64_t i = static_cast<int64_t>(v.tokens.size()); i < vocab; ++i) {
+    v.tokens.push_back(fmt::format("<|reserved_{}|>", i));
+    v.types.push_back(3);
+  }
+  return v;
+}
+
+// tokenizer.json (Hugging Face tokenizers format) of the same vocabulary.
+nlohmann::json tiny_tokenizer_json(int64_t vocab) {
+  const TinyVocab v = tiny_vocab(vocab);
+  nlohmann::json j;
+  nlohmann::json ids = nlohmann::json::object(), added = nlohmann::json::array();
+  for (size_t i = 0; i < v.tokens.size(); ++i) {
+    if (v.types[i] == 3)
+      added.push_back({{"id", i}, {"content", v.tokens[i]}, {"special", true}, {"single_word", false},
+                       {"lstrip", false}, {"rstrip", false}, {"normalized", false}});
+    else
+      ids[v.tokens[i]] = i;
+  }
+  j["version"] = "1.0";
+  j["added_tokens"] = added;
+  j["normalizer"] = nullptr;
+  j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
+                        {"use_regex", true}};
+  j["post_processor"] = nullptr;
+  j["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true},
+                  {"use_regex", true}};
+  j["model"] = {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
+                {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr},
+                {"fuse_unk", false}, {"byte_fallback", false}, {"vocab", ids},
+                {"merges", {"Ġ t", "h e"}}};
+  return j;
+}
+
 }  // namespace
 
 TinyModelSpec tiny_spec(Arch arch, DType weight_type) {
@@ -156,21 +211,9 @@ std::string write_tiny_gguf(const TinyModelSpec& s, const std::string& path) {
       .add_f32(a + ".attention.layer_norm_rms_epsilon", 1e-5f)
       .add_u32(a + ".vocab_size", static_cast<uint32_t>(s.vocab));
 
-  // A byte-level BPE vocabulary: 256 byte tokens, two merges, then control tokens up to vocab.
-  std::vector<std::string> tokens = byte_alphabet();
-  tokens.push_back("Ġt");
-  tokens.push_back("he");
-  const std::vector<std::string> specials = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
-  std::vector<int64_t> types(tokens.size(), 1);
-  for (const auto& sp : specials) {
-    tokens.push_back(sp);
-    types.push_back(3);
-  }
-  SSD_CHECK(static_cast<int64_t>(tokens.size()) <= s.vocab, "tiny model vocab {} is too small", s.vocab);
-  for (int64_t i = static_cast<int64_t>(tokens.size()); i < s.vocab; ++i) {
-    tokens.push_back(fmt::format("<|reserved_{}|>", i));
-    types.push_back(3);
-  }
+  const TinyVocab v = tiny_vocab(s.vocab);
+  const auto& tokens = v.tokens;
+  const auto& types = v.types;
   g.add_string("tokenizer.ggml.model", "gpt2")
       .add_string("tokenizer.ggml.pre", "gpt2")
       .add_string_array("tokenizer.ggml.tokens", tokens)
@@ -215,6 +258,47 @@ std::string write_tiny_gguf(const TinyModelSpec& s, const std::string& path) {
     g.add_tensor(gguf_name(name), ne, values, type);
   }
   return g.write(path);
+}
+
+std::string write_tiny_safetensors(const TinyModelSpec& s, const std::string& dir, int shards) {
+  SSD_CHECK(s.weight_type == DType::F32 || s.weight_type == DType::F16 || s.weight_type == DType::BF16,
+            "safetensors tiny models are F32, F16 or BF16, not {}", dtype_name(s.weight_type));
+  const auto w = make_weights(s);
+  SafetensorsWriter st;
+  for (const auto& [name, t] : w) {
+    const std::vector<uint64_t> shape =
+        t.is_matrix ? std::vector<uint64_t>{static_cast<uint64_t>(t.rows), static_cast<uint64_t>(t.cols)}
+                    : std::vector<uint64_t>{static_cast<uint64_t>(t.cols)};
+    st.add_tensor(name, shape, t.v, s.weight_type);
+  }
+  st.add_metadata("format", "pt");
+  if (shards > 1) {
+    st.write_sharded(dir, shards);
+  } else {
+    st.write(dir + "/model.safetensors");
+  }
+  static const char* kTypes[] = {"llama", "qwen2", "qwen3"};
+  nlohmann::json c = {
+      {"model_type", kTypes[static_cast<int>(s.arch)]},
+      {"hidden_size", s.dim},
+      {"intermediate_size", s.ffn_dim},
+      {"num_hidden_layers", s.n_layers},
+      {"num_attention_heads", s.n_heads},
+      {"num_key_value_heads", s.n_kv_heads},
+      {"head_dim", s.head_dim},
+      {"vocab_size", s.vocab},
+      {"max_position_embeddings", s.context},
+      {"rms_norm_eps", 1e-5},
+      {"rope_theta", s.rope_theta},
+      {"tie_word_embeddings", s.tied},
+      {"torch_dtype", s.weight_type == DType::F32 ? "float32" : s.weight_type == DType::F16 ? "float16" : "bfloat16"},
+  };
+  if (s.llama3_rope)
+    c["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                         {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}};
+  std::ofstream(dir + "/config.json") << c.dump(2);
+  std::ofstream(dir + "/tokenizer.json") << tiny_tokenizer_json(s.vocab).dump();
+  return dir;
 }
 
 }  // namespace ssd::test

@@ -42,7 +42,8 @@ struct TinyModelSpec {
 TinyModelSpec tiny_spec(Arch arch, DType weight_type);
 
 std::string write_tiny_gguf(const TinyModelSpec& spec, const std::string& path);
-// Writes config.json and model.safetensors (F32, F16 or BF16 weights) into `dir`; returns dir.
-std::string write_tiny_safetensors(const TinyModelSpec& spec, const std::string& dir);
+// Writes config.json, tokenizer.json and the weights (F32, F16 or BF16) into `dir`: one
+// model.safetensors, or `shards` shard files plus model.safetensors.index.json. Returns dir.
+std::string write_tiny_safetensors(const TinyModelSpec& spec, const std::string& dir, int shards = 1);
 
 }  // namespace ssd::test

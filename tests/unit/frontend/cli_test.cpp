@@ -123,6 +123,18 @@ TEST_F(Cli, MissingOrMalformedModelFileIsNamed) {
   EXPECT_THAT(r.err, HasSubstr("tensor"));
 }
 
+TEST_F(Cli, RunsAHuggingFaceCheckpointDirectory) {
+  test::TempDir hf;
+  test::write_tiny_safetensors(test::tiny_spec(Arch::Qwen2, DType::BF16), hf.path(), 2);
+  const std::string path = tmp_.file("hf.json");
+  auto r = run_command(ssd_bin() + " generate -m " + shell_quote(hf.path()) +
+                       " -p 'the cat' -n 6 --ignore-eos -q --stats-json " + shell_quote(path));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("safetensors"));
+  std::ifstream in(path);
+  EXPECT_EQ(nlohmann::json::parse(in)["tokens_generated"], 6);
+}
+
 TEST_F(Cli, InfoDescribesTheModel) {
   auto r = run_command(ssd_bin() + " info -m " + shell_quote(model_));
   EXPECT_EQ(r.exit_code, 0) << r.err;
