@@ -9,8 +9,10 @@
 #include <thread>
 
 #include "actors/frontend/build_info.h"
+#include "actors/frontend/drafter_factory.h"
 #include "actors/frontend/flags.h"
 #include "actors/frontend/model_session.h"
+#include "actors/frontend/run_report.h"
 #include "runtime/core/error.h"
 #include "runtime/generate/generation.h"
 #include "runtime/tokenizer/chat_template.h"
@@ -26,6 +28,12 @@ int default_threads() {
 
 struct GenerateArgs {
   std::filesystem::path model;
+  std::string mode = "ar";
+  std::string drafter = "ngram";
+  int32_t k = 4;
+  int32_t width = 1;
+  bool online_learning = false;
+  std::string domino_head = "on";
   std::string prompt;
   std::optional<std::filesystem::path> prompt_file;
   int64_t n_predict = 128;
@@ -46,6 +54,16 @@ struct GenerateArgs {
   void visit(V&& v) {
     v(model, "model", "GGUF file, or safetensors checkpoint directory with config.json",
       {.required = true, .short_name = 'm', .must_exist = true});
+    v(mode, "mode", "ar: the target alone; sd: draft with --drafter, verify with the target",
+      {.choices = {"ar", "sd"}});
+    v(drafter, "drafter",
+      "sd drafter: ngram[:MIN-MAX], model:PATH, early-exit:L, domino:PATH, oracle:ALPHA (research)");
+    v(k, "k", "sd: draft tokens per round", {.min = 1, .max = 32});
+    v(width, "width", "sd: first-level draft branches verified as a tree (1 = a chain)",
+      {.min = 1, .max = 16});
+    v(online_learning, "online-learning", "early-exit drafter: train its head online (DVI)");
+    v(domino_head, "domino-head", "domino drafter: on, or off for the backbone alone",
+      {.choices = {"on", "off"}});
     v(prompt, "prompt", "prompt text (or use --prompt-file)", {.short_name = 'p'});
     v(prompt_file, "prompt-file", "read the prompt from this file", {.must_exist = true});
     v(n_predict, "n", "maximum number of tokens to generate", {.short_name = 'n', .min = 0});
@@ -66,7 +84,9 @@ struct GenerateArgs {
 };
 
 constexpr const char* kSummary =
-    "Generate text from a prompt with the target model alone (autoregressive decoding).";
+    "Generate text from a prompt: --mode ar decodes with the target alone, --mode sd drafts with\n"
+    "--drafter and verifies with the target (output identical to ar under greedy decoding, and\n"
+    "distributed as ar under sampling).";
 
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -112,6 +132,16 @@ int run_generate_command(int argc, const char* const* argv) {
   }
   check_context(session.model(), session.kv(), req);
 
+  std::unique_ptr<Drafter> drafter;
+  if (args.mode == "sd") {
+    DrafterOptions dopts;
+    dopts.online_learning = args.online_learning;
+    dopts.domino_head = args.domino_head == "on";
+    dopts.threads = args.threads;
+    drafter = make_drafter(parse_drafter_spec(args.drafter), session, dopts);
+  }
+  const SdOptions sd{args.k, args.width};
+
   StreamDecoder stream(tok);
   std::string text;
   auto on_token = [&](int32_t id) {
@@ -123,40 +153,24 @@ int run_generate_command(int argc, const char* const* argv) {
     }
     return true;
   };
-  GenerationResult r = generate_ar(session.model(), session.kv(), req, on_token);
+  RunReport r = run_request(session.model(), session.kv(), drafter.get(), req, sd, on_token);
   const std::string rest = stream.flush();
   text += rest;
   if (!args.quiet) fmt::print("{}\n", rest);
 
-  const int64_t n_gen = static_cast<int64_t>(r.tokens.size());
-  const double prefill_tps = r.prefill_s > 0 ? r.prompt_tokens / r.prefill_s : 0;
-  // Decode speed counts the forwards after the first token (that one comes from the prefill).
-  const double decode_tps = r.decode_s > 0 && r.forwards > 0 ? r.forwards / r.decode_s : 0;
-  fmt::print(stderr,
-             "figures: prompt {} tokens, prefill {:.1f} tok/s | generated {} tokens, decode {:.1f} "
-             "tok/s | stop: {} | {} threads, {}\n",
-             r.prompt_tokens, prefill_tps, n_gen, decode_tps,
-             r.stopped_by_eog ? "end-of-generation token" : "token budget", args.threads,
+  fmt::print(stderr, "{}", r.sd_summary());
+  fmt::print(stderr, "figures: {} | {} threads, {}\n", r.figures_line(), args.threads,
              build_description());
 
   if (args.stats_json) {
-    nlohmann::json j;
-    j["mode"] = "ar";
+    nlohmann::json j = r.to_json();
     j["model"] = args.model.string();
     j["model_summary"] = session.file().summary();
     j["backend"] = session.backend().name();
     j["threads"] = args.threads;
     j["commit"] = build_commit();
     j["build"] = build_description();
-    j["prompt_tokens"] = r.prompt_tokens;
-    j["tokens_generated"] = n_gen;
-    j["prefill_s"] = r.prefill_s;
-    j["decode_s"] = r.decode_s;
-    j["prefill_tokens_per_s"] = prefill_tps;
-    j["decode_tokens_per_s"] = decode_tps;
-    j["stop_reason"] = r.stopped_by_eog ? "eog" : "length";
     j["prompt_token_ids"] = req.prompt;
-    j["output_token_ids"] = r.tokens;
     j["output_text"] = text;
     j["config"] = resolved_json(args);
     std::ofstream out(*args.stats_json);

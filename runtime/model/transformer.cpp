@@ -34,15 +34,19 @@ Batch Batch::sequence(SeqId seq, const std::vector<int32_t>& tokens, int32_t sta
   return b;
 }
 
-Transformer::Transformer(const ModelFile& model, Backend& backend)
+Transformer::Transformer(const ModelFile& model, Backend& backend, int64_t layers)
     : cfg_(model.config()), backend_(backend) {
+  SSD_CHECK(layers >= 0 && layers <= cfg_.n_layers,
+            "{}: cannot run {} layers of a {}-layer model", model.path(), layers, cfg_.n_layers);
+  const int64_t n_run = layers > 0 ? layers : cfg_.n_layers;
   const ModelWeights& w = model.weights();
   token_embd_ = backend_.prepare_weight(*w.token_embd);
   output_ = backend_.prepare_weight(*w.output);
   output_norm_ = to_floats(w.output_norm);
   std::vector<float> factors = to_floats(w.rope_freqs);
   inv_freq_ = rope_inv_freq(cfg_, w.rope_freqs ? &factors : nullptr);
-  for (const LayerWeights& L : w.layers) {
+  for (int64_t li = 0; li < n_run; ++li) {
+    const LayerWeights& L = w.layers[li];
     Layer l;
     l.wq = backend_.prepare_weight(*L.wq);
     l.wk = backend_.prepare_weight(*L.wk);
@@ -64,7 +68,7 @@ Transformer::Transformer(const ModelFile& model, Backend& backend)
 
 KvCacheConfig Transformer::kv_config(int64_t max_tokens) const {
   KvCacheConfig c;
-  c.n_layers = cfg_.n_layers;
+  c.n_layers = layers();
   c.n_kv_heads = cfg_.n_kv_heads;
   c.head_dim = cfg_.head_dim;
   c.max_tokens = max_tokens;
@@ -91,8 +95,8 @@ ForwardResult Transformer::forward(const Batch& b, KvCache& kv) {
   for (int32_t r : b.logits_rows)
     SSD_CHECK(r >= 0 && r < n, "forward: logits row {} is outside the batch of {}", r, n);
   for (int32_t l : b.hidden_layers)
-    SSD_CHECK(l >= 0 && l < cfg_.n_layers, "forward: hidden layer {} does not exist (0..{})", l,
-              cfg_.n_layers - 1);
+    SSD_CHECK(l >= 0 && l < layers(), "forward: hidden layer {} does not exist (0..{})", l,
+              layers() - 1);
   if (!b.mask.empty()) {
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < n; ++j)
@@ -159,7 +163,7 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
   out.hidden.assign(b.hidden_layers.size(), {});
 
   backend_.embed(token_embd_, b.tokens.data(), n, x_.data());
-  for (int64_t l = 0; l < cfg_.n_layers; ++l) {
+  for (int64_t l = 0; l < layers(); ++l) {
     const Layer& L = layers_[l];
     // --- attention block ---
     backend_.rmsnorm(x_.data(), L.attn_norm.data(), h_.data(), n, dim, cfg_.rms_eps);

@@ -16,12 +16,19 @@ namespace ssd {
 
 class Transformer {
  public:
-  // The model file must outlive the transformer (weights stay in its mapping).
-  Transformer(const ModelFile& model, Backend& backend);
+  // The model file must outlive the transformer (weights stay in its mapping). `layers` > 0 runs
+  // only the first `layers` blocks (early-exit self-speculation shares the target's weights this
+  // way); the LM head then applies to block layers-1's output.
+  Transformer(const ModelFile& model, Backend& backend, int64_t layers = 0);
   Transformer(const Transformer&) = delete;
   Transformer& operator=(const Transformer&) = delete;
 
   const ModelConfig& config() const { return cfg_; }
+  int64_t layers() const { return static_cast<int64_t>(layers_.size()); }
+  // The LM head and final norm, for drafters that put their own head on a hidden state.
+  const kernels::WeightMatrix& lm_head() const { return output_; }
+  const std::vector<float>& output_norm() const { return output_norm_; }
+  const kernels::WeightMatrix& token_embedding() const { return token_embd_; }
   Backend& backend() { return backend_; }
   // A cache shaped for this model holding up to max_tokens positions over all sequences.
   KvCacheConfig kv_config(int64_t max_tokens) const;

@@ -1,0 +1,41 @@
+// Prompt lookup / n-gram drafting: find earlier occurrences of the context's last n tokens
+// (n from n_max down to n_min) and propose the tokens that followed them. It costs a scan of the
+// context and no model, so it is also the fast backup speculator of SSD's miss fallback.
+//
+// Branches: with width > 1, the distinct continuations of the most recent matches (longest n
+// first) become sibling branches. Every draft token is deterministic, so its q is a one-hot.
+// When nothing matches, the draft is empty and the round decodes one token as plain AR would.
+#pragma once
+
+#include <map>
+
+#include "runtime/spec/drafter.h"
+
+namespace ssd {
+
+struct NgramOptions {
+  int32_t n_min = 1;
+  int32_t n_max = 4;
+  int64_t max_scan = 4096;  // look back at most this many positions
+};
+
+class NgramDrafter final : public Drafter {
+ public:
+  explicit NgramDrafter(const NgramOptions& opts);
+  std::string name() const override;
+  void start(int32_t seq, std::span<const int32_t> prompt) override;
+  void commit(int32_t seq, std::span<const int32_t> tokens) override;
+  std::vector<DraftTree> draft(std::span<const DraftRequest> requests) override;
+  void finish(int32_t seq) override;
+
+  // The lookup itself, on any token sequence: up to `width` distinct continuations of length
+  // <= k following earlier matches of the sequence's last n tokens (longest n, latest match first).
+  static std::vector<std::vector<int32_t>> lookup(std::span<const int32_t> context, int32_t k,
+                                                  int32_t width, const NgramOptions& opts);
+
+ private:
+  NgramOptions opts_;
+  std::map<int32_t, std::vector<int32_t>> contexts_;
+};
+
+}  // namespace ssd

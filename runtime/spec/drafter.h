@@ -1,0 +1,69 @@
+// The drafter interface every kind implements (n-gram lookup, an independent draft model,
+// early-exit self-speculation with a DVI-trained head, Domino block drafting, and the research
+// oracle). A drafter keeps, per sequence, the committed context (every token emitted so far) and
+// whatever state it derives from it (its own KV cache, target features); it proposes draft trees
+// for many requests per call, so a batch of sequences, or many hypothetical continuations of one
+// sequence (Saguaro's pre-speculation branches), cost one batched forward.
+//
+// Protocol for one sequence (context = every token emitted so far, prompt included):
+//   start(seq, prompt)                 once, with the prompt tokens
+//   commit(seq, tokens)                append emitted tokens to the context
+//   set_features(seq, from, features)  the target's hidden states (at target_feature_layers())
+//                                      of context positions [from, from + n); they lag the tokens:
+//                                      the last emitted token has not been through the target yet
+//   draft({seq, suffix, k, ...})       propose a tree continuing context + suffix (the suffix is
+//                                      hypothetical, e.g. a predicted verification outcome;
+//                                      nothing is committed)
+//   observe(outcome)                   the verifier's decision on a draft (online-learning
+//                                      drafters learn from it; others ignore it)
+//   finish(seq)                        release the sequence's state
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/sampling/sampler.h"
+#include "runtime/spec/draft_tree.h"
+
+namespace ssd {
+
+struct DraftRequest {
+  int32_t seq = 0;
+  std::vector<int32_t> suffix;  // hypothetical tokens after the committed context (may be empty)
+  int32_t k = 4;                // depth: tokens per branch
+  int32_t width = 1;            // branches at the first level (1 = a chain); drafters may ignore
+  SamplerConfig sampler;        // q is processed with these settings; temperature 0 = greedy
+  uint64_t stream = 0;          // Philox stream/position for the drafter's own draws
+  uint32_t position = 0;
+};
+
+// The verifier's decision on a draft, with the target's distributions that judged it.
+struct DraftOutcome {
+  int32_t seq = 0;
+  const DraftTree* tree = nullptr;
+  std::vector<int32_t> path;        // accepted nodes
+  std::vector<int32_t> emitted;     // accepted tokens + correction/bonus
+  const float* target_logits = nullptr;  // [tree->size() + 1, vocab], rows as in verify.h
+  int32_t vocab = 0;
+};
+
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+  virtual std::string name() const = 0;
+  // Target layers whose hidden states commit() must receive (empty: none).
+  virtual std::vector<int32_t> target_feature_layers() const { return {}; }
+
+  virtual void start(int32_t seq, std::span<const int32_t> prompt) = 0;
+  virtual void commit(int32_t seq, std::span<const int32_t> tokens) = 0;
+  // features: [n, layers x dim] row-major, layer blocks in target_feature_layers() order.
+  virtual void set_features(int32_t seq, int64_t from, std::span<const float> features) {}
+  virtual std::vector<DraftTree> draft(std::span<const DraftRequest> requests) = 0;
+  virtual void observe(const DraftOutcome& outcome) {}
+  virtual void finish(int32_t seq) = 0;
+};
+
+}  // namespace ssd
