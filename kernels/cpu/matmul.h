@@ -24,7 +24,7 @@ struct WeightMatrix {
 };
 
 // y[t, r] = sum_c W[r, c] * x[t, c] for t < n.   x: [n, cols]   y: [n, rows]
-// pool may be null (runs on the calling thread).
+// pool may be null (runs on the calling thread). y must not overlap x or the weights.
 void matmul(const WeightMatrix& w, const float* x, float* y, int64_t n, ThreadPool* pool);
 
 // Scalar reference twin of matmul (float64 accumulation), for tests.

@@ -1,0 +1,65 @@
+// Element-wise and per-row transformer ops. Plain loops: they are a small share of the work next
+// to matmul, and the compiler vectorises the simple ones at baseline SSE2. Reductions (the RMS,
+// the softmax sum) accumulate in float64 so that long rows do not lose precision.
+#include "kernels/cpu/ops.h"
+
+#include <cmath>
+
+#include "runtime/core/error.h"
+
+namespace ssd::kernels {
+
+void rmsnorm(const float* x, const float* g, float* y, int64_t rows, int64_t dim, float eps) {
+  SSD_CHECK(dim > 0, "rmsnorm: dim must be positive, got {}", dim);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * dim;  // [dim]
+    float* yr = y + r * dim;        // [dim], may alias xr
+    double ss = 0.0;
+    for (int64_t i = 0; i < dim; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+    const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(dim) + eps));
+    for (int64_t i = 0; i < dim; ++i) yr[i] = xr[i] * scale * g[i];
+  }
+}
+
+void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dim, float pos,
+          const float* inv_freq, RopeLayout layout) {
+  SSD_CHECK(rot_dim % 2 == 0 && rot_dim <= head_dim && rot_dim >= 0,
+            "rope: rot_dim {} must be even and at most head_dim {}", rot_dim, head_dim);
+  const int64_t half = rot_dim / 2;
+  // Pair i of a head is (a, b): (2i, 2i+1) interleaved, (i, i + half) NeoX.
+  const int64_t a_step = layout == RopeLayout::Interleaved ? 2 : 1;
+  const int64_t b_off = layout == RopeLayout::Interleaved ? 1 : half;
+  for (int64_t i = 0; i < half; ++i) {
+    // The angle in float64: pos * inv_freq reaches thousands of radians at long positions.
+    const double theta = static_cast<double>(pos) * static_cast<double>(inv_freq[i]);
+    const float c = static_cast<float>(std::cos(theta)), s = static_cast<float>(std::sin(theta));
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* p = x + h * head_dim + i * a_step;  // x: [n_heads, head_dim]
+      const float a = p[0], b = p[b_off];
+      p[0] = a * c - b * s;
+      p[b_off] = a * s + b * c;
+    }
+  }
+}
+
+void softmax(float* x, int64_t n) {
+  if (n <= 0) return;
+  float mx = x[0];
+  for (int64_t i = 1; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void swiglu(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+}  // namespace ssd::kernels

@@ -1,0 +1,36 @@
+// Internal to kernels/cpu: the per-ISA kernel tables behind the dispatched row operations of
+// rowops.h and matmul.h. Each instruction-set file (rowops_scalar.cpp, rowops_avx2.cpp,
+// rowops_avx512.cpp) fills one table per weight type; rowops.cpp picks the table of the active
+// ISA. The multi-token dot is the primitive matmul is built on: it decodes each block of a
+// weight row once, in registers, and multiplies it with up to kMaxDotTokens activation rows.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/rowops.h"
+#include "runtime/core/dtype.h"
+
+namespace ssd::kernels::detail {
+
+constexpr int kMaxDotTokens = 4;
+
+// dst[0, n) = decoded row. n is a multiple of the type's block size.
+using DequantizeFn = void (*)(const uint8_t* row, float* dst, int64_t n);
+// out[t] = sum_i row[i] * x[t * x_stride + i] for t < n_tok (1 <= n_tok <= kMaxDotTokens).
+using DotFn = void (*)(const uint8_t* row, const float* x, int64_t x_stride, int n_tok, int64_t n,
+                       float* out);
+
+struct TypeKernels {
+  DequantizeFn dequantize = nullptr;
+  DotFn dot = nullptr;
+};
+
+// Tables for one ISA; null for a type that ISA does not implement (falls back to scalar).
+const TypeKernels* scalar_kernels(DType t);
+const TypeKernels* avx2_kernels(DType t);
+const TypeKernels* avx512_kernels(DType t);
+
+// The kernels of type t for the active ISA (never null for a supported type).
+const TypeKernels& active_kernels(DType t);
+
+}  // namespace ssd::kernels::detail
