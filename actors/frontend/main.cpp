@@ -7,6 +7,7 @@
 #include <exception>
 #include <string_view>
 
+#include "actors/frontend/bench_command.h"
 #include "actors/frontend/build_info.h"
 #include "actors/frontend/generate_command.h"
 #include "actors/frontend/info_command.h"
@@ -21,8 +22,9 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"generate", "generate text from a prompt (--mode ar: the target alone)",
+    {"generate", "generate text from a prompt (--mode ar: the target alone; --mode sd: speculative)",
      ssd::run_generate_command},
+    {"bench", "compare AR and SD (drafters x draft lengths) over a prompt file", ssd::run_bench_command},
     {"info", "print a model file's architecture, tensors and tokenizer", ssd::run_info_command},
 };
 
