@@ -27,9 +27,13 @@ enum class GgufType : uint32_t {
   U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
   STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
 };
+// "U8", "STRING", ...; "type#<id>" for an id outside the spec.
+std::string gguf_type_name(GgufType t);
 
-// A metadata value. Arrays of numbers are widened to int64/double vectors; arrays of strings are
-// string_views into the mapping (valid while the GgufFile lives).
+// A metadata value. Scalars: signed integers as int64_t, unsigned as uint64_t, F32/F64 as double.
+// Arrays of numbers are widened to int64/double vectors (BOOL arrays to 0/1 int64; a U64 element
+// above INT64_MAX is rejected at parse time); arrays of strings are string_views into the mapping
+// (valid while the GgufFile lives). Nested arrays are rejected at parse time.
 struct GgufValue {
   GgufType type = GgufType::U8;
   GgufType elem_type = GgufType::U8;  // for ARRAY
@@ -42,6 +46,8 @@ class GgufFile {
  public:
   // Maps and parses `path`; throws ssd::Error on any malformed field.
   static GgufFile open(const std::string& path);
+  // Parses an already opened (or in-memory, see MappedFile::from_bytes) file; same checks.
+  static GgufFile parse(MappedFile file);
   GgufFile(GgufFile&&) noexcept = default;
   GgufFile& operator=(GgufFile&&) noexcept = default;
   GgufFile(const GgufFile&) = delete;
@@ -50,6 +56,8 @@ class GgufFile {
   const std::string& path() const { return file_.path(); }
   uint32_t version() const { return version_; }
   uint64_t file_size() const { return file_.size(); }
+  uint64_t alignment() const { return alignment_; }      // general.alignment or 32
+  uint64_t data_offset() const { return data_offset_; }  // byte where the data section starts
   const std::vector<TensorRef>& tensors() const { return tensors_; }
   const TensorRef* find_tensor(std::string_view name) const;
   const std::map<std::string, GgufValue, std::less<>>& metadata() const { return kv_; }
@@ -70,8 +78,13 @@ class GgufFile {
   GgufFile() = default;
   MappedFile file_;
   uint32_t version_ = 0;
+  uint64_t alignment_ = 32;
+  uint64_t data_offset_ = 0;
   std::map<std::string, GgufValue, std::less<>> kv_;
-  std::vector<TensorRef> tensors_;
+  std::vector<TensorRef> tensors_;                            // in file order
+  std::map<std::string, size_t, std::less<>> tensor_index_;  // name -> index in tensors_
+
+  friend class GgufParser;
 };
 
 }  // namespace ssd

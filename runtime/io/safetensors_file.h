@@ -4,7 +4,11 @@
 // optional "__metadata__", then the data; offsets are relative to the end of the header. Every
 // field is checked (dtype known, shape product matches the byte range, ranges inside the file and
 // not overlapping, no overflow); a bad file throws ssd::Error naming the file, tensor and field.
-// Supported dtypes: F32, F16, BF16. Shapes are reversed into TensorRef's innermost-first order.
+// Supported dtypes: F32, F16, BF16. Shapes are reversed into TensorRef's innermost-first order;
+// 0-d (scalar) shapes become ne = {1}; more than 4 dims and zero-sized dims are rejected. In a
+// sharded checkpoint the weight_map is authoritative: a tensor it lists must be in its shard, and
+// tensors a shard holds but the map assigns elsewhere (or omits) are ignored. Duplicate JSON keys
+// are errors. Tensor data is only as aligned as the header length makes it (HF pads it to 8).
 #pragma once
 
 #include <map>
@@ -22,6 +26,8 @@ class SafetensorsModel {
   // `path` is a .safetensors file, an index .json, or a directory containing either
   // (model.safetensors.index.json preferred over model.safetensors).
   static SafetensorsModel open(const std::string& path);
+  // Parses one already opened (or in-memory, see MappedFile::from_bytes) .safetensors file.
+  static SafetensorsModel parse(MappedFile file);
   SafetensorsModel(SafetensorsModel&&) noexcept = default;
   SafetensorsModel& operator=(SafetensorsModel&&) noexcept = default;
   SafetensorsModel(const SafetensorsModel&) = delete;
@@ -37,7 +43,8 @@ class SafetensorsModel {
  private:
   SafetensorsModel() = default;
   std::vector<MappedFile> files_;
-  std::vector<TensorRef> tensors_;
+  std::vector<TensorRef> tensors_;                            // shard by shard, in file order
+  std::map<std::string, size_t, std::less<>> tensor_index_;  // name -> index in tensors_
   std::map<std::string, std::string> metadata_;
   std::string dir_;
 };
