@@ -86,8 +86,8 @@ inline constexpr uint32_t kLaneAcceptMore = 3;
 constexpr uint32_t accept_lane(uint32_t sibling) {
   return sibling == 0 ? kLaneAccept : kLaneAcceptMore + sibling - 1;
 }
-// Draft-model / oracle drafters' own draws, far above the verifier's lanes (which end at
-// kLaneAcceptMore + 14 for 16 siblings): branch j of a draft draws its token at
+// Draft-model / oracle drafters' own draws, above the verifier's lanes (which stay below
+// kLaneDrafter, see kMaxVerifySiblings): branch j of a draft draws its token at
 // kLaneDrafter + j (j < 16); the oracle draws the target's own token of branch j at
 // kLaneOracleTarget + j.
 inline constexpr uint32_t kLaneDrafter = 64;

@@ -1,0 +1,224 @@
+// The backbone's two passes (see domino_backbone.h): context features -> per-layer K/V entries,
+// and the batched block forward over forks of the sequences' context caches.
+#include "runtime/drafters/domino/domino_backbone.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/core/error.h"
+
+namespace ssd {
+namespace {
+
+// Releases the per-block forks however the pass ends.
+struct ForkGuard {
+  KvCache& kv;
+  std::vector<SeqId> forks;
+  ~ForkGuard() {
+    for (SeqId f : forks)
+      if (kv.alive(f)) kv.release(f);
+  }
+};
+
+}  // namespace
+
+DominoBackbone::DominoBackbone(const DominoCheckpoint& ck, Transformer& target)
+    : cfg_(ck.config()),
+      backend_(target.backend()),
+      token_embd_(target.token_embedding()),
+      lm_head_(target.lm_head()) {
+  SSD_ASSERT(token_embd_.cols == cfg_.target_dim && lm_head_.rows == cfg_.target_vocab);
+  fc_ = backend_.prepare_weight(*ck.fc);
+  fc_norm_ = domino_vector(*ck.fc_norm);
+  mask_ = domino_vector(*ck.mask_embedding);
+  final_norm_ = domino_vector(*ck.final_norm);
+  const int64_t half = cfg_.head_dim / 2;
+  for (int64_t i = 0; i < half; ++i)
+    inv_freq_.push_back(static_cast<float>(
+        std::pow(static_cast<double>(cfg_.rope_theta), -2.0 * i / cfg_.head_dim)));
+  for (const DominoLayerTensors& t : ck.layers) {
+    Layer l;
+    l.wq = backend_.prepare_weight(*t.wq);
+    l.wk = backend_.prepare_weight(*t.wk);
+    l.wv = backend_.prepare_weight(*t.wv);
+    l.wo = backend_.prepare_weight(*t.wo);
+    l.w_gate = backend_.prepare_weight(*t.w_gate);
+    l.w_up = backend_.prepare_weight(*t.w_up);
+    l.w_down = backend_.prepare_weight(*t.w_down);
+    l.attn_norm = domino_vector(*t.attn_norm);
+    l.ffn_norm = domino_vector(*t.ffn_norm);
+    layers_.push_back(std::move(l));
+  }
+}
+
+KvCacheConfig DominoBackbone::kv_config(int64_t max_tokens) const {
+  KvCacheConfig c;
+  c.n_layers = cfg_.n_layers;
+  c.n_kv_heads = cfg_.n_kv_heads;
+  c.head_dim = cfg_.head_dim;
+  c.max_tokens = max_tokens;
+  return c;
+}
+
+void DominoBackbone::project_kv(KvCache& kv, int64_t layer, const float* hn, int64_t rows,
+                                const int32_t* positions, const SeqId* seqs,
+                                const int64_t* cache_pos) {
+  const Layer& L = layers_[layer];
+  backend_.matmul(L.wk, hn, k_.data(), rows);
+  backend_.matmul(L.wv, hn, v_.data(), rows);
+  backend_.rope(k_.data(), rows, cfg_.n_kv_heads, cfg_.head_dim, cfg_.head_dim, positions,
+                inv_freq_.data(), kernels::RopeLayout::NeoX);
+  backend_.store_kv(kv, layer, seqs, cache_pos, k_.data(), v_.data(), rows);
+}
+
+void DominoBackbone::append_context(KvCache& kv, SeqId seq, int64_t from,
+                                    std::span<const float> features) {
+  const int64_t fdim = cfg_.feature_dim(), d = cfg_.target_dim;
+  SSD_CHECK(features.size() % fdim == 0,
+            "domino drafter: {} feature values are not a whole number of rows of {} (= {} target "
+            "layers x dim {})",
+            features.size(), fdim, cfg_.target_layers.size(), d);
+  const int64_t n = static_cast<int64_t>(features.size()) / fdim;
+  SSD_ASSERT(kv.length(seq) == from);
+  if (n == 0) return;
+  const int64_t kv_w = int64_t{cfg_.n_kv_heads} * cfg_.head_dim;
+  x_.resize(n * d);
+  h_.resize(n * d);
+  k_.resize(n * kv_w);
+  v_.resize(n * kv_w);
+  // c = RMSNorm(W_fc x) * fc_norm   [n, d]
+  backend_.matmul(fc_, features.data(), x_.data(), n);
+  backend_.rmsnorm(x_.data(), fc_norm_.data(), x_.data(), n, d, cfg_.rms_eps);
+  std::vector<int32_t> positions(n);
+  std::vector<SeqId> seqs(n, seq);
+  std::vector<int64_t> cache_pos(n);
+  for (int64_t i = 0; i < n; ++i) {
+    positions[i] = static_cast<int32_t>(from + i);
+    cache_pos[i] = from + i;
+  }
+  kv.grow(seq, n);
+  try {
+    for (int64_t l = 0; l < cfg_.n_layers; ++l) {
+      backend_.rmsnorm(x_.data(), layers_[l].attn_norm.data(), h_.data(), n, d, cfg_.rms_eps);
+      project_kv(kv, l, h_.data(), n, positions.data(), seqs.data(), cache_pos.data());
+    }
+  } catch (...) {
+    kv.truncate(seq, from);
+    throw;
+  }
+}
+
+DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Block> blocks) {
+  const int64_t d = cfg_.target_dim, hd = cfg_.head_dim, nh = cfg_.n_heads, nkv = cfg_.n_kv_heads;
+  const int64_t q_w = nh * hd, kv_w = nkv * hd, ffn = cfg_.ffn_dim, masks = cfg_.block_size - 1;
+  const int64_t vocab = cfg_.target_vocab;
+
+  // Row layout: block b's rows start at first[b]; its token t is row first[b] + t.
+  std::vector<int64_t> first;
+  int64_t n = 0;
+  for (const Block& b : blocks) {
+    SSD_ASSERT(!b.known.empty() && b.n_out >= 0 && b.n_out <= masks);
+    SSD_ASSERT(b.n_ctx >= 0 && b.n_ctx <= kv.length(b.seq));
+    first.push_back(n);
+    n += static_cast<int64_t>(b.known.size()) + masks;
+  }
+  Result res;
+  res.offset.assign(1, 0);
+  if (n == 0) return res;
+
+  ForkGuard guard{kv, {}};
+  std::vector<int32_t> tokens(n, 0), positions(n);
+  std::vector<SeqId> seqs(n);
+  std::vector<int64_t> cache_pos(n), prefix(n), visible, offsets(n + 1, 0);
+  std::vector<uint8_t> is_mask(n, 0);
+  for (size_t bi = 0; bi < blocks.size(); ++bi) {
+    const Block& b = blocks[bi];
+    const SeqId f = kv.fork(b.seq);
+    guard.forks.push_back(f);
+    kv.truncate(f, b.n_ctx);  // hide context entries past n_ctx (they are still in b.seq)
+    const int64_t rows = static_cast<int64_t>(b.known.size()) + masks;
+    kv.grow(f, rows);
+    for (int64_t t = 0; t < rows; ++t) {
+      const int64_t r = first[bi] + t;
+      const bool known = t < static_cast<int64_t>(b.known.size());
+      tokens[r] = known ? b.known[t] : 0;
+      is_mask[r] = !known;
+      positions[r] = static_cast<int32_t>(b.n_ctx + t);
+      seqs[r] = f;
+      cache_pos[r] = b.n_ctx + t;
+      prefix[r] = b.n_ctx;  // every context entry
+      for (int64_t u = 0; u < rows; ++u) visible.push_back(b.n_ctx + u);  // the whole block
+      offsets[r + 1] = static_cast<int64_t>(visible.size());
+    }
+  }
+
+  x_.resize(n * d);
+  h_.resize(n * d);
+  q_.resize(n * q_w);
+  k_.resize(n * kv_w);
+  v_.resize(n * kv_w);
+  attn_.resize(n * q_w);
+  o_.resize(n * d);
+  gate_.resize(n * ffn);
+  up_.resize(n * ffn);
+
+  // Known rows: the target's token embeddings; MASK rows: the learned mask vector.
+  backend_.embed(token_embd_, tokens.data(), n, x_.data());
+  for (int64_t r = 0; r < n; ++r)
+    if (is_mask[r]) std::copy(mask_.begin(), mask_.end(), x_.begin() + r * d);
+
+  for (int64_t l = 0; l < cfg_.n_layers; ++l) {
+    const Layer& L = layers_[l];
+    backend_.rmsnorm(x_.data(), L.attn_norm.data(), h_.data(), n, d, cfg_.rms_eps);
+    backend_.matmul(L.wq, h_.data(), q_.data(), n);
+    backend_.rope(q_.data(), n, nh, hd, hd, positions.data(), inv_freq_.data(),
+                  kernels::RopeLayout::NeoX);
+    project_kv(kv, l, h_.data(), n, positions.data(), seqs.data(), cache_pos.data());
+    AttentionCall call;
+    call.q = q_.data();
+    call.out = attn_.data();
+    call.n = n;
+    call.n_heads = nh;
+    call.n_kv_heads = nkv;
+    call.head_dim = hd;
+    call.layer = l;
+    call.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    call.cache = &kv;
+    call.seqs = seqs.data();
+    call.prefix_len = prefix.data();
+    call.visible = visible.data();
+    call.visible_offsets = offsets.data();
+    backend_.attention(call);
+    backend_.matmul(L.wo, attn_.data(), o_.data(), n);
+    backend_.add(x_.data(), o_.data(), n * d);
+
+    backend_.rmsnorm(x_.data(), L.ffn_norm.data(), h_.data(), n, d, cfg_.rms_eps);
+    backend_.matmul(L.w_gate, h_.data(), gate_.data(), n);
+    backend_.matmul(L.w_up, h_.data(), up_.data(), n);
+    backend_.swiglu(gate_.data(), up_.data(), gate_.data(), n * ffn);
+    backend_.matmul(L.w_down, gate_.data(), o_.data(), n);
+    backend_.add(x_.data(), o_.data(), n * d);
+  }
+
+  // Final norm and the target's LM head on the wanted MASK rows only.
+  int64_t out_rows = 0;
+  for (const Block& b : blocks) {
+    out_rows += b.n_out;
+    res.offset.push_back(out_rows);
+  }
+  res.hidden.resize(out_rows * d);
+  for (size_t bi = 0; bi < blocks.size(); ++bi) {
+    const int64_t anchor_row = first[bi] + static_cast<int64_t>(blocks[bi].known.size()) - 1;
+    for (int64_t i = 1; i <= blocks[bi].n_out; ++i)
+      std::copy_n(x_.data() + (anchor_row + i) * d, d,
+                  res.hidden.data() + (res.offset[bi] + i - 1) * d);
+  }
+  if (out_rows == 0) return res;
+  backend_.rmsnorm(res.hidden.data(), final_norm_.data(), res.hidden.data(), out_rows, d,
+                   cfg_.rms_eps);
+  res.logits.resize(out_rows * vocab);
+  backend_.matmul(lm_head_, res.hidden.data(), res.logits.data(), out_rows);
+  return res;
+}
+
+}  // namespace ssd

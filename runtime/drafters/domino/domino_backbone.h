@@ -1,0 +1,85 @@
+// The block-parallel backbone of a Domino drafter (DFlash-style): one batched pass drafts every
+// position of a block at once from the target's context features.
+//
+// Context. For each context position j whose target features x_j ([F] = the target's hidden
+// states at target_layers, concatenated) are known: c_j = RMSNorm(W_fc x_j) * fc_norm  ([d]).
+// c_j does not go through the layers; instead every layer l turns it into K/V entries with its
+// own projections, k = RoPE_j(W_k^l RMSNorm(c_j) * attn_norm^l), v = W_v^l (same normed input),
+// stored at cache position j. They are computed ONCE when the features arrive (append_context)
+// and kept in the drafter's KvCache, so a draft never recomputes the context.
+//
+// Block. [known tokens..., MASK x (B - 1)]: normally one known token, the anchor (the last
+// emitted token, whose features do not exist yet). Known tokens enter as the target's token
+// embeddings, MASK as the learned mask_embedding. The rows run through Llama decoder layers
+// (attn_norm, GQA attention, o_proj, residual, ffn_norm, SwiGLU, residual); in attention every
+// block row sees ALL the visible context entries and the WHOLE block (bidirectional). RoPE
+// positions: context j at j; block row t at n_ctx + t (so the anchor sits at root_pos and MASK i
+// at root_pos + i, where it predicts the token of position root_pos + i).
+//
+// Output per block, for MASK rows i = 1..n_out: h_i = RMSNorm(x_i) * norm (the drafter's final
+// norm) and base_i = LM_head_target(h_i).
+//
+// Several blocks (many requests, or many hypothetical suffixes of one sequence) run in ONE pass:
+// each block gets a fork of its sequence's context (shared pages, no copy), its rows are appended
+// to the fork, and the fork is released afterwards, so the context is never modified by a draft.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "runtime/drafters/domino/domino_checkpoint.h"
+#include "runtime/model/transformer.h"
+
+namespace ssd {
+
+class DominoBackbone {
+ public:
+  // The checkpoint and the target must outlive the backbone (weights are used in place).
+  DominoBackbone(const DominoCheckpoint& ck, Transformer& target);
+  DominoBackbone(const DominoBackbone&) = delete;
+  DominoBackbone& operator=(const DominoBackbone&) = delete;
+
+  const DominoConfig& config() const { return cfg_; }
+  // A cache shaped for the backbone's layers holding up to max_tokens positions in total.
+  KvCacheConfig kv_config(int64_t max_tokens) const;
+
+  // Appends the context entries of positions [from, from + n) to `seq`, whose length must be
+  // `from`. features: [n, F] row-major (layer blocks in target_layers order).
+  void append_context(KvCache& kv, SeqId seq, int64_t from, std::span<const float> features);
+
+  struct Block {
+    SeqId seq = -1;              // the sequence holding the context entries
+    int64_t n_ctx = 0;           // context entries visible: positions [0, n_ctx) (<= length)
+    std::vector<int32_t> known;  // tokens at positions n_ctx, n_ctx + 1, ...; the anchor is last
+    int32_t n_out = 0;           // MASK rows wanted: 1..n_out (0 <= n_out <= B - 1)
+  };
+  struct Result {
+    std::vector<float> hidden;    // [rows, d]  h_i after the final norm
+    std::vector<float> logits;    // [rows, V]  base logits
+    std::vector<int64_t> offset;  // [blocks + 1]: block b owns rows offset[b] .. offset[b+1]-1
+  };
+  Result forward(KvCache& kv, std::span<const Block> blocks);
+
+ private:
+  struct Layer {
+    kernels::WeightMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
+    std::vector<float> attn_norm, ffn_norm;  // [d]
+  };
+  // K/V of `rows` normed inputs hn [rows, d] at `positions`, written at (seqs[i], cache_pos[i]).
+  void project_kv(KvCache& kv, int64_t layer, const float* hn, int64_t rows,
+                  const int32_t* positions, const SeqId* seqs, const int64_t* cache_pos);
+
+  const DominoConfig& cfg_;
+  Backend& backend_;
+  const kernels::WeightMatrix& token_embd_;  // the target's
+  const kernels::WeightMatrix& lm_head_;     // the target's
+  kernels::WeightMatrix fc_;
+  std::vector<float> fc_norm_, mask_, final_norm_;  // [d]
+  std::vector<float> inv_freq_;                     // [head_dim / 2]
+  std::vector<Layer> layers_;
+
+  // Workspace, grown to the largest pass seen.
+  std::vector<float> x_, h_, q_, k_, v_, attn_, o_, gate_, up_;
+};
+
+}  // namespace ssd

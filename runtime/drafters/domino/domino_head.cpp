@@ -1,0 +1,135 @@
+// The Domino head's GRU step, low-rank correction and the left-to-right walk over a block's
+// positions (see domino_head.h for the equations and the GRU convention).
+#include "runtime/drafters/domino/domino_head.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/core/error.h"
+
+namespace ssd {
+namespace {
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+}  // namespace
+
+DominoHead::DominoHead(const DominoCheckpoint& ck, Transformer& target)
+    : cfg_(ck.config()), backend_(target.backend()), token_embd_(target.token_embedding()) {
+  w_ih_ = backend_.prepare_weight(*ck.head.gru_w_ih);
+  w_hh_ = backend_.prepare_weight(*ck.head.gru_w_hh);
+  w1_ = backend_.prepare_weight(*ck.head.w1);
+  w2_ = backend_.prepare_weight(*ck.head.w2);
+  b_ih_ = domino_vector(*ck.head.gru_b_ih);
+  b_hh_ = domino_vector(*ck.head.gru_b_hh);
+}
+
+void DominoHead::gru_step(const int32_t* tokens, float* s, int64_t n) {
+  if (n == 0) return;
+  const int64_t d = cfg_.target_dim, g = cfg_.gru_dim;
+  emb_.resize(n * d);
+  gi_.resize(n * 3 * g);
+  gh_.resize(n * 3 * g);
+  backend_.embed(token_embd_, tokens, n, emb_.data());
+  backend_.matmul(w_ih_, emb_.data(), gi_.data(), n);  // [n, 3g]
+  backend_.matmul(w_hh_, s, gh_.data(), n);            // [n, 3g]
+  backend_.add_bias(gi_.data(), b_ih_.data(), n, 3 * g);
+  backend_.add_bias(gh_.data(), b_hh_.data(), n, 3 * g);
+  for (int64_t j = 0; j < n; ++j) {
+    const float* xi = gi_.data() + j * 3 * g;
+    const float* hh = gh_.data() + j * 3 * g;
+    float* sj = s + j * g;
+    for (int64_t u = 0; u < g; ++u) {
+      const float r = sigmoid(xi[u] + hh[u]);
+      const float z = sigmoid(xi[g + u] + hh[g + u]);
+      const float nn = std::tanh(xi[2 * g + u] + r * hh[2 * g + u]);
+      sj[u] = (1.0f - z) * nn + z * sj[u];
+    }
+  }
+}
+
+void DominoHead::add_correction(const float* h, const float* s, float* logits, int64_t n) {
+  if (n == 0) return;
+  const int64_t d = cfg_.target_dim, g = cfg_.gru_dim, r = cfg_.rank, vocab = cfg_.target_vocab;
+  in_.resize(n * (d + g));
+  mid_.resize(n * r);
+  for (int64_t j = 0; j < n; ++j) {
+    std::copy_n(h + j * d, d, in_.data() + j * (d + g));
+    std::copy_n(s + j * g, g, in_.data() + j * (d + g) + d);
+  }
+  backend_.matmul(w1_, in_.data(), mid_.data(), n);  // [n, r]
+  for (float& m : mid_) m = m / (1.0f + std::exp(-m));  // SiLU
+  corr_.resize(n * vocab);
+  backend_.matmul(w2_, mid_.data(), corr_.data(), n);  // [n, V]
+  backend_.add(logits, corr_.data(), n * vocab);
+}
+
+std::vector<DraftTree> DominoHead::walk(std::span<const DominoChain> chains, bool use_head,
+                                        std::vector<std::vector<float>>* final_logits) {
+  const int64_t d = cfg_.target_dim, g = cfg_.gru_dim, vocab = cfg_.target_vocab;
+  const int64_t nc = static_cast<int64_t>(chains.size());
+  std::vector<DraftTree> trees(nc);
+  if (final_logits) {
+    final_logits->assign(nc, {});
+    for (int64_t c = 0; c < nc; ++c) final_logits->at(c).resize(chains[c].k * vocab);
+  }
+  int32_t max_k = 0;
+  for (const DominoChain& ch : chains) max_k = std::max(max_k, ch.k);
+  if (max_k <= 0) return trees;
+
+  // GRU states of the chains still walking, row j = chain act[j].   [nc, g]
+  std::vector<float> state(nc * g, 0.0f);
+  std::vector<int32_t> act, toks;
+  for (int64_t c = 0; c < nc; ++c)
+    if (chains[c].k > 0) {
+      act.push_back(static_cast<int32_t>(c));
+      toks.push_back(chains[c].anchor);
+    }
+  if (use_head) gru_step(toks.data(), state.data(), static_cast<int64_t>(act.size()));  // s_0
+
+  std::vector<float> logits, hid;
+  ProcessedDist q;
+  for (int32_t i = 1; i <= max_k; ++i) {
+    // Keep the chains that draft position i, with their GRU states.
+    std::vector<int32_t> next_act;
+    std::vector<float> next_state;
+    for (size_t j = 0; j < act.size(); ++j)
+      if (chains[act[j]].k >= i) {
+        next_act.push_back(act[j]);
+        next_state.insert(next_state.end(), state.begin() + j * g, state.begin() + (j + 1) * g);
+      }
+    act.swap(next_act);
+    state.swap(next_state);
+    const int64_t na = static_cast<int64_t>(act.size());
+    logits.resize(na * vocab);
+    hid.resize(na * d);
+    for (int64_t j = 0; j < na; ++j) {
+      const DominoChain& ch = chains[act[j]];
+      std::copy_n(ch.base + (i - 1) * vocab, vocab, logits.data() + j * vocab);
+      std::copy_n(ch.hidden + (i - 1) * d, d, hid.data() + j * d);
+    }
+    if (use_head) add_correction(hid.data(), state.data(), logits.data(), na);
+
+    toks.assign(na, 0);
+    for (int64_t j = 0; j < na; ++j) {
+      const DominoChain& ch = chains[act[j]];
+      const float* row = logits.data() + j * vocab;
+      if (final_logits) std::copy_n(row, vocab, final_logits->at(act[j]).data() + (i - 1) * vocab);
+      int32_t tok;
+      if (is_greedy(ch.sampler)) {
+        tok = argmax(row, static_cast<int32_t>(vocab));
+        q = one_hot(tok);
+      } else {
+        process_into(row, static_cast<int32_t>(vocab), ch.sampler, q);
+        tok = sample(q, philox_uniform(ch.sampler.seed, ch.stream, ch.step + i - 1,
+                                       kLaneDominoDraft));
+      }
+      trees[act[j]].add(i - 2, tok, q);
+      toks[j] = tok;
+    }
+    if (use_head && i < max_k) gru_step(toks.data(), state.data(), na);  // s_i
+  }
+  return trees;
+}
+
+}  // namespace ssd

@@ -1,0 +1,74 @@
+// The Domino head (seed 000): causal information injected into the block-parallel base logits at
+// the cost of a small recurrent step per drafted position, instead of a full draft forward each.
+//
+//   s_0 = GRU(0, emb(anchor))                       emb = the target's token embedding  [d]
+//   correction_i = W2 SiLU(W1 [h_i ; s_{i-1}])      W1 [r, d + g], W2 [V, r], no biases
+//   final_i = base_i + correction_i                 i = 1..k, left to right
+//   d_i = argmax(final_i) (greedy, q = one-hot), or q_i = process(final_i, sampler) and d_i drawn
+//         from q_i with Philox(seed, stream, step + i - 1, kLaneDominoDraft)
+//   s_i = GRU(s_{i-1}, emb(d_i))
+//
+// GRU convention: PyTorch nn.GRU (gate rows ordered reset | update | new):
+//   r = sigmoid(W_ir x + b_ir + W_hr s + b_hr)
+//   z = sigmoid(W_iz x + b_iz + W_hz s + b_hz)
+//   n = tanh(W_in x + b_in + r * (W_hn s + b_hn))
+//   s' = (1 - z) * n + z * s
+//
+// With the head off (--domino-head off) final_i = base_i: plain block-parallel drafting, which is
+// how the head's effect on acceptance is measured. The walk is batched across chains: position i
+// of every chain that reaches it is one matmul per weight.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "runtime/drafters/domino/domino_checkpoint.h"
+#include "runtime/model/transformer.h"
+#include "runtime/spec/draft_tree.h"
+
+namespace ssd {
+
+// The drafter's own Philox lane for its sampled draft tokens lives in sampler.h
+// (kLaneDominoDraft), next to the verifier's lanes.
+
+// One chain to walk: the backbone's outputs for MASK rows 1..k of one block.
+struct DominoChain {
+  const float* base = nullptr;    // [k, V] base logits
+  const float* hidden = nullptr;  // [k, d] h_i after the backbone's final norm
+  int32_t anchor = 0;             // the token before draft position 1
+  int32_t k = 0;                  // tokens to draft
+  SamplerConfig sampler;          // temperature 0 = greedy
+  uint64_t stream = 0;
+  uint32_t step = 0;              // Philox step of draft token 1
+};
+
+class DominoHead {
+ public:
+  // The checkpoint and the target must outlive the head.
+  DominoHead(const DominoCheckpoint& ck, Transformer& target);
+  DominoHead(const DominoHead&) = delete;
+  DominoHead& operator=(const DominoHead&) = delete;
+
+  // s <- GRU(s, emb(tokens[j])) for rows j < n.   s: [n, g]
+  void gru_step(const int32_t* tokens, float* s, int64_t n);
+  // logits[j] += W2 SiLU(W1 [h_j ; s_j]) for rows j < n.   h: [n, d], s: [n, g], logits: [n, V]
+  void add_correction(const float* h, const float* s, float* logits, int64_t n);
+
+  // Drafts one chain per input (DraftTree chains of k nodes with their q). use_head = false
+  // drafts from the base logits alone. final_logits, when given, receives each chain's final
+  // logits [k, V] (for tests and diagnostics).
+  std::vector<DraftTree> walk(std::span<const DominoChain> chains, bool use_head,
+                              std::vector<std::vector<float>>* final_logits = nullptr);
+
+ private:
+  const DominoConfig& cfg_;
+  Backend& backend_;
+  const kernels::WeightMatrix& token_embd_;  // the target's
+  kernels::WeightMatrix w_ih_, w_hh_, w1_, w2_;
+  std::vector<float> b_ih_, b_hh_;  // [3g]
+
+  // Workspace.
+  std::vector<float> emb_, gi_, gh_, in_, mid_, corr_;
+};
+
+}  // namespace ssd
