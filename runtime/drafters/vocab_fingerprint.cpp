@@ -1,0 +1,47 @@
+#include "runtime/drafters/vocab_fingerprint.h"
+
+#include <fmt/format.h>
+
+namespace ssd {
+namespace {
+
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+constexpr uint64_t kFnvPrime = 0x100000001b3ull;
+
+void mix(uint64_t& h, unsigned char byte) {
+  h ^= byte;
+  h *= kFnvPrime;
+}
+
+// The length goes in first so that {"ab", "c"} and {"a", "bc"} hash differently.
+template <typename Texts>
+VocabFingerprint fingerprint(std::string source, const Texts& tokens) {
+  VocabFingerprint f;
+  f.source = std::move(source);
+  f.count = static_cast<int64_t>(tokens.size());
+  uint64_t h = kFnvOffset;
+  for (const auto& t : tokens) {
+    uint64_t len = t.size();
+    for (int i = 0; i < 8; ++i) mix(h, static_cast<unsigned char>(len >> (8 * i)));
+    for (char c : t) mix(h, static_cast<unsigned char>(c));
+  }
+  f.hash = h;
+  return f;
+}
+
+}  // namespace
+
+VocabFingerprint VocabFingerprint::of(std::string source, const std::vector<std::string>& tokens) {
+  return fingerprint(std::move(source), tokens);
+}
+
+VocabFingerprint VocabFingerprint::of(std::string source,
+                                      const std::vector<std::string_view>& tokens) {
+  return fingerprint(std::move(source), tokens);
+}
+
+std::string VocabFingerprint::describe() const {
+  return fmt::format("{} tokens, hash {:#018x}", count, hash);
+}
+
+}  // namespace ssd
