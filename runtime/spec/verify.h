@@ -54,13 +54,16 @@ struct VerifyResult {
 // Where the verifier's uniforms come from: draws for the token decided at output position
 // `position` of request `stream`.
 struct VerifyRng {
-  uint64_t seed = 0;      // the Philox key (verify_sampling reads this, not SamplerConfig::seed)
+  uint64_t seed = 0;  // the Philox key (verify_sampling reads this, not SamplerConfig::seed)
   uint64_t stream = 0;
   uint32_t position = 0;  // output index of the first token this round decides
 };
 
-// target_logits: [tree.size() + 1, vocab]. Throws ssd::Error on an invalid tree (see
-// DraftTree::validate). Only the rows along the accepted path are read (argmax / process()).
+// target_logits: [tree.size() + 1, vocab]. Only the rows along the accepted path are read
+// (argmax / process()). Throws ssd::Error on a malformed tree (sizes, parent order, a token
+// outside the vocabulary); the q of a child is checked only when sampling tests it (its token
+// must have q > 0 and q must sum to 1), so verification costs O(nodes + sum of the tested |q|)
+// on top of the rows it reads. Greedy ignores q.
 VerifyResult verify_greedy(const DraftTree& tree, const float* target_logits, int32_t vocab);
 
 // Temperature 0 is verify_greedy. Otherwise each visited row is process()ed with cfg, the
