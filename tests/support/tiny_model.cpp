@@ -41,6 +41,7 @@ std::map<std::string, HfTensor> make_weights(const TinyModelSpec& s) {
   const int64_t q_out = s.n_heads * s.head_dim, kv_out = s.n_kv_heads * s.head_dim;
   w["model.embed_tokens.weight"] = HfTensor{s.vocab, s.dim, random_floats(s.vocab * s.dim, ++seed, 1.0f), true};
   vec("model.norm.weight", s.dim, 1.0f, 0.2f);
+  for (float& x : w["model.norm.weight"].v) x *= s.head_sharpness;
   if (!s.tied) matrix("lm_head.weight", s.vocab, s.dim);
   for (int64_t l = 0; l < s.n_layers; ++l) {
     const std::string p = fmt::format("model.layers.{}.", l);

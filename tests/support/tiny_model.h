@@ -36,6 +36,9 @@ struct TinyModelSpec {
   bool llama3_rope = false;  // llama3 frequency scaling (GGUF: rope_freqs.weight; HF: rope_scaling)
   float rope_theta = 10000.0f;
   uint64_t seed = 7;
+  // Multiplies the final norm's weights: > 1 sharpens every next-token distribution (random
+  // models are otherwise nearly flat), e.g. for tests of drafters that learn the target's peaks.
+  float head_sharpness = 1.0f;
 };
 
 // A spec with the defaults adjusted for the architecture (Qwen3 head_dim 128).
