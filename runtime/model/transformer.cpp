@@ -8,17 +8,6 @@
 #include "runtime/core/error.h"
 
 namespace ssd {
-namespace {
-
-// Small 1-D parameters (norm gains, biases) are decoded to float once; they are a few KB.
-std::vector<float> to_floats(const TensorRef* t) {
-  if (!t) return {};
-  std::vector<float> out(t->elements());
-  kernels::dequantize_row(t->type, t->data, out.data(), static_cast<int64_t>(out.size()));
-  return out;
-}
-
-}  // namespace
 
 Batch Batch::sequence(SeqId seq, const std::vector<int32_t>& tokens, int32_t start,
                       bool all_logits) {
@@ -42,12 +31,14 @@ Transformer::Transformer(const ModelFile& model, Backend& backend, int64_t layer
   const ModelWeights& w = model.weights();
   token_embd_ = backend_.prepare_weight(*w.token_embd);
   output_ = backend_.prepare_weight(*w.output);
-  output_norm_ = to_floats(w.output_norm);
-  std::vector<float> factors = to_floats(w.rope_freqs);
+  output_norm_ = decode_vector(w.output_norm);
+  std::vector<float> factors = decode_vector(w.rope_freqs);
   inv_freq_ = rope_inv_freq(cfg_, w.rope_freqs ? &factors : nullptr);
+  shape_ = DecoderShape{cfg_.dim, cfg_.n_heads, cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim,
+                        cfg_.ffn_dim, cfg_.rms_eps, cfg_.rope_layout, inv_freq_.data()};
   for (int64_t li = 0; li < n_run; ++li) {
     const LayerWeights& L = w.layers[li];
-    Layer l;
+    DecoderLayerWeights l;
     l.wq = backend_.prepare_weight(*L.wq);
     l.wk = backend_.prepare_weight(*L.wk);
     l.wv = backend_.prepare_weight(*L.wv);
@@ -55,13 +46,13 @@ Transformer::Transformer(const ModelFile& model, Backend& backend, int64_t layer
     l.w_gate = backend_.prepare_weight(*L.w_gate);
     l.w_up = backend_.prepare_weight(*L.w_up);
     l.w_down = backend_.prepare_weight(*L.w_down);
-    l.attn_norm = to_floats(L.attn_norm);
-    l.ffn_norm = to_floats(L.ffn_norm);
-    l.bq = to_floats(L.bq);
-    l.bk = to_floats(L.bk);
-    l.bv = to_floats(L.bv);
-    l.q_norm = to_floats(L.q_norm);
-    l.k_norm = to_floats(L.k_norm);
+    l.attn_norm = decode_vector(L.attn_norm);
+    l.ffn_norm = decode_vector(L.ffn_norm);
+    l.bq = decode_vector(L.bq);
+    l.bk = decode_vector(L.bk);
+    l.bv = decode_vector(L.bv);
+    l.q_norm = decode_vector(L.q_norm);
+    l.k_norm = decode_vector(L.k_norm);
     layers_.push_back(std::move(l));
   }
 }
@@ -131,8 +122,7 @@ ForwardResult Transformer::forward(const Batch& b, KvCache& kv) {
 void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& cache_pos,
                       ForwardResult& out) {
   const int64_t n = static_cast<int64_t>(b.size());
-  const int64_t dim = cfg_.dim, hd = cfg_.head_dim, nh = cfg_.n_heads, nkv = cfg_.n_kv_heads;
-  const int64_t q_w = nh * hd, kv_w = nkv * hd, ffn = cfg_.ffn_dim;
+  const int64_t dim = cfg_.dim;
 
   // Which batch tokens each query sees, as cache positions, and its cached prefix length.
   std::vector<int64_t> prefix(n), visible, offsets(n + 1, 0);
@@ -149,69 +139,16 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
   }
 
   x_.resize(n * dim);
-  h_.resize(n * dim);
-  q_.resize(n * q_w);
-  k_.resize(n * kv_w);
-  v_.resize(n * kv_w);
-  attn_.resize(n * q_w);
-  o_.resize(n * dim);
-  gate_.resize(n * ffn);
-  up_.resize(n * ffn);
-
+  scratch_.reserve(n, shape_);
   out.vocab = cfg_.vocab;
   out.dim = dim;
   out.hidden.assign(b.hidden_layers.size(), {});
+  const BatchView view{n, b.positions.data(), b.seqs.data(), cache_pos.data(),
+                       prefix.data(), visible.data(), offsets.data()};
 
   backend_.embed(token_embd_, b.tokens.data(), n, x_.data());
   for (int64_t l = 0; l < layers(); ++l) {
-    const Layer& L = layers_[l];
-    // --- attention block ---
-    backend_.rmsnorm(x_.data(), L.attn_norm.data(), h_.data(), n, dim, cfg_.rms_eps);
-    backend_.matmul(L.wq, h_.data(), q_.data(), n);
-    backend_.matmul(L.wk, h_.data(), k_.data(), n);
-    backend_.matmul(L.wv, h_.data(), v_.data(), n);
-    if (!L.bq.empty()) {
-      backend_.add_bias(q_.data(), L.bq.data(), n, q_w);
-      backend_.add_bias(k_.data(), L.bk.data(), n, kv_w);
-      backend_.add_bias(v_.data(), L.bv.data(), n, kv_w);
-    }
-    if (!L.q_norm.empty()) {  // Qwen3: RMSNorm over each head's vector before RoPE
-      backend_.rmsnorm(q_.data(), L.q_norm.data(), q_.data(), n * nh, hd, cfg_.rms_eps);
-      backend_.rmsnorm(k_.data(), L.k_norm.data(), k_.data(), n * nkv, hd, cfg_.rms_eps);
-    }
-    backend_.rope(q_.data(), n, nh, hd, cfg_.rope_dim, b.positions.data(), inv_freq_.data(),
-                  cfg_.rope_layout);
-    backend_.rope(k_.data(), n, nkv, hd, cfg_.rope_dim, b.positions.data(), inv_freq_.data(),
-                  cfg_.rope_layout);
-    backend_.store_kv(kv, l, b.seqs.data(), cache_pos.data(), k_.data(), v_.data(), n);
-    AttentionCall call;
-    call.q = q_.data();
-    call.out = attn_.data();
-    call.n = n;
-    call.n_heads = nh;
-    call.n_kv_heads = nkv;
-    call.head_dim = hd;
-    call.layer = l;
-    call.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    call.cache = &kv;
-    call.seqs = b.seqs.data();
-    call.prefix_len = prefix.data();
-    call.visible = visible.data();
-    call.visible_offsets = offsets.data();
-    backend_.attention(call);
-    backend_.matmul(L.wo, attn_.data(), o_.data(), n);
-    // (tensor parallel: all-reduce o_ across the TP group here)
-    backend_.add(x_.data(), o_.data(), n * dim);
-
-    // --- MLP block ---
-    backend_.rmsnorm(x_.data(), L.ffn_norm.data(), h_.data(), n, dim, cfg_.rms_eps);
-    backend_.matmul(L.w_gate, h_.data(), gate_.data(), n);
-    backend_.matmul(L.w_up, h_.data(), up_.data(), n);
-    backend_.swiglu(gate_.data(), up_.data(), gate_.data(), n * ffn);
-    backend_.matmul(L.w_down, gate_.data(), o_.data(), n);
-    // (tensor parallel: all-reduce o_ across the TP group here)
-    backend_.add(x_.data(), o_.data(), n * dim);
-
+    run_decoder_layer(backend_, layers_[l], shape_, l, kv, view, x_.data(), scratch_);
     for (size_t hl = 0; hl < b.hidden_layers.size(); ++hl)
       if (b.hidden_layers[hl] == l) out.hidden[hl].assign(x_.begin(), x_.begin() + n * dim);
   }
@@ -220,10 +157,11 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
   const int64_t rows = static_cast<int64_t>(b.logits_rows.size());
   if (rows == 0) return;
   for (int64_t r = 0; r < rows; ++r)
-    std::copy_n(x_.data() + b.logits_rows[r] * dim, dim, h_.data() + r * dim);
-  backend_.rmsnorm(h_.data(), output_norm_.data(), h_.data(), rows, dim, cfg_.rms_eps);
+    std::copy_n(x_.data() + b.logits_rows[r] * dim, dim, scratch_.h.data() + r * dim);
+  backend_.rmsnorm(scratch_.h.data(), output_norm_.data(), scratch_.h.data(), rows, dim,
+                   cfg_.rms_eps);
   out.logits.resize(rows * cfg_.vocab);
-  backend_.matmul(output_, h_.data(), out.logits.data(), rows);
+  backend_.matmul(output_, scratch_.h.data(), out.logits.data(), rows);
 }
 
 }  // namespace ssd

@@ -2,14 +2,15 @@
 // residual -> RMSNorm -> SwiGLU MLP -> residual; final RMSNorm and LM head), written against the
 // Backend interface. Its one entry point is forward(Batch): see batch.h for what a batch can be.
 //
-// Tensor-parallel seam (a later issue): attention heads and MLP columns split per rank, with one
-// all-reduce after the o_proj and one after the down_proj matmul; both points are marked below.
+// Each block runs through run_decoder_layer (decoder_layer.h), where the tensor-parallel seam is
+// marked.
 #pragma once
 
 #include <vector>
 
 #include "runtime/backend/backend.h"
 #include "runtime/model/batch.h"
+#include "runtime/model/decoder_layer.h"
 #include "runtime/model/model_file.h"
 
 namespace ssd {
@@ -38,12 +39,6 @@ class Transformer {
   ForwardResult forward(const Batch& batch, KvCache& kv);
 
  private:
-  struct Layer {
-    kernels::WeightMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
-    std::vector<float> attn_norm, ffn_norm;  // [dim]
-    std::vector<float> bq, bk, bv;           // [n_heads*head_dim], [kv*head_dim] x2; empty if none
-    std::vector<float> q_norm, k_norm;       // [head_dim]; empty if none
-  };
   void run(const Batch& b, KvCache& kv, const std::vector<int64_t>& cache_pos,
            ForwardResult& out);
 
@@ -52,10 +47,12 @@ class Transformer {
   kernels::WeightMatrix token_embd_, output_;
   std::vector<float> output_norm_;  // [dim]
   std::vector<float> inv_freq_;     // [rope_dim / 2]
-  std::vector<Layer> layers_;
+  std::vector<DecoderLayerWeights> layers_;
+  DecoderShape shape_;
 
   // Workspace, grown to the largest batch seen.
-  std::vector<float> x_, h_, q_, k_, v_, attn_, o_, gate_, up_;
+  std::vector<float> x_;  // [n, dim] residual stream
+  DecoderScratch scratch_;
 };
 
 }  // namespace ssd

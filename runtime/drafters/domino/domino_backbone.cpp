@@ -36,8 +36,11 @@ DominoBackbone::DominoBackbone(const DominoCheckpoint& ck, Transformer& target)
   for (int64_t i = 0; i < half; ++i)
     inv_freq_.push_back(static_cast<float>(
         std::pow(static_cast<double>(cfg_.rope_theta), -2.0 * i / cfg_.head_dim)));
+  shape_ = DecoderShape{cfg_.target_dim, cfg_.n_heads,  cfg_.n_kv_heads,
+                        cfg_.head_dim,   cfg_.head_dim, cfg_.ffn_dim,
+                        cfg_.rms_eps,    kernels::RopeLayout::NeoX, inv_freq_.data()};
   for (const DominoLayerTensors& t : ck.layers) {
-    Layer l;
+    DecoderLayerWeights l;
     l.wq = backend_.prepare_weight(*t.wq);
     l.wk = backend_.prepare_weight(*t.wk);
     l.wv = backend_.prepare_weight(*t.wv);
@@ -60,17 +63,6 @@ KvCacheConfig DominoBackbone::kv_config(int64_t max_tokens) const {
   return c;
 }
 
-void DominoBackbone::project_kv(KvCache& kv, int64_t layer, const float* hn, int64_t rows,
-                                const int32_t* positions, const SeqId* seqs,
-                                const int64_t* cache_pos) {
-  const Layer& L = layers_[layer];
-  backend_.matmul(L.wk, hn, k_.data(), rows);
-  backend_.matmul(L.wv, hn, v_.data(), rows);
-  backend_.rope(k_.data(), rows, cfg_.n_kv_heads, cfg_.head_dim, cfg_.head_dim, positions,
-                inv_freq_.data(), kernels::RopeLayout::NeoX);
-  backend_.store_kv(kv, layer, seqs, cache_pos, k_.data(), v_.data(), rows);
-}
-
 void DominoBackbone::append_context(KvCache& kv, SeqId seq, int64_t from,
                                     std::span<const float> features) {
   const int64_t fdim = cfg_.feature_dim(), d = cfg_.target_dim;
@@ -81,11 +73,8 @@ void DominoBackbone::append_context(KvCache& kv, SeqId seq, int64_t from,
   const int64_t n = static_cast<int64_t>(features.size()) / fdim;
   SSD_ASSERT(kv.length(seq) == from);
   if (n == 0) return;
-  const int64_t kv_w = int64_t{cfg_.n_kv_heads} * cfg_.head_dim;
   x_.resize(n * d);
   h_.resize(n * d);
-  k_.resize(n * kv_w);
-  v_.resize(n * kv_w);
   // c = RMSNorm(W_fc x) * fc_norm   [n, d]
   backend_.matmul(fc_, features.data(), x_.data(), n);
   backend_.rmsnorm(x_.data(), fc_norm_.data(), x_.data(), n, d, cfg_.rms_eps);
@@ -96,11 +85,12 @@ void DominoBackbone::append_context(KvCache& kv, SeqId seq, int64_t from,
     positions[i] = static_cast<int32_t>(from + i);
     cache_pos[i] = from + i;
   }
+  const BatchView view{n, positions.data(), seqs.data(), cache_pos.data(), nullptr, nullptr, nullptr};
   kv.grow(seq, n);
   try {
     for (int64_t l = 0; l < cfg_.n_layers; ++l) {
       backend_.rmsnorm(x_.data(), layers_[l].attn_norm.data(), h_.data(), n, d, cfg_.rms_eps);
-      project_kv(kv, l, h_.data(), n, positions.data(), seqs.data(), cache_pos.data());
+      store_layer_kv(backend_, layers_[l], shape_, l, kv, view, h_.data(), scratch_);
     }
   } catch (...) {
     kv.truncate(seq, from);
@@ -109,8 +99,7 @@ void DominoBackbone::append_context(KvCache& kv, SeqId seq, int64_t from,
 }
 
 DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Block> blocks) {
-  const int64_t d = cfg_.target_dim, hd = cfg_.head_dim, nh = cfg_.n_heads, nkv = cfg_.n_kv_heads;
-  const int64_t q_w = nh * hd, kv_w = nkv * hd, ffn = cfg_.ffn_dim, masks = cfg_.block_size - 1;
+  const int64_t d = cfg_.target_dim, masks = cfg_.block_size - 1;
   const int64_t vocab = cfg_.target_vocab;
 
   // Row layout: block b's rows start at first[b]; its token t is row first[b] + t.
@@ -153,52 +142,15 @@ DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Bloc
   }
 
   x_.resize(n * d);
-  h_.resize(n * d);
-  q_.resize(n * q_w);
-  k_.resize(n * kv_w);
-  v_.resize(n * kv_w);
-  attn_.resize(n * q_w);
-  o_.resize(n * d);
-  gate_.resize(n * ffn);
-  up_.resize(n * ffn);
-
   // Known rows: the target's token embeddings; MASK rows: the learned mask vector.
   backend_.embed(token_embd_, tokens.data(), n, x_.data());
   for (int64_t r = 0; r < n; ++r)
     if (is_mask[r]) std::copy(mask_.begin(), mask_.end(), x_.begin() + r * d);
 
-  for (int64_t l = 0; l < cfg_.n_layers; ++l) {
-    const Layer& L = layers_[l];
-    backend_.rmsnorm(x_.data(), L.attn_norm.data(), h_.data(), n, d, cfg_.rms_eps);
-    backend_.matmul(L.wq, h_.data(), q_.data(), n);
-    backend_.rope(q_.data(), n, nh, hd, hd, positions.data(), inv_freq_.data(),
-                  kernels::RopeLayout::NeoX);
-    project_kv(kv, l, h_.data(), n, positions.data(), seqs.data(), cache_pos.data());
-    AttentionCall call;
-    call.q = q_.data();
-    call.out = attn_.data();
-    call.n = n;
-    call.n_heads = nh;
-    call.n_kv_heads = nkv;
-    call.head_dim = hd;
-    call.layer = l;
-    call.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    call.cache = &kv;
-    call.seqs = seqs.data();
-    call.prefix_len = prefix.data();
-    call.visible = visible.data();
-    call.visible_offsets = offsets.data();
-    backend_.attention(call);
-    backend_.matmul(L.wo, attn_.data(), o_.data(), n);
-    backend_.add(x_.data(), o_.data(), n * d);
-
-    backend_.rmsnorm(x_.data(), L.ffn_norm.data(), h_.data(), n, d, cfg_.rms_eps);
-    backend_.matmul(L.w_gate, h_.data(), gate_.data(), n);
-    backend_.matmul(L.w_up, h_.data(), up_.data(), n);
-    backend_.swiglu(gate_.data(), up_.data(), gate_.data(), n * ffn);
-    backend_.matmul(L.w_down, gate_.data(), o_.data(), n);
-    backend_.add(x_.data(), o_.data(), n * d);
-  }
+  const BatchView view{n, positions.data(), seqs.data(), cache_pos.data(),
+                       prefix.data(), visible.data(), offsets.data()};
+  for (int64_t l = 0; l < cfg_.n_layers; ++l)
+    run_decoder_layer(backend_, layers_[l], shape_, l, kv, view, x_.data(), scratch_);
 
   // Final norm and the target's LM head on the wanted MASK rows only.
   int64_t out_rows = 0;

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "runtime/drafters/domino/domino_checkpoint.h"
+#include "runtime/model/decoder_layer.h"
 #include "runtime/model/transformer.h"
 
 namespace ssd {
@@ -61,13 +62,6 @@ class DominoBackbone {
   Result forward(KvCache& kv, std::span<const Block> blocks);
 
  private:
-  struct Layer {
-    kernels::WeightMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
-    std::vector<float> attn_norm, ffn_norm;  // [d]
-  };
-  // K/V of `rows` normed inputs hn [rows, d] at `positions`, written at (seqs[i], cache_pos[i]).
-  void project_kv(KvCache& kv, int64_t layer, const float* hn, int64_t rows,
-                  const int32_t* positions, const SeqId* seqs, const int64_t* cache_pos);
 
   const DominoConfig& cfg_;
   Backend& backend_;
@@ -76,10 +70,12 @@ class DominoBackbone {
   kernels::WeightMatrix fc_;
   std::vector<float> fc_norm_, mask_, final_norm_;  // [d]
   std::vector<float> inv_freq_;                     // [head_dim / 2]
-  std::vector<Layer> layers_;
+  std::vector<DecoderLayerWeights> layers_;  // run through run_decoder_layer, as the target's
+  DecoderShape shape_;
 
   // Workspace, grown to the largest pass seen.
-  std::vector<float> x_, h_, q_, k_, v_, attn_, o_, gate_, up_;
+  std::vector<float> x_, h_;  // [rows, d]
+  DecoderScratch scratch_;
 };
 
 }  // namespace ssd

@@ -1,0 +1,100 @@
+#include "runtime/model/decoder_layer.h"
+
+#include <cmath>
+
+#include "kernels/cpu/rowops.h"
+
+namespace ssd {
+
+void DecoderScratch::reserve(int64_t n, const DecoderShape& s) {
+  const int64_t q_w = s.n_heads * s.head_dim, kv_w = s.n_kv_heads * s.head_dim;
+  h.resize(n * s.dim);
+  q.resize(n * q_w);
+  k.resize(n * kv_w);
+  v.resize(n * kv_w);
+  attn.resize(n * q_w);
+  o.resize(n * s.dim);
+  gate.resize(n * s.ffn_dim);
+  up.resize(n * s.ffn_dim);
+}
+
+std::vector<float> decode_vector(const TensorRef* t) {
+  if (!t) return {};
+  std::vector<float> out(t->elements());
+  kernels::dequantize_row(t->type, t->data, out.data(), static_cast<int64_t>(out.size()));
+  return out;
+}
+
+namespace {
+
+// K and V of the normed rows hn into scratch.k / scratch.v (bias, per-head norm, RoPE applied).
+void project_kv(Backend& be, const DecoderLayerWeights& w, const DecoderShape& s,
+                const BatchView& b, const float* hn, DecoderScratch& sc) {
+  const int64_t kv_w = s.n_kv_heads * s.head_dim;
+  be.matmul(w.wk, hn, sc.k.data(), b.n);
+  be.matmul(w.wv, hn, sc.v.data(), b.n);
+  if (!w.bk.empty()) {
+    be.add_bias(sc.k.data(), w.bk.data(), b.n, kv_w);
+    be.add_bias(sc.v.data(), w.bv.data(), b.n, kv_w);
+  }
+  if (!w.k_norm.empty())  // Qwen3: RMSNorm over each head's vector before RoPE
+    be.rmsnorm(sc.k.data(), w.k_norm.data(), sc.k.data(), b.n * s.n_kv_heads, s.head_dim, s.rms_eps);
+  be.rope(sc.k.data(), b.n, s.n_kv_heads, s.head_dim, s.rope_dim, b.positions, s.inv_freq,
+          s.rope_layout);
+}
+
+}  // namespace
+
+void store_layer_kv(Backend& be, const DecoderLayerWeights& w, const DecoderShape& s,
+                    int64_t layer, KvCache& kv, const BatchView& b, const float* hn,
+                    DecoderScratch& sc) {
+  sc.reserve(b.n, s);
+  project_kv(be, w, s, b, hn, sc);
+  be.store_kv(kv, layer, b.seqs, b.cache_pos, sc.k.data(), sc.v.data(), b.n);
+}
+
+void run_decoder_layer(Backend& be, const DecoderLayerWeights& w, const DecoderShape& s,
+                       int64_t layer, KvCache& kv, const BatchView& b, float* x,
+                       DecoderScratch& sc) {
+  const int64_t n = b.n, q_w = s.n_heads * s.head_dim;
+  sc.reserve(n, s);
+  // --- attention block ---
+  be.rmsnorm(x, w.attn_norm.data(), sc.h.data(), n, s.dim, s.rms_eps);
+  be.matmul(w.wq, sc.h.data(), sc.q.data(), n);
+  if (!w.bq.empty()) be.add_bias(sc.q.data(), w.bq.data(), n, q_w);
+  if (!w.q_norm.empty())
+    be.rmsnorm(sc.q.data(), w.q_norm.data(), sc.q.data(), n * s.n_heads, s.head_dim, s.rms_eps);
+  be.rope(sc.q.data(), n, s.n_heads, s.head_dim, s.rope_dim, b.positions, s.inv_freq,
+          s.rope_layout);
+  project_kv(be, w, s, b, sc.h.data(), sc);
+  be.store_kv(kv, layer, b.seqs, b.cache_pos, sc.k.data(), sc.v.data(), n);
+  AttentionCall call;
+  call.q = sc.q.data();
+  call.out = sc.attn.data();
+  call.n = n;
+  call.n_heads = s.n_heads;
+  call.n_kv_heads = s.n_kv_heads;
+  call.head_dim = s.head_dim;
+  call.layer = layer;
+  call.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  call.cache = &kv;
+  call.seqs = b.seqs;
+  call.prefix_len = b.prefix;
+  call.visible = b.visible;
+  call.visible_offsets = b.offsets;
+  be.attention(call);
+  be.matmul(w.wo, sc.attn.data(), sc.o.data(), n);
+  // (tensor parallel: all-reduce sc.o across the TP group here)
+  be.add(x, sc.o.data(), n * s.dim);
+
+  // --- MLP block ---
+  be.rmsnorm(x, w.ffn_norm.data(), sc.h.data(), n, s.dim, s.rms_eps);
+  be.matmul(w.w_gate, sc.h.data(), sc.gate.data(), n);
+  be.matmul(w.w_up, sc.h.data(), sc.up.data(), n);
+  be.swiglu(sc.gate.data(), sc.up.data(), sc.gate.data(), n * s.ffn_dim);
+  be.matmul(w.w_down, sc.gate.data(), sc.o.data(), n);
+  // (tensor parallel: all-reduce sc.o across the TP group here)
+  be.add(x, sc.o.data(), n * s.dim);
+}
+
+}  // namespace ssd
