@@ -42,4 +42,31 @@ GenerationResult generate_ar(Transformer& model, KvCache& kv, const GenerationRe
 // The context a request needs, checked against the model's context length and the cache.
 void check_context(const Transformer& model, const KvCache& kv, const GenerationRequest& req);
 
+// ---- pieces shared by the AR and SD loops ----
+
+double monotonic_seconds();
+
+// Releases a KV sequence on every exit path.
+struct SeqGuard {
+  KvCache& kv;
+  SeqId id;
+  ~SeqGuard() {
+    if (kv.alive(id)) kv.release(id);
+  }
+};
+
+struct PrefillResult {
+  ForwardResult last;          // the final chunk's forward (logits of the last prompt token)
+  std::vector<float> features; // [prompt, layers x dim] hidden states at `hidden_layers`
+  double seconds = 0;
+};
+
+// The prompt through the model in causal chunks of `chunk` tokens on sequence `seq`.
+PrefillResult prefill(Transformer& model, KvCache& kv, SeqId seq, const std::vector<int32_t>& prompt,
+                      int64_t chunk, const std::vector<int32_t>& hidden_layers = {});
+
+// Rows `rows` of a forward's hidden states, every requested layer side by side:
+// [rows.size(), layers x dim].
+std::vector<float> gather_features(const ForwardResult& fr, const std::vector<int32_t>& rows);
+
 }  // namespace ssd

@@ -9,30 +9,6 @@
 namespace ssd {
 namespace {
 
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
-struct SeqGuard {
-  KvCache& kv;
-  SeqId id;
-  ~SeqGuard() {
-    if (kv.alive(id)) kv.release(id);
-  }
-};
-
-// Rows [rows] of the hidden states of every requested layer, as [rows.size(), layers x dim].
-std::vector<float> gather_features(const ForwardResult& fr, const std::vector<int32_t>& rows) {
-  std::vector<float> out;
-  if (fr.hidden.empty()) return out;
-  out.reserve(rows.size() * fr.hidden.size() * fr.dim);
-  for (int32_t r : rows)
-    for (const auto& layer : fr.hidden)
-      out.insert(out.end(), layer.begin() + r * fr.dim, layer.begin() + (r + 1) * fr.dim);
-  return out;
-}
-
 // Batch of the root (already emitted, not yet in the cache) and the draft tree: node i at row
 // 1 + i, position root_pos + depth(i), seeing the root, its ancestors and itself.
 Batch tree_batch(SeqId seq, int32_t root, int32_t root_pos, const DraftTree& t,
@@ -96,29 +72,16 @@ SdResult generate_sd(Transformer& target, KvCache& kv, Drafter& drafter,
   const int32_t dseq = 0;
 
   // Prefill exactly as AR does, collecting the drafter's features of the prompt.
-  const double t0 = now_s();
-  ForwardResult fr;
-  std::vector<float> prompt_features;
-  const int64_t n_prompt = g.prompt_tokens;
-  for (int64_t start = 0; start < n_prompt; start += req.prefill_chunk) {
-    const int64_t end = std::min(n_prompt, start + req.prefill_chunk);
-    std::vector<int32_t> chunk(req.prompt.begin() + start, req.prompt.begin() + end);
-    Batch b = Batch::sequence(seq.id, chunk, static_cast<int32_t>(start));
-    if (end < n_prompt) b.logits_rows.clear();
-    b.hidden_layers = layers;
-    fr = target.forward(b, kv);
-    std::vector<int32_t> rows(chunk.size());
-    for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>(i);
-    const auto f = gather_features(fr, rows);
-    prompt_features.insert(prompt_features.end(), f.begin(), f.end());
-  }
-  g.prefill_s = now_s() - t0;
+  PrefillResult pre = prefill(target, kv, seq.id, req.prompt, req.prefill_chunk, layers);
+  ForwardResult fr = std::move(pre.last);
+  const std::vector<float>& prompt_features = pre.features;
+  g.prefill_s = pre.seconds;
 
-  const double t1 = now_s();
-  double td = now_s();
+  const double t1 = monotonic_seconds();
+  double td = monotonic_seconds();
   drafter.start(dseq, req.prompt);
   if (!layers.empty()) drafter.set_features(dseq, 0, prompt_features);
-  st.draft_s += now_s() - td;
+  st.draft_s += monotonic_seconds() - td;
 
   // Emits one token: streams it, checks stop conditions. Returns false when generation ends.
   auto emit = [&](int32_t tok) {
@@ -136,9 +99,9 @@ SdResult generate_sd(Transformer& target, KvCache& kv, Drafter& drafter,
   // The first token comes from the prefill's logits, as in AR.
   int32_t root = sampler.sample(fr.logits_row(0), vocab, req.stream, 0);
   bool running = emit(root);
-  td = now_s();
+  td = monotonic_seconds();
   drafter.commit(dseq, {&root, 1});
-  st.draft_s += now_s() - td;
+  st.draft_s += monotonic_seconds() - td;
 
   while (running) {
     const int32_t root_pos = static_cast<int32_t>(kv.length(seq.id));
@@ -151,9 +114,9 @@ SdResult generate_sd(Transformer& target, KvCache& kv, Drafter& drafter,
     dr.stream = req.stream;
     dr.position = static_cast<uint32_t>(g.tokens.size());
     DraftTree tree;
-    td = now_s();
+    td = monotonic_seconds();
     if (dr.k > 0) tree = std::move(drafter.draft({&dr, 1}).at(0));
-    st.draft_s += now_s() - td;
+    st.draft_s += monotonic_seconds() - td;
     tree.validate(vocab);
     // Keep only nodes within depth k (a drafter may not exceed the request).
     for (size_t i = 0; i < tree.size(); ++i)
@@ -161,7 +124,7 @@ SdResult generate_sd(Transformer& target, KvCache& kv, Drafter& drafter,
                 "drafter {} returned a node at depth {} beyond k = {}", drafter.name(),
                 tree.depth(static_cast<int32_t>(i)), dr.k);
 
-    const double tv = now_s();
+    const double tv = monotonic_seconds();
     fr = target.forward(tree_batch(seq.id, root, root_pos, tree, layers), kv);
     const VerifyResult v =
         is_greedy(req.sampler)
@@ -173,7 +136,7 @@ SdResult generate_sd(Transformer& target, KvCache& kv, Drafter& drafter,
     std::vector<int32_t> keep{0};
     for (int32_t node : v.path) keep.push_back(1 + node);
     kv.compact(seq.id, root_pos, keep);
-    st.verify_s += now_s() - tv;
+    st.verify_s += monotonic_seconds() - tv;
 
     st.rounds++;
     g.forwards++;
@@ -192,18 +155,18 @@ SdResult generate_sd(Transformer& target, KvCache& kv, Drafter& drafter,
       running = emit(tok);
       if (!running) break;
     }
-    td = now_s();
+    td = monotonic_seconds();
     DraftOutcome outcome{dseq, &tree, v.path, v.emitted, fr.logits.data(), vocab};
     drafter.observe(outcome);
     drafter.commit(dseq, emitted);
     if (!layers.empty()) drafter.set_features(dseq, root_pos, gather_features(fr, keep));
-    st.draft_s += now_s() - td;
+    st.draft_s += monotonic_seconds() - td;
     root = v.emitted.back();
   }
-  g.decode_s = now_s() - t1;
-  td = now_s();
+  g.decode_s = monotonic_seconds() - t1;
+  td = monotonic_seconds();
   drafter.finish(dseq);
-  st.draft_s += now_s() - td;
+  st.draft_s += monotonic_seconds() - td;
   return res;
 }
 
