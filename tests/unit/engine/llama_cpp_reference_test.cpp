@@ -1,28 +1,54 @@
-// Our transformer against llama.cpp on the real default model (SmolLM2-135M-Instruct Q4_1).
-// llama.cpp is an implementation no one on this team wrote; its logits were recorded by
-// tests/reference/record_llama_cpp_logits.py (llama-cpp-python) into
-// tests/reference/data/llama_cpp_logits.json. Every other engine test uses tiny random models and
-// our own float64 reference, so this is the check that the whole forward (GGUF, Q4_1/Q8_0 decode,
-// RoPE layout, GQA, norms, tied LM head) means what llama.cpp means by it.
+// Our transformer on the real default model (SmolLM2-135M-Instruct Q4_1) against two references
+// recorded by tests/reference/record_llama_cpp_logits.py into tests/reference/data/
+// llama_cpp_logits.json (4 prompts: ChatML chat, Python code, math, JSON; ids from llama.cpp's own
+// tokenizer, 28-46 tokens):
+//   - llama.cpp (PyPI llama-cpp-python 0.3.36), an implementation no one on this team wrote;
+//   - "float64": an exact float64 numpy forward (tests/reference/numpy_llama_forward.py) over
+//     weights decoded by the PyPI gguf package.
+// Every other engine test uses tiny random models; this checks that the whole forward on a real
+// model (GGUF, Q4_1/Q8_0 decode, RoPE layout, GQA, norms, tied LM head, KV-cache decode) means
+// what llama.cpp means by it. Recorded per prompt: logits at 3 positions (first, middle, last) for
+// the reference's top-20 ids plus 50 fixed pseudo-random ids (the tail), and a 32-token greedy
+// continuation with the top-2 logits of every step.
 //
 // Needs SSD_MODEL (skips visibly when unset/missing, or when it is not the recorded model file)
-// and SSD_SOURCE_DIR (set by ctest). With SSD_LLAMA_CPP_LIVE=1 (the optional ctest entry in
-// tests/reference/CMakeLists.txt) the fixture is first re-recorded into a temp file by running the
-// script, and skips visibly when python3 cannot import llama_cpp.
+// and SSD_SOURCE_DIR (set by ctest). With SSD_LLAMA_CPP_LIVE=1 (the optional ctest entry
+// engine_reference.llama_cpp_live, tests/reference/CMakeLists.txt) the llama.cpp part is
+// re-recorded into a temp file first; it skips visibly when python3 cannot import llama_cpp.
 //
-// Tolerances (measured with llama-cpp-python 0.3.16, 4 prompts x 3 positions x 70 logits):
-//   The two engines differ in one real way: llama.cpp rounds the activations entering every
-//   quantized matmul to Q8_0 (8 bits per value, one scale per 32), we keep them float32. Through
-//   30 layers that moves the logits (range about -20..+25) by a measured max |ours - llama.cpp| of
-//   MEASURED_MAX over all recorded logits (MEASURED_MEAN mean). kMaxLogitDiff = 2x the
-//   measured max, rounded up.
-//   Top-1 agrees at all 12 recorded positions; the top-20 sets share at least MEASURED_OVERLAP
-//   ids (bound kMinTop20Overlap: near the 20th place logits sit within ~0.05 of each other, so a
-//   swap or two at the boundary is expected, a real bug would scramble the set).
-//   Greedy (32 tokens each, one token at a time through the KV cache): GREEDY_RESULT. The
-//   test requires equality up to the first step where llama.cpp's top-2 margin is below
-//   2 * kMaxLogitDiff (both logits of the pair may move by kMaxLogitDiff, so the argmax can
-//   legitimately flip there); after that point the contexts differ and nothing is compared.
+// Tolerances, measured when written (12 positions x 70 logits, 4 x 32 greedy steps):
+//   vs float64: max |ours - float64| = 5e-5 (at json position 16; mean 1e-5, which is the
+//     fixture's 1e-5 rounding) over recorded logits whose range is about -16..+41: float32
+//     activations and sums through 30 layers. kFloat64Tol = 2e-4, 4x measured, leaving room for
+//     the fixture rounding and for the summation order of another SIMD dispatch level. Top-1 equal
+//     at 12/12 positions, top-20 sets identical at 12/12 (bound 19: only a near-tie at 20th place
+//     may swap). Greedy: 32/32 equal for all 4 prompts (smallest float64 top-2 margin on the way
+//     0.013); equality is required up to the first step whose margin is under 2 * kFloat64Tol,
+//     which on this fixture means all 32.
+//   vs llama.cpp: max |ours - llama.cpp| = 1.387 (mean 0.252), at json position 16. That is not
+//     our error: the float64 forward shows the same differences to 4 decimals. llama.cpp rounds
+//     the activations entering every quantized matmul to 8 bits (Q8_1/Q8_0, one scale per 32
+//     values) and carries that error through 30 layers: emulating the rounding in the numpy
+//     forward moves its float64 logits by up to 2.7 on the same positions. Part of it
+//     is a per-row offset that does not change probabilities, so the bound on how far one logit
+//     can move *relative to another* is the spread max - min of (ours - llama.cpp) over a row's
+//     recorded ids: measured 1.94. Bounds, ~2x measured: kLlamaMaxDiff = 3.0, kLlamaSpread = 4.0.
+//     Loose, but still a real check: in the numpy forward, RoPE on the wrong pair layout moves
+//     the logits by 21 from llama.cpp's and a wrong RoPE base (1e4 for 1e5) by 5.2.
+//     Consequences, all measured:
+//       top-1 equal at 10/12 positions; the 2 misses (code 27, json 16) have llama.cpp top-2
+//       margins 0.068 and 0.254; a miss is allowed only where that margin is under kLlamaSpread;
+//       top-20 overlap >= 19 of 20 everywhere (bound kMinTop20Overlap = 17: a swap or two among
+//       the closely spaced logits at 20th place is expected, a real bug scrambles the set);
+//       free-running greedy: chat 32/32, code 0/32, math 1/32, json 32/32. Ours equals float64's
+//       greedy; llama.cpp's departs from it on near-ties (code step 0, top-2 margin 0.068; math
+//       step 1, margin 0.070). Equality is required only up to llama.cpp's first margin under
+//       kLlamaSpread, so (llama.cpp being this noisy) the test also feeds llama.cpp's greedy
+//       tokens to us, teacher-forced: our argmax equals llama.cpp's at 125/128 steps, the 3
+//       misses at llama.cpp margins 0.068, 0.010, 0.070. Required: equality at every step with
+//       margin >= kLlamaSpread (31 of 128), >= kMinForcedAgreement = 115/128 overall (13 misses
+//       allowed, ~4x measured: near-ties flip either way), and llama.cpp's top-1 logit within
+//       kLlamaMaxDiff of ours (measured 0.462).
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -47,8 +73,11 @@
 namespace ssd {
 namespace {
 
-constexpr double kMaxLogitDiff = 0.0;  // filled in after measuring, see above
+constexpr double kFloat64Tol = 2e-4;  // the bounds are explained at the top of the file
+constexpr double kLlamaMaxDiff = 3.0;
+constexpr double kLlamaSpread = 4.0;
 constexpr int kMinTop20Overlap = 17;
+constexpr int kMinForcedAgreement = 115;  // of 128 teacher-forced steps
 
 using nlohmann::json;
 
@@ -75,6 +104,56 @@ std::vector<int32_t> top_k(const float* row, int64_t n, int k) {
   return idx;
 }
 
+// One recorded position compared with our logits row.
+struct RowStats {
+  double max_diff = 0;  // max |ours - ref| over the recorded ids
+  double spread = 0;    // max - min of (ours - ref) over the recorded ids
+  double sum_diff = 0;
+  int count = 0;
+  bool top1_equal = false;
+  double ref_margin = 0;  // reference's top-1 minus top-2 logit
+  int overlap = 0;        // |our top-20 & reference top-20|
+};
+
+RowStats compare_row(const float* ours, int64_t vocab, const json& rec,
+                     const std::vector<int32_t>& tail_ids) {
+  RowStats st;
+  std::vector<int32_t> ref_top;
+  double lo = 1e30, hi = -1e30;
+  auto account = [&](int32_t id, double ref) {
+    const double d = ours[id] - ref;
+    st.max_diff = std::max(st.max_diff, std::abs(d));
+    st.sum_diff += std::abs(d);
+    ++st.count;
+    lo = std::min(lo, d);
+    hi = std::max(hi, d);
+  };
+  for (const auto& pair : rec.at("top")) {
+    ref_top.push_back(pair[0].get<int32_t>());
+    account(pair[0].get<int32_t>(), pair[1].get<double>());
+  }
+  const auto& tail = rec.at("tail");
+  for (size_t j = 0; j < tail_ids.size(); ++j) account(tail_ids[j], tail.at(j).get<double>());
+  st.spread = hi - lo;
+  st.ref_margin = rec.at("top")[0][1].get<double>() - rec.at("top")[1][1].get<double>();
+  const auto our_top = top_k(ours, vocab, static_cast<int>(ref_top.size()));
+  st.top1_equal = our_top[0] == ref_top[0];
+  const std::set<int32_t> ref_set(ref_top.begin(), ref_top.end());
+  st.overlap = static_cast<int>(
+      std::count_if(our_top.begin(), our_top.end(), [&](int32_t t) { return ref_set.count(t); }));
+  return st;
+}
+
+// Greedy steps are recorded as [top1 id, top1 logit, top2 id, top2 logit].
+double step_margin(const json& step) { return step[1].get<double>() - step[3].get<double>(); }
+
+// The first step whose reference top-2 margin is under `tie`: the argmax may flip from there on.
+size_t first_near_tie(const json& greedy, double tie) {
+  for (size_t t = 0; t < greedy.size(); ++t)
+    if (step_margin(greedy[t]) < tie) return t;
+  return greedy.size();
+}
+
 // The fixture, loaded (or, live, recorded) once per process: recording takes a while.
 struct Fixture {
   json data;
@@ -96,8 +175,10 @@ const Fixture& load_fixture(const std::string& model_path, int64_t model_bytes) 
           env_or_empty("SSD_PYTHON").empty() ? "python3" : env_or_empty("SSD_PYTHON");
       path = ::testing::TempDir() + "ssd_llama_cpp_logits_live.json";
       const std::string cmd = "\"" + py + "\" \"" + src +
-                              "/tests/reference/record_llama_cpp_logits.py\" \"" + model_path +
-                              "\" \"" + path + "\"";
+                              "/tests/reference/record_llama_cpp_logits.py\" --no-float64 \"" +
+                              model_path + "\" \"" + path + "\"";
+      std::printf("[ llama.cpp ] recording live: %s\n", cmd.c_str());
+      std::fflush(stdout);
       const int rc = std::system(cmd.c_str());
       const int code = rc == -1 ? -1 : WEXITSTATUS(rc);
       if (code == 77 || code == 127) {
@@ -135,119 +216,185 @@ class LlamaCppReference : public ::testing::Test {
     const Fixture& f = load_fixture(model_path, model_bytes);
     if (!f.skip.empty()) GTEST_SKIP() << f.skip;
     ASSERT_TRUE(f.error.empty()) << f.error;
-    fx_ = f.data;
-    std::printf("[ llama.cpp ] reference: llama-cpp-python %s\n",
-                fx_.at("llama_cpp_python_version").get<std::string>().c_str());
+    fx_ = &f.data;
+    tail_ids_ = fx_->at("tail_ids").get<std::vector<int32_t>>();
 
     file_ = std::make_unique<ModelFile>(ModelFile::open(model_path));
-    ASSERT_EQ(file_->config().vocab, fx_.at("n_vocab").get<int64_t>());
+    ASSERT_EQ(file_->config().vocab, fx_->at("n_vocab").get<int64_t>());
     backend_ = make_cpu_backend(2);
     model_ = std::make_unique<Transformer>(*file_, *backend_);
     kv_ = std::make_unique<KvCache>(model_->kv_config(512));
   }
   int64_t vocab() const { return file_->config().vocab; }
+  bool has_float64() const { return fx_->at("sequences")[0].contains("float64"); }
 
-  json fx_;
+  // Our logits at the sequence's recorded positions: [3, vocab].
+  ForwardResult prefill_positions(const json& seq) {
+    const auto tokens = seq.at("tokens").get<std::vector<int32_t>>();
+    SeqId s = kv_->create();
+    Batch b = Batch::sequence(s, tokens, 0);
+    b.logits_rows.clear();
+    for (const auto& p : seq.at("positions")) b.logits_rows.push_back(p.at("pos").get<int32_t>());
+    ForwardResult r = model_->forward(b, *kv_);
+    kv_->release(s);
+    return r;
+  }
+
+  // Decodes n tokens after the prompt one at a time through the KV cache. Feeds our own argmax
+  // (forced empty) or the forced tokens; returns every step's logits row.
+  std::vector<std::vector<float>> decode(const json& seq, size_t n,
+                                         const std::vector<int32_t>& forced = {}) {
+    const auto tokens = seq.at("tokens").get<std::vector<int32_t>>();
+    SeqId s = kv_->create();
+    ForwardResult r = model_->forward(Batch::sequence(s, tokens, 0), *kv_);
+    int32_t pos = static_cast<int32_t>(tokens.size());
+    std::vector<std::vector<float>> rows;
+    for (size_t t = 0; t < n; ++t) {
+      rows.emplace_back(r.logits_row(0), r.logits_row(0) + vocab());
+      const int32_t next = forced.empty() ? top_k(rows.back().data(), vocab(), 1)[0] : forced[t];
+      if (t + 1 < n) r = model_->forward(Batch::sequence(s, {next}, pos++), *kv_);
+    }
+    kv_->release(s);
+    return rows;
+  }
+
+  const json* fx_ = nullptr;
+  std::vector<int32_t> tail_ids_;
   std::unique_ptr<ModelFile> file_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Transformer> model_;
   std::unique_ptr<KvCache> kv_;
 };
 
-TEST_F(LlamaCppReference, LogitsAtRecordedPositions) {
-  const auto tail_ids = fx_.at("tail_ids").get<std::vector<int32_t>>();
+TEST_F(LlamaCppReference, LogitsMatchFloat64Reference) {
+  if (!has_float64()) GTEST_SKIP() << "fixture has no float64 section (live recording)";
   double worst = 0, sum = 0;
-  int64_t count = 0;
-  int min_overlap = 20;
-  for (const auto& seq : fx_.at("sequences")) {
-    const auto name = seq.at("name").get<std::string>();
-    const auto tokens = seq.at("tokens").get<std::vector<int32_t>>();
-    SeqId s = kv_->create();
-    Batch b = Batch::sequence(s, tokens, 0);
-    b.logits_rows.clear();
-    for (const auto& p : seq.at("positions")) b.logits_rows.push_back(p.at("pos").get<int32_t>());
-    const ForwardResult r = model_->forward(b, *kv_);
-    kv_->release(s);
-
-    for (size_t i = 0; i < b.logits_rows.size(); ++i) {
-      const auto& p = seq.at("positions")[i];
-      const float* ours = r.logits_row(i);
-      const std::string where = name + " position " + std::to_string(b.logits_rows[i]);
-      std::vector<int32_t> ref_top;
-      double diff = 0;
-      auto account = [&](int32_t id, double ref) {
-        const double d = std::abs(ours[id] - ref);
-        diff = std::max(diff, d);
-        sum += d;
-        ++count;
-      };
-      for (const auto& pair : p.at("top")) {
-        ref_top.push_back(pair[0].get<int32_t>());
-        account(pair[0].get<int32_t>(), pair[1].get<double>());
-      }
-      const auto& tail = p.at("tail");
-      ASSERT_EQ(tail.size(), tail_ids.size());
-      for (size_t j = 0; j < tail_ids.size(); ++j) account(tail_ids[j], tail[j].get<double>());
-
-      const auto our_top = top_k(ours, vocab(), static_cast<int>(ref_top.size()));
-      EXPECT_EQ(our_top[0], ref_top[0]) << where;
-      const std::set<int32_t> ref_set(ref_top.begin(), ref_top.end());
-      const int overlap = static_cast<int>(
-          std::count_if(our_top.begin(), our_top.end(), [&](int32_t t) { return ref_set.count(t); }));
-      EXPECT_GE(overlap, kMinTop20Overlap) << where;
-      EXPECT_LE(diff, kMaxLogitDiff) << where;
-      worst = std::max(worst, diff);
-      min_overlap = std::min(min_overlap, overlap);
-      std::printf("[ llama.cpp ] %-5s pos %3d: max |diff| %.4f, top-1 %d/%d, top-20 overlap %d\n",
-                  name.c_str(), b.logits_rows[i], diff, our_top[0], ref_top[0], overlap);
+  int count = 0, min_overlap = 20;
+  for (const auto& seq : fx_->at("sequences")) {
+    const ForwardResult r = prefill_positions(seq);
+    const auto& recs = seq.at("float64").at("positions");
+    for (size_t i = 0; i < recs.size(); ++i) {
+      const std::string where = seq.at("name").get<std::string>() + " position " +
+                                std::to_string(recs[i].at("pos").get<int>());
+      const RowStats st = compare_row(r.logits_row(i), vocab(), recs[i], tail_ids_);
+      EXPECT_LE(st.max_diff, kFloat64Tol) << where;
+      EXPECT_TRUE(st.top1_equal) << where;
+      EXPECT_GE(st.overlap, 19) << where;
+      worst = std::max(worst, st.max_diff);
+      sum += st.sum_diff;
+      count += st.count;
+      min_overlap = std::min(min_overlap, st.overlap);
+      std::printf("[ float64   ] %-16s max |diff| %.5f, top-1 %s, top-20 overlap %d\n",
+                  where.c_str(), st.max_diff, st.top1_equal ? "equal" : "DIFFERS", st.overlap);
     }
   }
-  std::printf("[ llama.cpp ] overall max |diff| %.4f, mean %.4f over %lld logits, min overlap %d\n",
-              worst, sum / static_cast<double>(count), static_cast<long long>(count), min_overlap);
+  std::printf("[ float64   ] overall max |diff| %.5f, mean %.5f over %d logits, min overlap %d\n",
+              worst, sum / count, count, min_overlap);
 }
 
-TEST_F(LlamaCppReference, GreedyContinuations) {
-  for (const auto& seq : fx_.at("sequences")) {
-    const auto name = seq.at("name").get<std::string>();
-    const auto tokens = seq.at("tokens").get<std::vector<int32_t>>();
-    const auto& greedy = seq.at("greedy");  // per step: [top1 id, top1 logit, top2 id, top2 logit]
-    SeqId s = kv_->create();
-    ForwardResult r = model_->forward(Batch::sequence(s, tokens, 0), *kv_);
-    int32_t pos = static_cast<int32_t>(tokens.size());
-    size_t matched = 0;
-    bool diverged = false;
-    // Steps before the first near-tie in llama.cpp's own logits must agree exactly.
-    size_t must_match = greedy.size();
-    for (size_t t = 0; t < greedy.size(); ++t) {
-      const double margin = greedy[t][1].get<double>() - greedy[t][3].get<double>();
-      if (margin < 2 * kMaxLogitDiff) {
-        must_match = t;
-        break;
+TEST_F(LlamaCppReference, LogitsMatchLlamaCpp) {
+  std::printf("[ llama.cpp ] reference: llama-cpp-python %s\n",
+              fx_->at("llama_cpp_python_version").get<std::string>().c_str());
+  double worst = 0, worst_spread = 0, sum = 0;
+  int count = 0, min_overlap = 20, top1 = 0, rows = 0;
+  for (const auto& seq : fx_->at("sequences")) {
+    const ForwardResult r = prefill_positions(seq);
+    const auto& recs = seq.at("positions");
+    for (size_t i = 0; i < recs.size(); ++i) {
+      const std::string where = seq.at("name").get<std::string>() + " position " +
+                                std::to_string(recs[i].at("pos").get<int>());
+      const RowStats st = compare_row(r.logits_row(i), vocab(), recs[i], tail_ids_);
+      EXPECT_LE(st.max_diff, kLlamaMaxDiff) << where;
+      EXPECT_LE(st.spread, kLlamaSpread) << where;
+      if (st.ref_margin >= kLlamaSpread) {
+        EXPECT_TRUE(st.top1_equal) << where;
       }
+      EXPECT_GE(st.overlap, kMinTop20Overlap) << where;
+      worst = std::max(worst, st.max_diff);
+      worst_spread = std::max(worst_spread, st.spread);
+      sum += st.sum_diff;
+      count += st.count;
+      min_overlap = std::min(min_overlap, st.overlap);
+      top1 += st.top1_equal;
+      ++rows;
+      std::printf("[ llama.cpp ] %-16s max |diff| %.4f, spread %.4f, top-1 %s (llama.cpp margin "
+                  "%.3f), top-20 overlap %d\n",
+                  where.c_str(), st.max_diff, st.spread, st.top1_equal ? "equal" : "DIFFERS",
+                  st.ref_margin, st.overlap);
     }
-    double worst_top1 = 0;
-    for (size_t t = 0; t < greedy.size(); ++t) {
-      const float* row = r.logits_row(0);
-      const int32_t ours = top_k(row, vocab(), 1)[0];
-      const int32_t theirs = greedy[t][0].get<int32_t>();
-      if (ours != theirs) {
-        diverged = true;
-        EXPECT_GE(t, must_match) << name << ": greedy diverges at step " << t << " (ours " << ours
-                                 << ", llama.cpp " << theirs << ") before any near-tie";
-        break;
-      }
-      ++matched;
-      const double d = std::abs(row[theirs] - greedy[t][1].get<double>());
-      worst_top1 = std::max(worst_top1, d);
-      EXPECT_LE(d, kMaxLogitDiff) << name << " greedy step " << t;
-      if (t + 1 < greedy.size()) r = model_->forward(Batch::sequence(s, {ours}, pos++), *kv_);
-    }
-    kv_->release(s);
-    std::printf("[ llama.cpp ] %-5s greedy: %zu/%zu match%s (first near-tie at step %zu), "
-                "max |diff| of top-1 logit %.4f\n",
-                name.c_str(), matched, greedy.size(), diverged ? ", then diverged" : "",
-                must_match, worst_top1);
   }
+  std::printf("[ llama.cpp ] overall max |diff| %.4f, mean %.4f over %d logits, max spread %.4f, "
+              "top-1 equal %d/%d, min top-20 overlap %d\n",
+              worst, sum / count, count, worst_spread, top1, rows, min_overlap);
+}
+
+// Our free-running greedy continuation against both references' greedy continuations.
+TEST_F(LlamaCppReference, GreedyContinuations) {
+  for (const auto& seq : fx_->at("sequences")) {
+    const auto name = seq.at("name").get<std::string>();
+    const auto rows = decode(seq, seq.at("greedy").size());
+    auto check = [&](const char* ref_name, const json& greedy, double tol, double tie) {
+      const size_t must = first_near_tie(greedy, tie);
+      size_t matched = 0;
+      double worst = 0;
+      for (; matched < greedy.size(); ++matched) {
+        const float* row = rows[matched].data();
+        const int32_t ours = top_k(row, vocab(), 1)[0], theirs = greedy[matched][0].get<int32_t>();
+        if (ours != theirs) break;
+        const double d = std::abs(row[theirs] - greedy[matched][1].get<double>());
+        worst = std::max(worst, d);
+        EXPECT_LE(d, tol) << name << " vs " << ref_name << ", greedy step " << matched;
+      }
+      EXPECT_GE(matched, must) << name << " vs " << ref_name << ": greedy diverges at step "
+                               << matched << " before the first near-tie (step " << must << ")";
+      std::printf("[ greedy    ] %-5s vs %-9s: %2zu/%zu equal%s; first near-tie (margin < %.4f) at "
+                  "step %zu; max |diff| of top-1 logit %.5f\n",
+                  name.c_str(), ref_name, matched, greedy.size(),
+                  matched < greedy.size() ? " then diverged" : "", tie, must, worst);
+    };
+    if (seq.contains("float64"))
+      check("float64", seq.at("float64").at("greedy"), kFloat64Tol, 2 * kFloat64Tol);
+    check("llama.cpp", seq.at("greedy"), kLlamaMaxDiff, kLlamaSpread);
+  }
+}
+
+// Decoding along llama.cpp's own greedy path (its tokens fed to us), so every one of the 32 steps
+// of every prompt is compared however early the free-running continuations part.
+TEST_F(LlamaCppReference, TeacherForcedOnLlamaCppPath) {
+  int agree = 0, steps = 0, decisive = 0;
+  double worst = 0;
+  for (const auto& seq : fx_->at("sequences")) {
+    const auto name = seq.at("name").get<std::string>();
+    const auto& greedy = seq.at("greedy");
+    std::vector<int32_t> path;
+    for (const auto& g : greedy) path.push_back(g[0].get<int32_t>());
+    const auto rows = decode(seq, path.size(), path);
+    int seq_agree = 0;
+    for (size_t t = 0; t < path.size(); ++t) {
+      const float* row = rows[t].data();
+      const bool equal = top_k(row, vocab(), 1)[0] == path[t];
+      const double d = std::abs(row[path[t]] - greedy[t][1].get<double>());
+      worst = std::max(worst, d);
+      EXPECT_LE(d, kLlamaMaxDiff) << name << " step " << t;
+      if (step_margin(greedy[t]) >= kLlamaSpread) {
+        ++decisive;
+        EXPECT_TRUE(equal) << name << " step " << t << ": llama.cpp margin "
+                           << step_margin(greedy[t]);
+      }
+      if (!equal)
+        std::printf("[ forced    ] %-5s step %2zu: argmax differs, llama.cpp's top-2 margin %.4f\n",
+                    name.c_str(), t, step_margin(greedy[t]));
+      seq_agree += equal;
+    }
+    agree += seq_agree;
+    steps += static_cast<int>(path.size());
+    std::printf("[ forced    ] %-5s: our argmax = llama.cpp's at %d/%zu steps\n", name.c_str(),
+                seq_agree, path.size());
+  }
+  EXPECT_GE(agree, kMinForcedAgreement * steps / 128);
+  std::printf("[ forced    ] total %d/%d (%d steps with llama.cpp margin >= %.1f, all required), "
+              "max |diff| of llama.cpp's top-1 logit %.4f\n",
+              agree, steps, decisive, kLlamaSpread, worst);
 }
 
 }  // namespace
