@@ -1,0 +1,111 @@
+// `--drafter early-exit:L` (self-speculation, DVI seed 001): the target's own first L blocks
+// (a second Transformer over the same ModelFile, sharing its mapped weights, with its own KV
+// cache) and a draft head on block L's output h:
+//   z = RMSNorm_final(h)             the target's output norm
+//   logits = LMHead(z) + s B (A z)   LoRA update, B zero-initialised (lora_head.h)
+// Untrained, the head is exactly the target's LM head read out at layer L.
+//
+// Drafting: a chain of k tokens per request, autoregressively (width > 1 is ignored: one chain).
+//   greedy (temperature 0): argmax, q = one_hot;
+//   sampling: q = process(logits, request sampler), the token drawn from q by inverse CDF with
+//     Philox (seed, stream, position + depth - 1, kLaneEarlyExitDraft).
+// All requests of a call share one forward per draft step (catch-up + root + suffix at step 0,
+// then one row per request per step).
+//
+// KV bookkeeping (the same convention as ModelDraftRunner): commit() only appends to the context;
+// between calls the cache holds context[0, n-1) (the last committed token is held back so every
+// draft has a row to forward). The first request of a sequence in a call writes on the committed
+// cache and truncates it back to n - 1 afterwards; further requests on the same sequence work on
+// forks (released at the end). Drafts near the context limit are clipped (empty at the limit).
+//
+// Online learning (`--online-learning`, DVI): draft() keeps, per drafted position, z, the frozen
+// logits W z, the token, log q(token) and the previous token; observe() turns the verifier's
+// decision into one tuple per position up to and including the first reject (reward 1 / 0), adds
+// the target's distribution from the outcome's logits row of the node's parent, and hands it to
+// the DviTrainer (dvi_trainer.h), which updates A and B. Time spent is in trainer()->stats().
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "runtime/backend/backend.h"
+#include "runtime/drafters/acceptance_curve.h"
+#include "runtime/drafters/dvi_trainer.h"
+#include "runtime/drafters/lora_head.h"
+#include "runtime/kv/kv_cache.h"
+#include "runtime/model/model_file.h"
+#include "runtime/model/transformer.h"
+#include "runtime/spec/drafter.h"
+
+namespace ssd {
+
+struct EarlyExitOptions {
+  int64_t layers = 8;            // L: target blocks the drafter runs (1..n_layers)
+  LoraOptions lora;
+  bool online_learning = false;  // DVI
+  DviOptions dvi;
+  int64_t kv_tokens = 0;         // drafter KV capacity over all sequences; 0 = context + 1024
+  int64_t prefill_chunk = 256;   // catch-up tokens per forward when the backlog is long
+};
+
+class EarlyExitDrafter final : public Drafter {
+ public:
+  // `target` is the target's opened model file and `backend` its backend; both must outlive the
+  // drafter (calls are sequential, so sharing the backend is safe). Throws ssd::Error when L is
+  // outside 1..n_layers or an option is out of range.
+  EarlyExitDrafter(const ModelFile& target, Backend& backend, const EarlyExitOptions& opts);
+  ~EarlyExitDrafter() override;
+
+  std::string name() const override;  // "early-exit:L" (+ "+dvi" with online learning)
+  void start(int32_t seq, std::span<const int32_t> prompt) override;
+  void commit(int32_t seq, std::span<const int32_t> tokens) override;
+  std::vector<DraftTree> draft(std::span<const DraftRequest> requests) override;
+  void observe(const DraftOutcome& outcome) override;
+  void finish(int32_t seq) override;
+
+  // The head on hidden states h [n, dim] (block L's output): logits [n, vocab].
+  std::vector<float> head_logits(std::span<const float> h, int64_t n);
+  // Block L's output hidden states of `tokens` (positions 0..) on a scratch sequence: [n, dim].
+  std::vector<float> hidden_of(std::span<const int32_t> tokens);
+
+  int64_t layers() const { return model_->layers(); }
+  const LoraHead& head() const { return head_; }
+  LoraHead& head() { return head_; }
+  const DviTrainer* trainer() const { return trainer_.get(); }
+  // One record per observe() (every drafter round), learning or not.
+  const std::vector<RoundRecord>& rounds() const { return rounds_; }
+
+ private:
+  struct SeqState {
+    std::vector<int32_t> context;  // every committed token
+    SeqId kv = -1;
+    int64_t cached = 0;            // context[0, cached) have K/V in kv_
+  };
+  // What a draft leaves for observe() to learn from: per drafted position (depth order).
+  struct PendingDraft {
+    std::vector<int32_t> tokens;  // [k]
+    std::vector<int32_t> prev;    // [k] the token before each
+    std::vector<float> z;         // [k, dim]
+    std::vector<float> base;      // [k, vocab] W z
+    std::vector<float> logq;      // [k] log q(token) under the head that drafted it
+  };
+  struct Work;
+
+  SeqState& state(int32_t seq);
+  void catch_up(SeqState& s, int64_t upto);
+  // z = RMSNorm_final(h) for rows [n, dim], in place.
+  void normalise(float* h, int64_t n);
+
+  EarlyExitOptions opts_;
+  const ModelConfig& cfg_;
+  std::unique_ptr<Transformer> model_;
+  std::unique_ptr<KvCache> kv_;
+  int64_t context_limit_ = 0;
+  LoraHead head_;
+  std::unique_ptr<DviTrainer> trainer_;
+  std::map<int32_t, SeqState> seqs_;
+  std::map<int32_t, std::vector<PendingDraft>> pending_;  // seq -> drafts of the last call
+  std::vector<RoundRecord> rounds_;
+};
+
+}  // namespace ssd
