@@ -7,7 +7,8 @@
 //   base_logits  W z, the frozen part of the draft logits: with the head's
 //                parameters it gives the draft logits exactly, at any time,
 //                so the full draft logits need not be stored as well      [vocab]
-//   token        the drafted token a; prev_token the token before it
+//   token        the drafted token a; prev_token the token before it (logged as DVI does; this
+//                head reads z alone, so it is kept for analysis, not used by the loss)
 //   reward       1 accepted, 0 the first reject
 //   logq_behavior log q(a) under the head that drafted it (diagnostic: how far the head has
 //                moved since; the update itself is on-policy for the current head)
@@ -51,7 +52,7 @@ struct DviOptions {
   double pg_weight = 0.5;      // RL phase: REINFORCE with baseline
   double baseline_rate = 0.02;
   DviOptimizer optimizer = DviOptimizer::Adam;
-  double lr = 2e-3;
+  double lr = 1e-2;
   double beta1 = 0.9, beta2 = 0.999, adam_eps = 1e-8;  // Adam
   double max_grad_norm = 5.0;  // clip of the global gradient norm; 0 = off
   uint64_t seed = 0xd71;       // Philox key of the replay sample
