@@ -14,12 +14,6 @@ double now_s() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-void push_row(Batch& b, int32_t token, int64_t pos, SeqId seq) {
-  b.tokens.push_back(token);
-  b.positions.push_back(static_cast<int32_t>(pos));
-  b.seqs.push_back(seq);
-}
-
 // log softmax(l)[token] at temperature 1 over the whole row.
 float log_prob(const float* l, int64_t vocab, int32_t token) {
   double m = l[0];
@@ -31,18 +25,67 @@ float log_prob(const float* l, int64_t vocab, int32_t token) {
 
 }  // namespace
 
-// One request's drafting state inside a draft() call.
-struct EarlyExitDrafter::Work {
-  size_t req = 0;
-  int64_t n = 0;         // committed tokens
-  int64_t base_pos = 0;  // position of the depth-1 token: n + |suffix|
-  int32_t k = 0;         // depth after the context limit
-  bool primary = false;  // works on the committed cache itself
-  SeqId kv = -1;
-  int32_t last = 0;      // the token the next draft token follows
-  int32_t row = 0;       // batch row of this request's newest token in the current forward
-  DraftTree tree;
-  PendingDraft rec;
+// The draft head as a DraftPolicy: logits = W z + LoRA(z) with z = norm(h_L), one chain per
+// request (the requests it is given have width 1), and what observe() learns from when learning.
+class EarlyExitDrafter::HeadPolicy final : public DraftPolicy {
+ public:
+  // prev[i]: the token request i's first draft token follows (its last suffix or context token).
+  HeadPolicy(EarlyExitDrafter& d, std::span<const DraftRequest> requests, std::vector<int32_t> prev)
+      : d_(d), requests_(requests), prev_(std::move(prev)), recs_(requests.size()) {}
+
+  bool wants_hidden() const override { return true; }
+
+  void prepare(std::span<const float> hidden, std::span<float> logits, int64_t m) override {
+    z_.assign(hidden.begin(), hidden.end());  // [m, dim]
+    d_.normalise(z_.data(), m);  // the forward's logits are already W z of these very rows
+    if (d_.trainer_) base_.assign(logits.begin(), logits.end());  // [m, vocab]
+    d_.head_.add_correction(z_.data(), logits.data(), m);
+    row_ = 0;
+  }
+
+  std::vector<DraftPick> first(const float* logits, int32_t vocab, const DraftRequest& r,
+                               int32_t) override {
+    return {pick(logits, vocab, r, 1)};
+  }
+  DraftPick next(const float* logits, int32_t vocab, const DraftRequest& r, int32_t,
+                 int32_t depth) override {
+    return pick(logits, vocab, r, depth);
+  }
+
+  std::vector<PendingDraft>& records() { return recs_; }  // [requests]
+
+ private:
+  // Called in row order after prepare(), so row_ indexes z_ and base_.
+  DraftPick pick(const float* l, int32_t vocab, const DraftRequest& r, int32_t depth) {
+    const int64_t a = row_++;
+    DraftPick p;
+    if (is_greedy(r.sampler)) {
+      p.token = argmax(l, vocab);
+      p.q = one_hot(p.token);
+    } else {
+      p.q = process(l, vocab, r.sampler);
+      p.token = sample(p.q, philox_uniform(r.sampler.seed, r.stream, r.position + depth - 1,
+                                           kLaneEarlyExitDraft));
+    }
+    if (d_.trainer_) {
+      const size_t i = static_cast<size_t>(&r - requests_.data());
+      const int64_t dim = d_.cfg_.dim;
+      PendingDraft& rec = recs_[i];
+      rec.prev.push_back(rec.tokens.empty() ? prev_[i] : rec.tokens.back());
+      rec.tokens.push_back(p.token);
+      rec.z.insert(rec.z.end(), z_.begin() + a * dim, z_.begin() + (a + 1) * dim);
+      rec.base.insert(rec.base.end(), base_.begin() + a * vocab, base_.begin() + (a + 1) * vocab);
+      rec.logq.push_back(log_prob(l, vocab, p.token));
+    }
+    return p;
+  }
+
+  EarlyExitDrafter& d_;
+  std::span<const DraftRequest> requests_;
+  std::vector<int32_t> prev_;        // [requests]
+  std::vector<PendingDraft> recs_;   // [requests]
+  std::vector<float> z_, base_;      // [m, dim], [m, vocab] of the current forward
+  int64_t row_ = 0;
 };
 
 EarlyExitDrafter::EarlyExitDrafter(const ModelFile& target, Backend& backend,
@@ -61,9 +104,8 @@ EarlyExitDrafter::EarlyExitDrafter(const ModelFile& target, Backend& backend,
   SSD_CHECK(model_->lm_head().rows == cfg_.vocab && model_->lm_head().cols == cfg_.dim,
             "early-exit drafter: LM head of {} is [{}, {}], expected [{}, {}]", target.path(),
             model_->lm_head().rows, model_->lm_head().cols, cfg_.vocab, cfg_.dim);
-  kv_ = std::make_unique<KvCache>(
-      model_->kv_config(opts.kv_tokens > 0 ? opts.kv_tokens : cfg_.context_length + 1024));
-  context_limit_ = cfg_.context_length;
+  runner_ = std::make_unique<ModelDraftRunner>(*model_, opts.kv_tokens, opts.prefill_chunk,
+                                               "early-exit drafter");
   if (opts.online_learning) trainer_ = std::make_unique<DviTrainer>(head_, opts.dvi);
 }
 
@@ -73,42 +115,18 @@ std::string EarlyExitDrafter::name() const {
   return "early-exit:" + std::to_string(model_->layers()) + (trainer_ ? "+dvi" : "");
 }
 
-EarlyExitDrafter::SeqState& EarlyExitDrafter::state(int32_t seq) {
-  auto it = seqs_.find(seq);
-  SSD_CHECK(it != seqs_.end(), "early-exit drafter: sequence {} was not started", seq);
-  return it->second;
-}
-
 void EarlyExitDrafter::start(int32_t seq, std::span<const int32_t> prompt) {
-  finish(seq);  // a restarted sequence begins afresh
-  SeqState s;
-  s.context.assign(prompt.begin(), prompt.end());
-  s.kv = kv_->create();
-  seqs_.emplace(seq, std::move(s));
+  pending_.erase(seq);
+  runner_->start(seq, prompt);
 }
 
 void EarlyExitDrafter::commit(int32_t seq, std::span<const int32_t> tokens) {
-  SeqState& s = state(seq);
-  s.context.insert(s.context.end(), tokens.begin(), tokens.end());
+  runner_->commit(seq, tokens);
 }
 
 void EarlyExitDrafter::finish(int32_t seq) {
   pending_.erase(seq);
-  auto it = seqs_.find(seq);
-  if (it == seqs_.end()) return;
-  if (kv_->alive(it->second.kv)) kv_->release(it->second.kv);
-  seqs_.erase(it);
-}
-
-void EarlyExitDrafter::catch_up(SeqState& s, int64_t upto) {
-  while (s.cached < upto) {
-    const int64_t end = std::min(upto, s.cached + opts_.prefill_chunk);
-    std::vector<int32_t> chunk(s.context.begin() + s.cached, s.context.begin() + end);
-    Batch b = Batch::sequence(s.kv, chunk, static_cast<int32_t>(s.cached));
-    b.logits_rows.clear();
-    model_->forward(b, *kv_);
-    s.cached = end;
-  }
+  runner_->finish(seq);
 }
 
 void EarlyExitDrafter::normalise(float* h, int64_t n) {
@@ -127,151 +145,38 @@ std::vector<float> EarlyExitDrafter::head_logits(std::span<const float> h, int64
 }
 
 std::vector<float> EarlyExitDrafter::hidden_of(std::span<const int32_t> tokens) {
-  const SeqId s = kv_->create();
+  KvCache& kv = runner_->kv();
+  const SeqId s = kv.create();
   struct Release {
     KvCache& kv;
     SeqId s;
     ~Release() { kv.release(s); }
-  } release{*kv_, s};
+  } release{kv, s};
   Batch b = Batch::sequence(s, std::vector<int32_t>(tokens.begin(), tokens.end()), 0);
   b.logits_rows.clear();
   b.hidden_layers = {static_cast<int32_t>(model_->layers() - 1)};
-  return model_->forward(b, *kv_).hidden.at(0);
+  return model_->forward(b, kv).hidden.at(0);
 }
 
 std::vector<DraftTree> EarlyExitDrafter::draft(std::span<const DraftRequest> requests) {
-  const int32_t vocab = static_cast<int32_t>(cfg_.vocab);
-  const int64_t dim = cfg_.dim;
-  std::vector<DraftTree> trees(requests.size());
-  std::vector<Work> work;
-  std::map<int32_t, int32_t> users;  // seq -> active requests in this call
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const DraftRequest& r = requests[i];
-    SSD_CHECK(r.k >= 0 && r.k <= 64, "early-exit drafter: draft depth k = {} must be in 0..64", r.k);
-    for (int32_t t : r.suffix)
-      SSD_CHECK(t >= 0 && t < vocab, "early-exit drafter: suffix token {} is outside the vocabulary of {}",
-                t, vocab);
+  std::vector<DraftRequest> chains(requests.begin(), requests.end());  // width 1: one chain each
+  std::vector<int32_t> prev(chains.size(), 0);
+  for (size_t i = 0; i < chains.size(); ++i) {
+    DraftRequest& r = chains[i];
+    r.width = 1;
     pending_.erase(r.seq);  // a new draft supersedes what the last one left for observe()
-    const SeqState& s = state(r.seq);
-    Work w;
-    w.req = i;
-    w.n = static_cast<int64_t>(s.context.size());
-    w.base_pos = w.n + static_cast<int64_t>(r.suffix.size());
-    // The deepest token forwarded sits at base_pos + k - 2 and must be < context_limit_.
-    w.k = static_cast<int32_t>(std::min<int64_t>(r.k, context_limit_ - w.base_pos + 1));
-    if (w.n == 0 || w.k <= 0) continue;  // nothing to condition on, or out of context: no draft
-    w.last = r.suffix.empty() ? s.context.back() : r.suffix.back();
-    users[r.seq]++;
-    work.push_back(std::move(w));
+    const std::vector<int32_t>& context = runner_->context(r.seq);
+    if (!r.suffix.empty())
+      prev[i] = r.suffix.back();
+    else if (!context.empty())
+      prev[i] = context.back();
   }
-  if (work.empty()) return trees;
-
-  // Catch-ups that cannot ride along in step 0: a long backlog, or a sequence several requests
-  // fork from (the forks must see the committed tokens).
-  for (const Work& w : work) {
-    SeqState& s = state(requests[w.req].seq);
-    const int64_t pending = w.n - 1 - s.cached;
-    if (pending > 0 && (pending > opts_.prefill_chunk || users[requests[w.req].seq] > 1))
-      catch_up(s, w.n - 1);
-  }
-
-  std::vector<SeqId> forks;
-  std::vector<SeqState*> primaries;
-  struct Cleanup {
-    KvCache& kv;
-    std::vector<SeqId>& forks;
-    std::vector<SeqState*>& primaries;
-    ~Cleanup() {
-      for (SeqId f : forks)
-        if (kv.alive(f)) kv.release(f);
-      for (SeqState* s : primaries)
-        if (kv.length(s->kv) > s->cached) kv.truncate(s->kv, s->cached);
-    }
-  } cleanup{*kv_, forks, primaries};
-
-  // Step 0 rows: catch-up + last committed token + suffix of every request.
-  Batch b;
-  for (Work& w : work) {
-    const DraftRequest& r = requests[w.req];
-    SeqState& s = state(r.seq);
-    w.primary = std::find(primaries.begin(), primaries.end(), &s) == primaries.end();
-    if (w.primary) {
-      primaries.push_back(&s);
-      w.kv = s.kv;
-    } else {
-      w.kv = kv_->fork(s.kv);  // before the forward: it must not see the primary's rows
-      forks.push_back(w.kv);
-    }
-    for (int64_t p = s.cached; p < w.n; ++p) push_row(b, s.context[p], p, w.kv);
-    for (size_t j = 0; j < r.suffix.size(); ++j) push_row(b, r.suffix[j], w.n + j, w.kv);
-    w.row = static_cast<int32_t>(b.size()) - 1;
-  }
-
-  const bool learn = trainer_ != nullptr;
-  const int32_t hidden_layer = static_cast<int32_t>(model_->layers() - 1);
-  int32_t max_k = 0;
-  for (const Work& w : work) max_k = std::max(max_k, w.k);
-  std::vector<float> z, base;  // [active, dim], [active, vocab]
-  for (int32_t depth = 1; depth <= max_k; ++depth) {
-    if (depth > 1) {  // the newest token of every request still drafting
-      b = Batch{};
-      for (Work& w : work) {
-        if (w.k < depth) continue;
-        push_row(b, w.last, w.base_pos + depth - 2, w.kv);
-        w.row = static_cast<int32_t>(b.size()) - 1;
-      }
-    }
-    std::vector<Work*> active;
-    for (Work& w : work)
-      if (w.k >= depth) {
-        active.push_back(&w);
-        b.logits_rows.push_back(w.row);
-      }
-    b.hidden_layers = {hidden_layer};
-    ForwardResult fr = model_->forward(b, *kv_);
-    if (depth == 1)
-      for (const Work& w : work)
-        if (w.primary) state(requests[w.req].seq).cached = w.n - 1;  // the catch-up rows stay
-
-    const int64_t m = static_cast<int64_t>(active.size());
-    z.resize(static_cast<size_t>(m * dim));
-    for (int64_t a = 0; a < m; ++a)
-      std::copy_n(fr.hidden[0].data() + active[a]->row * dim, dim, z.data() + a * dim);
-    normalise(z.data(), m);  // the forward's logits are already W z of these very rows
-    if (learn) base = fr.logits;
-    head_.add_correction(z.data(), fr.logits.data(), m);
-
-    for (int64_t a = 0; a < m; ++a) {
-      Work& w = *active[a];
-      const DraftRequest& r = requests[w.req];
-      const float* l = fr.logits_row(static_cast<size_t>(a));
-      int32_t tok;
-      ProcessedDist q;
-      if (is_greedy(r.sampler)) {
-        tok = argmax(l, vocab);
-        q = one_hot(tok);
-      } else {
-        q = process(l, vocab, r.sampler);
-        tok = sample(q, philox_uniform(r.sampler.seed, r.stream, r.position + depth - 1,
-                                       kLaneEarlyExitDraft));
-      }
-      if (learn) {
-        PendingDraft& rec = w.rec;
-        rec.tokens.push_back(tok);
-        rec.prev.push_back(w.last);
-        rec.z.insert(rec.z.end(), z.begin() + a * dim, z.begin() + (a + 1) * dim);
-        rec.base.insert(rec.base.end(), base.begin() + a * vocab, base.begin() + (a + 1) * vocab);
-        rec.logq.push_back(log_prob(l, vocab, tok));
-      }
-      w.tree.add(depth - 2, tok, std::move(q));
-      w.last = tok;
-    }
-  }
-
-  for (Work& w : work) {
-    if (learn) pending_[requests[w.req].seq].push_back(std::move(w.rec));
-    trees[w.req] = std::move(w.tree);
-  }
+  HeadPolicy policy(*this, chains, std::move(prev));
+  std::vector<DraftTree> trees = runner_->draft(chains, policy);
+  if (trainer_)
+    for (size_t i = 0; i < chains.size(); ++i)
+      if (!policy.records()[i].tokens.empty())
+        pending_[chains[i].seq].push_back(std::move(policy.records()[i]));
   return trees;
 }
 

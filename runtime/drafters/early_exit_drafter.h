@@ -9,14 +9,9 @@
 //   greedy (temperature 0): argmax, q = one_hot;
 //   sampling: q = process(logits, request sampler), the token drawn from q by inverse CDF with
 //     Philox (seed, stream, position + depth - 1, kLaneEarlyExitDraft).
-// All requests of a call share one forward per draft step (catch-up + root + suffix at step 0,
-// then one row per request per step).
-//
-// KV bookkeeping (the same convention as ModelDraftRunner): commit() only appends to the context;
-// between calls the cache holds context[0, n-1) (the last committed token is held back so every
-// draft has a row to forward). The first request of a sequence in a call writes on the committed
-// cache and truncates it back to n - 1 afterwards; further requests on the same sequence work on
-// forks (released at the end). Drafts near the context limit are clipped (empty at the limit).
+// The KV bookkeeping and batching are ModelDraftRunner's (model_draft_runner.h: one forward per
+// draft step for all requests, lazy catch-up, forks, context clipping); the head is a DraftPolicy
+// that asks the runner for block L's hidden state of each drafted row and rewrites its logits.
 //
 // Online learning (`--online-learning`, DVI): draft() keeps, per drafted position, z, the frozen
 // logits W z, the token, log q(token) and the previous token; observe() turns the verifier's
@@ -32,7 +27,7 @@
 #include "runtime/drafters/acceptance_curve.h"
 #include "runtime/drafters/dvi_trainer.h"
 #include "runtime/drafters/lora_head.h"
-#include "runtime/kv/kv_cache.h"
+#include "runtime/drafters/model_draft_runner.h"
 #include "runtime/model/model_file.h"
 #include "runtime/model/transformer.h"
 #include "runtime/spec/drafter.h"
@@ -76,11 +71,6 @@ class EarlyExitDrafter final : public Drafter {
   const std::vector<RoundRecord>& rounds() const { return rounds_; }
 
  private:
-  struct SeqState {
-    std::vector<int32_t> context;  // every committed token
-    SeqId kv = -1;
-    int64_t cached = 0;            // context[0, cached) have K/V in kv_
-  };
   // What a draft leaves for observe() to learn from: per drafted position (depth order).
   struct PendingDraft {
     std::vector<int32_t> tokens;  // [k]
@@ -89,21 +79,17 @@ class EarlyExitDrafter final : public Drafter {
     std::vector<float> base;      // [k, vocab] W z
     std::vector<float> logq;      // [k] log q(token) under the head that drafted it
   };
-  struct Work;
+  class HeadPolicy;
 
-  SeqState& state(int32_t seq);
-  void catch_up(SeqState& s, int64_t upto);
   // z = RMSNorm_final(h) for rows [n, dim], in place.
   void normalise(float* h, int64_t n);
 
   EarlyExitOptions opts_;
   const ModelConfig& cfg_;
   std::unique_ptr<Transformer> model_;
-  std::unique_ptr<KvCache> kv_;
-  int64_t context_limit_ = 0;
+  std::unique_ptr<ModelDraftRunner> runner_;  // over model_
   LoraHead head_;
   std::unique_ptr<DviTrainer> trainer_;
-  std::map<int32_t, SeqState> seqs_;
   std::map<int32_t, std::vector<PendingDraft>> pending_;  // seq -> drafts of the last call
   std::vector<RoundRecord> rounds_;
 };

@@ -46,6 +46,12 @@ int64_t ModelDraftRunner::cached(int32_t seq) const {
   return it->second.cached;
 }
 
+const std::vector<int32_t>& ModelDraftRunner::context(int32_t seq) const {
+  auto it = seqs_.find(seq);
+  SSD_CHECK(it != seqs_.end(), "{}: sequence {} was not started", who_, seq);
+  return it->second.context;
+}
+
 void ModelDraftRunner::start(int32_t seq, std::span<const int32_t> prompt) {
   finish(seq);  // a restarted sequence begins afresh
   SeqState s;
@@ -72,6 +78,22 @@ ForwardResult ModelDraftRunner::forward(const Batch& b) {
   } catch (const Error& e) {  // e.g. the drafter's own cache is full: say whose cache it is
     throw Error(who_ + ": " + e.what());
   }
+}
+
+ForwardResult ModelDraftRunner::step(Batch& b, DraftPolicy& policy) {
+  const bool want_hidden = policy.wants_hidden();
+  if (want_hidden) b.hidden_layers = {static_cast<int32_t>(model_.layers() - 1)};
+  ForwardResult fr = forward(b);
+  const int64_t m = static_cast<int64_t>(b.logits_rows.size());
+  const int64_t dim = model_.config().dim;
+  std::vector<float> hidden;  // [m, dim] the drafted rows only
+  if (want_hidden) {
+    hidden.resize(static_cast<size_t>(m * dim));
+    for (int64_t a = 0; a < m; ++a)
+      std::copy_n(fr.hidden.at(0).data() + b.logits_rows[a] * dim, dim, hidden.data() + a * dim);
+  }
+  policy.prepare(hidden, fr.logits, m);
+  return fr;
 }
 
 void ModelDraftRunner::catch_up(SeqState& s, int64_t upto) {
@@ -174,7 +196,7 @@ std::vector<DraftTree> ModelDraftRunner::draft(std::span<const DraftRequest> req
     for (size_t j = 0; j < r.suffix.size(); ++j) push_row(b, r.suffix[j], w.n + j, w.base);
     b.logits_rows.push_back(static_cast<int32_t>(b.size()) - 1);
   }
-  ForwardResult fr = forward(b);
+  ForwardResult fr = step(b, policy);
   for (const Work& w : work)
     if (w.primary) state(requests[w.req].seq).cached = w.n - 1;  // the catch-up rows stay
 
@@ -200,15 +222,15 @@ std::vector<DraftTree> ModelDraftRunner::draft(std::span<const DraftRequest> req
   int32_t max_k = 0;
   for (const Work& w : work) max_k = std::max(max_k, w.k);
   for (int32_t depth = 2; depth <= max_k; ++depth) {
-    Batch step;
+    Batch nb;
     for (const Work& w : work) {
       if (w.k < depth) continue;
       for (size_t j = 0; j < w.branches.size(); ++j) {
-        push_row(step, w.picks[j].back().token, w.base_pos + depth - 2, w.branches[j]);
-        step.logits_rows.push_back(static_cast<int32_t>(step.size()) - 1);
+        push_row(nb, w.picks[j].back().token, w.base_pos + depth - 2, w.branches[j]);
+        nb.logits_rows.push_back(static_cast<int32_t>(nb.size()) - 1);
       }
     }
-    fr = forward(step);
+    fr = step(nb, policy);
     size_t row = 0;
     for (Work& w : work) {
       if (w.k < depth) continue;

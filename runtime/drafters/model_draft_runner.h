@@ -1,7 +1,10 @@
 // Autoregressive drafting with a transformer over its own KV cache: the machinery the model
-// drafter (an independent small model) and the oracle drafter (the target's own weights) share.
-// What token each draft position gets is the DraftPolicy's business; this class keeps the cache in
-// step with the committed sequence and runs the batched forwards.
+// drafter (an independent small model), the oracle drafter (the target's own weights) and the
+// early-exit drafter (the target's first L blocks + a LoRA head) share. What token each draft
+// position gets is the DraftPolicy's business; this class keeps the cache in step with the
+// committed sequence and runs the batched forwards. A policy with its own head (early exit) asks
+// for the last block's hidden state of each drafted row and rewrites the logits rows from it in
+// DraftPolicy::prepare() before it picks.
 //
 // KV bookkeeping, per sequence (context = every committed token, n of them):
 //   - commit() only appends to the context; the forwards happen lazily at the next draft().
@@ -48,6 +51,15 @@ struct DraftPick {
 class DraftPolicy {
  public:
   virtual ~DraftPolicy() = default;
+  // Whether prepare() gets the hidden states (the runner model's last block output, before the
+  // output norm) of the drafted rows.
+  virtual bool wants_hidden() const { return false; }
+  // Called after every drafting forward, before that forward's first()/next() calls, which then
+  // come in row order: hidden [m, dim] (empty unless wants_hidden()) and logits [m, vocab] of the
+  // m drafted rows. A policy with its own head may rewrite the logits in place.
+  virtual void prepare(std::span<const float> hidden, std::span<float> logits, int64_t m) {
+    (void)hidden, (void)logits, (void)m;
+  }
   // The first-level siblings (depth 1), at most `width`, distinct, in verification order.
   virtual std::vector<DraftPick> first(const float* logits, int32_t vocab, const DraftRequest& r,
                                        int32_t width) = 0;
@@ -80,6 +92,9 @@ class ModelDraftRunner {
 
   Transformer& model() { return model_; }
   const KvCache& kv() const { return kv_; }
+  KvCache& kv() { return kv_; }  // e.g. for a scratch sequence between calls
+  // Every committed token of `seq`.
+  const std::vector<int32_t>& context(int32_t seq) const;
   int64_t context_limit() const { return context_limit_; }
   // Committed positions cached for `seq` (n - 1 after a draft, see the top of the file).
   int64_t cached(int32_t seq) const;
@@ -93,6 +108,8 @@ class ModelDraftRunner {
   SeqState& state(int32_t seq);
   void catch_up(SeqState& s, int64_t upto);
   ForwardResult forward(const Batch& b);  // errors prefixed with who_
+  // A drafting forward of `b` (its logits rows are the drafted rows), then policy.prepare().
+  ForwardResult step(Batch& b, DraftPolicy& policy);
 
   Transformer& model_;
   KvCache kv_;
