@@ -10,6 +10,7 @@
 #include "runtime/backend/backend.h"
 #include "runtime/model/transformer.h"
 #include "tests/support/reference_forward.h"
+#include "tests/support/rel_err.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_model.h"
 
@@ -24,14 +25,7 @@ std::vector<float> prompt_logits(const std::string& path, const std::vector<int3
   return t.forward(Batch::sequence(kv.create(), prompt, 0, true), kv).logits;
 }
 
-double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num = std::max(num, static_cast<double>(std::abs(a[i] - b[i])));
-    den = std::max(den, static_cast<double>(std::abs(b[i])));
-  }
-  return num / den;
-}
+using test::rel_err;
 
 struct FormatCase {
   const char* name;

@@ -17,6 +17,7 @@
 #include "runtime/backend/backend.h"
 #include "runtime/core/error.h"
 #include "runtime/model/transformer.h"
+#include "tests/support/rel_err.h"
 #include "tests/support/reference_forward.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_model.h"
@@ -28,18 +29,7 @@ using test::TempDir;
 
 const std::vector<int32_t> kPrompt = {5, 77, 258, 1, 140, 33, 200, 9, 101};
 
-double rel_err(const float* a, const std::vector<double>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    num = std::max(num, std::abs(a[i] - b[i]));
-    den = std::max(den, std::abs(b[i]));
-  }
-  return num / den;
-}
-
-double rel_err(const float* a, const float* b, size_t n) {
-  return rel_err(a, std::vector<double>(b, b + n));
-}
+using test::rel_err;
 
 struct Engine {
   ModelFile file;

@@ -24,6 +24,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/drafters/domino/domino_drafter.h"
+#include "tests/support/rel_err.h"
 #include "tests/support/domino_reference.h"
 #include "tests/support/domino_writer.h"
 #include "tests/support/temp_dir.h"
@@ -35,18 +36,7 @@ namespace {
 
 using test::TempDir;
 
-double rel_err(const float* a, const std::vector<double>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    num = std::max(num, std::abs(a[i] - b[i]));
-    den = std::max(den, std::abs(b[i]));
-  }
-  return num / den;
-}
-
-double rel_err(const float* a, const float* b, size_t n) {
-  return rel_err(a, std::vector<double>(b, b + n));
-}
+using test::rel_err;
 
 // Gap between the largest and second largest entry.
 double top2_gap(const std::vector<double>& v) {

@@ -17,6 +17,7 @@
 #include "kernels/cpu/rowops.h"
 #include "runtime/core/error.h"
 #include "runtime/drafters/early_exit_drafter.h"
+#include "tests/support/rel_err.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_model.h"
 #include "tests/unit/spec/drafting_fixture.h"
@@ -44,14 +45,7 @@ struct World {
   }
 };
 
-double rel_err(const float* a, const std::vector<double>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    num = std::max(num, std::abs(a[i] - b[i]));
-    den = std::max(den, std::abs(b[i]));
-  }
-  return num / den;
-}
+using test::rel_err;
 
 // DVI settings for a 261-token vocabulary: the whole target distribution, small frequent updates.
 DviOptions tiny_dvi() {
