@@ -156,7 +156,10 @@ int run_generate_command(int argc, const char* const* argv) {
   RunReport r = run_request(session.model(), session.kv(), drafter.get(), req, sd, on_token);
   const std::string rest = stream.flush();
   text += rest;
-  if (!args.quiet) fmt::print("{}\n", rest);
+  if (!args.quiet) {
+    fmt::print("{}\n", rest);
+    std::fflush(stdout);  // the text ends before the summary that follows on stderr
+  }
 
   fmt::print(stderr, "{}", r.sd_summary());
   fmt::print(stderr, "figures: {} | {} threads, {}\n", r.figures_line(), args.threads,
