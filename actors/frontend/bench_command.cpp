@@ -132,9 +132,7 @@ int run_bench_command(int argc, const char* const* argv) {
   std::vector<std::unique_ptr<Drafter>> drafters;
   for (const auto& s : specs) drafters.push_back(make_drafter(s, session, dopts));
 
-  std::vector<int32_t> stop_ids;
-  for (int32_t id = 0; id < tok.vocab_size(); ++id)
-    if (tok.is_eog(id)) stop_ids.push_back(id);
+  const std::vector<int32_t>& stop_ids = tok.spec().eog_ids;
   const std::optional<ChatTemplate> tmpl =
       args.chat ? std::optional<ChatTemplate>(ChatTemplate::from_spec(tok.spec())) : std::nullopt;
 

@@ -126,10 +126,7 @@ int run_generate_command(int argc, const char* const* argv) {
   req.prompt = build_prompt(args, tok);
   req.max_new_tokens = args.n_predict;
   req.sampler = SamplerConfig{args.temp, args.top_k, args.top_p, args.min_p, args.seed};
-  if (!args.ignore_eos) {
-    for (int32_t id = 0; id < tok.vocab_size(); ++id)
-      if (tok.is_eog(id)) req.stop_ids.push_back(id);
-  }
+  if (!args.ignore_eos) req.stop_ids = tok.spec().eog_ids;
   check_context(session.model(), session.kv(), req);
 
   std::unique_ptr<Drafter> drafter;

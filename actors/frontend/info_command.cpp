@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "actors/frontend/flags.h"
 #include "actors/frontend/model_session.h"
 #include "runtime/tokenizer/chat_template.h"
@@ -42,9 +44,8 @@ int run_info_command(int argc, const char* const* argv) {
              c.rope_dim, file.weights().rope_freqs ? ", llama3 frequency factors" : "",
              c.tied_embeddings, c.qkv_bias, c.qk_norm);
   const Tokenizer tok = load_tokenizer(file);
-  std::vector<int32_t> eog;
-  for (int32_t id = 0; id < tok.vocab_size(); ++id)
-    if (tok.is_eog(id)) eog.push_back(id);
+  std::vector<int32_t> eog = tok.spec().eog_ids;
+  std::sort(eog.begin(), eog.end());
   fmt::print("tokenizer: {} tokens | bos {} | eos {} | end-of-generation {} | chat format {}\n",
              tok.vocab_size(), tok.bos(), tok.eos(), eog,
              chat_format_name(ChatTemplate::from_spec(tok.spec()).format()));

@@ -25,6 +25,25 @@ std::vector<float> decode_vector(const TensorRef* t) {
   return out;
 }
 
+DecoderLayerWeights prepare_decoder_layer(Backend& backend, const LayerWeights& t) {
+  DecoderLayerWeights l;
+  l.wq = backend.prepare_weight(*t.wq);
+  l.wk = backend.prepare_weight(*t.wk);
+  l.wv = backend.prepare_weight(*t.wv);
+  l.wo = backend.prepare_weight(*t.wo);
+  l.w_gate = backend.prepare_weight(*t.w_gate);
+  l.w_up = backend.prepare_weight(*t.w_up);
+  l.w_down = backend.prepare_weight(*t.w_down);
+  l.attn_norm = decode_vector(t.attn_norm);
+  l.ffn_norm = decode_vector(t.ffn_norm);
+  l.bq = decode_vector(t.bq);
+  l.bk = decode_vector(t.bk);
+  l.bv = decode_vector(t.bv);
+  l.q_norm = decode_vector(t.q_norm);
+  l.k_norm = decode_vector(t.k_norm);
+  return l;
+}
+
 namespace {
 
 // K and V of the normed rows hn into scratch.k / scratch.v (bias, per-head norm, RoPE applied).

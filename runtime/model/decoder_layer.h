@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/backend/backend.h"
+#include "runtime/model/model_weights.h"
 
 namespace ssd {
 
@@ -59,5 +60,9 @@ void store_layer_kv(Backend& backend, const DecoderLayerWeights& w, const Decode
 
 // Small 1-D parameters (norm gains, biases) decoded to float; empty for a null tensor.
 std::vector<float> decode_vector(const TensorRef* t);
+
+// A layer's file tensors made ready for `backend`: matrices prepared, vectors decoded. Optional
+// tensors (biases, Q/K norms) that are null stay empty.
+DecoderLayerWeights prepare_decoder_layer(Backend& backend, const LayerWeights& t);
 
 }  // namespace ssd

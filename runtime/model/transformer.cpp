@@ -37,23 +37,7 @@ Transformer::Transformer(const ModelFile& model, Backend& backend, int64_t layer
   shape_ = DecoderShape{cfg_.dim, cfg_.n_heads, cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim,
                         cfg_.ffn_dim, cfg_.rms_eps, cfg_.rope_layout, inv_freq_.data()};
   for (int64_t li = 0; li < n_run; ++li) {
-    const LayerWeights& L = w.layers[li];
-    DecoderLayerWeights l;
-    l.wq = backend_.prepare_weight(*L.wq);
-    l.wk = backend_.prepare_weight(*L.wk);
-    l.wv = backend_.prepare_weight(*L.wv);
-    l.wo = backend_.prepare_weight(*L.wo);
-    l.w_gate = backend_.prepare_weight(*L.w_gate);
-    l.w_up = backend_.prepare_weight(*L.w_up);
-    l.w_down = backend_.prepare_weight(*L.w_down);
-    l.attn_norm = decode_vector(L.attn_norm);
-    l.ffn_norm = decode_vector(L.ffn_norm);
-    l.bq = decode_vector(L.bq);
-    l.bk = decode_vector(L.bk);
-    l.bv = decode_vector(L.bv);
-    l.q_norm = decode_vector(L.q_norm);
-    l.k_norm = decode_vector(L.k_norm);
-    layers_.push_back(std::move(l));
+    layers_.push_back(prepare_decoder_layer(backend_, w.layers[li]));
   }
 }
 
@@ -102,15 +86,19 @@ ForwardResult Transformer::forward(const Batch& b, KvCache& kv) {
     if (!base.count(b.seqs[i])) base[b.seqs[i]] = kv.length(b.seqs[i]);
     count[b.seqs[i]]++;
   }
-  std::vector<int64_t> cache_pos(n);
+  // prefix[i]: the positions of its sequence cached before this call, all visible to token i.
+  std::vector<int64_t> cache_pos(n), prefix(n);
   {
     std::map<SeqId, int64_t> seen;
-    for (int64_t i = 0; i < n; ++i) cache_pos[i] = base[b.seqs[i]] + seen[b.seqs[i]]++;
+    for (int64_t i = 0; i < n; ++i) {
+      prefix[i] = base[b.seqs[i]];
+      cache_pos[i] = prefix[i] + seen[b.seqs[i]]++;
+    }
   }
   ForwardResult out;
   try {
     for (const auto& [seq, c] : count) kv.grow(seq, c);
-    run(b, kv, cache_pos, out);
+    run(b, kv, cache_pos, prefix, out);
   } catch (...) {
     for (const auto& [seq, len] : base)
       if (kv.alive(seq) && kv.length(seq) > len) kv.truncate(seq, len);
@@ -120,21 +108,16 @@ ForwardResult Transformer::forward(const Batch& b, KvCache& kv) {
 }
 
 void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& cache_pos,
-                      ForwardResult& out) {
+                      const std::vector<int64_t>& prefix, ForwardResult& out) {
   const int64_t n = static_cast<int64_t>(b.size());
   const int64_t dim = cfg_.dim;
 
-  // Which batch tokens each query sees, as cache positions, and its cached prefix length.
-  std::vector<int64_t> prefix(n), visible, offsets(n + 1, 0);
+  // Which of the batch's own tokens each query sees, as cache positions.
+  std::vector<int64_t> visible, offsets(n + 1, 0);
   for (int64_t i = 0; i < n; ++i) {
-    prefix[i] = cache_pos[i];
-    // The prefix is what was cached before this call: the first batch token of the sequence's slot.
     for (int64_t j = 0; j < n; ++j)
-      if (b.seqs[j] == b.seqs[i]) {
-        prefix[i] = std::min(prefix[i], cache_pos[j]);
-        const bool sees = b.mask.empty() ? j <= i : b.mask[i * n + j] != 0;
-        if (sees) visible.push_back(cache_pos[j]);
-      }
+      if (b.seqs[j] == b.seqs[i] && (b.mask.empty() ? j <= i : b.mask[i * n + j] != 0))
+        visible.push_back(cache_pos[j]);
     offsets[i + 1] = static_cast<int64_t>(visible.size());
   }
 

@@ -40,7 +40,7 @@ class Transformer {
 
  private:
   void run(const Batch& b, KvCache& kv, const std::vector<int64_t>& cache_pos,
-           ForwardResult& out);
+           const std::vector<int64_t>& prefix, ForwardResult& out);
 
   const ModelConfig& cfg_;
   Backend& backend_;

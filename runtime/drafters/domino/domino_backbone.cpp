@@ -29,9 +29,9 @@ DominoBackbone::DominoBackbone(const DominoCheckpoint& ck, Transformer& target)
       lm_head_(target.lm_head()) {
   SSD_ASSERT(token_embd_.cols == cfg_.target_dim && lm_head_.rows == cfg_.target_vocab);
   fc_ = backend_.prepare_weight(*ck.fc);
-  fc_norm_ = domino_vector(*ck.fc_norm);
-  mask_ = domino_vector(*ck.mask_embedding);
-  final_norm_ = domino_vector(*ck.final_norm);
+  fc_norm_ = decode_vector(ck.fc_norm);
+  mask_ = decode_vector(ck.mask_embedding);
+  final_norm_ = decode_vector(ck.final_norm);
   const int64_t half = cfg_.head_dim / 2;
   for (int64_t i = 0; i < half; ++i)
     inv_freq_.push_back(static_cast<float>(
@@ -39,19 +39,7 @@ DominoBackbone::DominoBackbone(const DominoCheckpoint& ck, Transformer& target)
   shape_ = DecoderShape{cfg_.target_dim, cfg_.n_heads,  cfg_.n_kv_heads,
                         cfg_.head_dim,   cfg_.head_dim, cfg_.ffn_dim,
                         cfg_.rms_eps,    kernels::RopeLayout::NeoX, inv_freq_.data()};
-  for (const DominoLayerTensors& t : ck.layers) {
-    DecoderLayerWeights l;
-    l.wq = backend_.prepare_weight(*t.wq);
-    l.wk = backend_.prepare_weight(*t.wk);
-    l.wv = backend_.prepare_weight(*t.wv);
-    l.wo = backend_.prepare_weight(*t.wo);
-    l.w_gate = backend_.prepare_weight(*t.w_gate);
-    l.w_up = backend_.prepare_weight(*t.w_up);
-    l.w_down = backend_.prepare_weight(*t.w_down);
-    l.attn_norm = domino_vector(*t.attn_norm);
-    l.ffn_norm = domino_vector(*t.ffn_norm);
-    layers_.push_back(std::move(l));
-  }
+  for (const DominoLayerTensors& t : ck.layers) layers_.push_back(prepare_decoder_layer(backend_, t));
 }
 
 KvCacheConfig DominoBackbone::kv_config(int64_t max_tokens) const {

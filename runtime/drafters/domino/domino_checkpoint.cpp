@@ -47,12 +47,6 @@ std::vector<DominoTensorSpec> domino_tensor_specs(const DominoConfig& c) {
   return s;
 }
 
-std::vector<float> domino_vector(const TensorRef& t) {
-  std::vector<float> out(t.elements());
-  kernels::dequantize_row(t.type, t.data, out.data(), static_cast<int64_t>(out.size()));
-  return out;
-}
-
 DominoCheckpoint DominoCheckpoint::open(const std::string& path) {
   DominoCheckpoint ck;
   ck.path_ = path;

@@ -37,20 +37,13 @@
 
 #include "runtime/drafters/domino/domino_config.h"
 #include "runtime/io/safetensors_file.h"
+#include "runtime/model/model_weights.h"
 
 namespace ssd {
 
-struct DominoLayerTensors {
-  const TensorRef* attn_norm = nullptr;  // [d]
-  const TensorRef* wq = nullptr;         // [H, d]
-  const TensorRef* wk = nullptr;         // [KV, d]
-  const TensorRef* wv = nullptr;         // [KV, d]
-  const TensorRef* wo = nullptr;         // [d, H]
-  const TensorRef* ffn_norm = nullptr;   // [d]
-  const TensorRef* w_gate = nullptr;     // [ffn_dim, d]
-  const TensorRef* w_up = nullptr;       // [ffn_dim, d]
-  const TensorRef* w_down = nullptr;     // [d, ffn_dim]
-};
+// A backbone layer's tensors: the same roles as a target layer (the optional bias and Q/K-norm
+// tensors stay null), so both run through prepare_decoder_layer / run_decoder_layer.
+using DominoLayerTensors = LayerWeights;
 
 struct DominoHeadTensors {
   const TensorRef* gru_w_ih = nullptr;  // [3g, d]
@@ -69,8 +62,6 @@ struct DominoTensorSpec {
 // Every tensor a checkpoint with this config must hold, in a fixed order.
 std::vector<DominoTensorSpec> domino_tensor_specs(const DominoConfig& cfg);
 
-// Float copy of a (small, 1-D) tensor: norm gains, the MASK vector, GRU biases.
-std::vector<float> domino_vector(const TensorRef& t);
 
 class DominoCheckpoint {
  public:

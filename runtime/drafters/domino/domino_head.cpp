@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "runtime/core/error.h"
+#include "runtime/model/decoder_layer.h"
 
 namespace ssd {
 namespace {
@@ -20,8 +21,8 @@ DominoHead::DominoHead(const DominoCheckpoint& ck, Transformer& target)
   w_hh_ = backend_.prepare_weight(*ck.head.gru_w_hh);
   w1_ = backend_.prepare_weight(*ck.head.w1);
   w2_ = backend_.prepare_weight(*ck.head.w2);
-  b_ih_ = domino_vector(*ck.head.gru_b_ih);
-  b_hh_ = domino_vector(*ck.head.gru_b_hh);
+  b_ih_ = decode_vector(ck.head.gru_b_ih);
+  b_hh_ = decode_vector(ck.head.gru_b_hh);
 }
 
 void DominoHead::gru_step(const int32_t* tokens, float* s, int64_t n) {

@@ -37,8 +37,7 @@ GenerationRequest greedy_request(const ModelSession& s, const std::string& user,
   GenerationRequest r;
   r.prompt = chat_prompt(s, user);
   r.max_new_tokens = n;
-  for (int32_t id = 0; id < s.tokenizer().vocab_size(); ++id)
-    if (s.tokenizer().is_eog(id)) r.stop_ids.push_back(id);
+  r.stop_ids = s.tokenizer().spec().eog_ids;
   return r;
 }
 

@@ -53,9 +53,7 @@ TEST(RealModelSd, GreedyOutputEqualsArForEveryDrafterKind) {
       "Tell me about the moon.", "Write a Python function to add two numbers.",
       "What is 15 + 27?", "Give a JSON object with keys a and b."};
   const ChatTemplate tmpl = ChatTemplate::from_spec(s.tokenizer().spec());
-  std::vector<int32_t> stops;
-  for (int32_t id = 0; id < s.tokenizer().vocab_size(); ++id)
-    if (s.tokenizer().is_eog(id)) stops.push_back(id);
+  const std::vector<int32_t>& stops = s.tokenizer().spec().eog_ids;
 
   for (size_t p = 0; p < prompts.size(); ++p) {
     const ChatMessage m{"user", prompts[p]};
