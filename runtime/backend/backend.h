@@ -28,6 +28,10 @@ struct AttentionCall {
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
+  // Cache KV head read by each query head: [n_heads], values < n_kv_heads. Null means the usual
+  // GQA grouping h / (n_heads / n_kv_heads). A tensor-parallel rank holding an uneven share of
+  // heads maps its local query heads onto the KV heads it holds (runtime/parallel/tp_plan.h).
+  const int32_t* kv_head_of = nullptr;
   int64_t layer = 0;
   float scale = 1.0f;
   const KvCache* cache = nullptr;

@@ -66,7 +66,8 @@ class CpuBackend final : public Backend {
     pool_.parallel_for(c.n * c.n_heads, [&](int64_t begin, int64_t end, int) {
       std::vector<float> scores;
       for (int64_t task = begin; task < end; ++task) {
-        const int64_t i = task / c.n_heads, h = task % c.n_heads, g = h / group;
+        const int64_t i = task / c.n_heads, h = task % c.n_heads;
+        const int64_t g = c.kv_head_of ? c.kv_head_of[h] : h / group;
         const float* q = c.q + (i * c.n_heads + h) * c.head_dim;
         float* out = c.out + (i * c.n_heads + h) * c.head_dim;
         const KvCache::SeqView view = c.cache->view(c.seqs[i]);
