@@ -82,6 +82,18 @@ const TypeKernels& active_kernels(DType t) {
   return *k;
 }
 
+PackedKernel active_packed_kernel(DType t) {
+  switch (active_isa()) {
+    case Isa::Avx512:
+      return avx512_packed_kernel(t);
+    case Isa::Avx2:
+      return avx2_packed_kernel(t);
+    case Isa::Scalar:
+      break;
+  }
+  return scalar_packed_kernel(t);
+}
+
 }  // namespace detail
 
 void dequantize_row(DType t, const void* src, float* dst, int64_t n) {

@@ -1,296 +1,58 @@
-// AVX2 + FMA (+F16C) row kernels. Compiled with -mavx2 -mfma -mf16c and only ever called after
-// the CPU was checked (rowops.cpp), so nothing here may be reachable from baseline code: every
-// helper has internal linkage, and from shared headers only always_inline functions are used
-// (an out-of-line copy of a shared inline function compiled here could win at link time).
-//
-// Each weight type has a decoder that turns one block into chunks of 32 floats held in four
-// ymm registers and hands each chunk to a consumer: the dot consumer multiplies it with up to
-// kMaxDotTokens activation rows, the dequantize consumer stores it. Decoded values are computed
-// with the same exact products and single rounding as the reference decoder, so they are
-// bit-identical to ref::dequantize_row.
-#include <immintrin.h>
-
-#include <type_traits>
-
-#include "kernels/cpu/half.h"
-#include "kernels/cpu/quant_blocks.h"
-#include "kernels/cpu/rowops_table.h"
+// AVX2 + FMA (+F16C) float-path row kernels: rowops_simd.h with 8 floats per register, four
+// registers per 32-value chunk, and two tokens' accumulators at a time (8 of the 16 ymm
+// registers). Compiled with -mavx2 -mfma -mf16c and only ever called after the CPU was checked
+// (rowops.cpp), so nothing here may be reachable from baseline code: every helper has internal
+// linkage, and from shared headers only always_inline functions are used.
+#include "kernels/cpu/rowops_simd.h"
 
 namespace ssd::kernels::detail {
 namespace {
 
-using W = __m256[4];  // one chunk: 32 decoded values, 8 per register
-
-__m256 u8_to_ps(__m128i b) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)); }
-__m256 i8_to_ps(__m128i b) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)); }
-__m128i hi64(__m128i b) { return _mm_unpackhi_epi64(b, b); }
-
-// 16 bytes -> 32 nibble values as floats: [0,8) [8,16) from the low nibbles, [16,32) high.
-void nibbles(__m128i q, W& w) {
-  const __m128i mask = _mm_set1_epi8(0x0f);
-  const __m128i lo = _mm_and_si128(q, mask);
-  const __m128i hi = _mm_and_si128(_mm_srli_epi16(q, 4), mask);
-  w[0] = u8_to_ps(lo);
-  w[1] = u8_to_ps(hi64(lo));
-  w[2] = u8_to_ps(hi);
-  w[3] = u8_to_ps(hi64(hi));
-}
-
-// Decoders: decode(block, base, even, odd) calls even/odd(base + offset, w) for the chunks of
-// one block, alternating so that consumers can keep two independent accumulator sets.
-struct DecF32 {
-  static constexpr int kElems = 32, kBytes = 128;
-  template <class P, class E0, class E1>
-  static void decode(const uint8_t* blk, P base, E0&& e0, E1&&) {
-    const auto* p = reinterpret_cast<const float*>(blk);
-    W w = {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), _mm256_loadu_ps(p + 16),
-           _mm256_loadu_ps(p + 24)};
-    e0(base, w);
+struct V256 {
+  using F = __m256;
+  static constexpr int kLanes = 8, kRegs = 4, kMaxTokens = 2;
+  static F set1(float v) { return _mm256_set1_ps(v); }
+  static F add(F a, F b) { return _mm256_add_ps(a, b); }
+  static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static F fmsub(F a, F b, F c) { return _mm256_fmsub_ps(a, b, c); }
+  static F loadu(const float* p) { return _mm256_loadu_ps(p); }
+  static void storeu(float* p, F v) { _mm256_storeu_ps(p, v); }
+  static float hsum(F v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
   }
-  static float scalar(const uint8_t* row, int64_t i) {
-    return reinterpret_cast<const float*>(row)[i];
+  static void u8x32(__m256i q, F* r) {
+    const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+    r[0] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo));
+    r[1] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(lo, lo)));
+    r[2] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi));
+    r[3] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(hi, hi)));
   }
-};
-
-struct DecF16 {
-  static constexpr int kElems = 32, kBytes = 64;
-  template <class P, class E0, class E1>
-  static void decode(const uint8_t* blk, P base, E0&& e0, E1&&) {
-    const auto* p = reinterpret_cast<const __m128i*>(blk);
-    W w;
-    for (int k = 0; k < 4; ++k) w[k] = _mm256_cvtph_ps(_mm_loadu_si128(p + k));
-    e0(base, w);
+  static void i8x32(__m256i q, F* r) {
+    const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+    r[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
+    r[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(lo, lo)));
+    r[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
+    r[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(hi, hi)));
   }
-  static float scalar(const uint8_t* row, int64_t i) {
-    return fp16_to_fp32(reinterpret_cast<const uint16_t*>(row)[i]);
+  static void f16x32(const uint8_t* p, F* r) {
+    const auto* h = reinterpret_cast<const __m128i*>(p);
+    for (int k = 0; k < 4; ++k) r[k] = _mm256_cvtph_ps(_mm_loadu_si128(h + k));
+  }
+  static void bf16x32(const uint8_t* p, F* r) {
+    const auto* h = reinterpret_cast<const __m128i*>(p);
+    for (int k = 0; k < 4; ++k)
+      r[k] =
+          _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(h + k)), 16));
   }
 };
-
-struct DecBF16 {
-  static constexpr int kElems = 32, kBytes = 64;
-  template <class P, class E0, class E1>
-  static void decode(const uint8_t* blk, P base, E0&& e0, E1&&) {
-    const auto* p = reinterpret_cast<const __m128i*>(blk);
-    W w;
-    for (int k = 0; k < 4; ++k) {
-      const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(p + k));
-      w[k] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-    }
-    e0(base, w);
-  }
-  static float scalar(const uint8_t* row, int64_t i) {
-    return bf16_to_fp32(reinterpret_cast<const uint16_t*>(row)[i]);
-  }
-};
-
-struct DecQ8_0 {
-  static constexpr int kElems = 32, kBytes = sizeof(BlockQ8_0);
-  template <class P, class E0, class E1>
-  static void decode(const uint8_t* blk, P base, E0&& e0, E1&&) {
-    const auto* b = reinterpret_cast<const BlockQ8_0*>(blk);
-    const __m256 d = _mm256_set1_ps(_cvtsh_ss(b->d));
-    const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
-    const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + 16));
-    W w = {_mm256_mul_ps(i8_to_ps(q0), d), _mm256_mul_ps(i8_to_ps(hi64(q0)), d),
-           _mm256_mul_ps(i8_to_ps(q1), d), _mm256_mul_ps(i8_to_ps(hi64(q1)), d)};
-    e0(base, w);
-  }
-};
-
-struct DecQ4_0 {
-  static constexpr int kElems = 32, kBytes = sizeof(BlockQ4_0);
-  template <class P, class E0, class E1>
-  static void decode(const uint8_t* blk, P base, E0&& e0, E1&&) {
-    const auto* b = reinterpret_cast<const BlockQ4_0*>(blk);
-    const __m256 d = _mm256_set1_ps(_cvtsh_ss(b->d));
-    const __m256 k8 = _mm256_set1_ps(8.0f);
-    W w;
-    nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs)), w);
-    // (q - 8) * d in this order (both exact) so that q = 8 with d < 0 gives -0 like the reference
-    for (int k = 0; k < 4; ++k) w[k] = _mm256_mul_ps(_mm256_sub_ps(w[k], k8), d);
-    e0(base, w);
-  }
-};
-
-struct DecQ4_1 {
-  static constexpr int kElems = 32, kBytes = sizeof(BlockQ4_1);
-  template <class P, class E0, class E1>
-  static void decode(const uint8_t* blk, P base, E0&& e0, E1&&) {
-    const auto* b = reinterpret_cast<const BlockQ4_1*>(blk);
-    const __m256 d = _mm256_set1_ps(_cvtsh_ss(b->d));
-    const __m256 m = _mm256_set1_ps(_cvtsh_ss(b->m));
-    W w;
-    nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs)), w);
-    for (int k = 0; k < 4; ++k) w[k] = _mm256_fmadd_ps(w[k], d, m);  // q*d exact, one rounding
-    e0(base, w);
-  }
-};
-
-struct DecQ4_K {
-  static constexpr int kElems = kQK_K, kBytes = sizeof(BlockQ4_K);
-  template <class P, class E0, class E1>
-  static void decode(const uint8_t* blk, P base, E0&& e0, E1&& e1) {
-    const auto* b = reinterpret_cast<const BlockQ4_K*>(blk);
-    const float d = _cvtsh_ss(b->d), dmin = _cvtsh_ss(b->dmin);
-    const __m128i mask = _mm_set1_epi8(0x0f);
-    for (int p = 0; p < 4; ++p) {  // sub-blocks 2p (low nibbles) and 2p+1 (high nibbles)
-      const auto* q = reinterpret_cast<const __m128i*>(b->qs + 32 * p);
-      const __m128i a = _mm_loadu_si128(q), c = _mm_loadu_si128(q + 1);
-      for (int h = 0; h < 2; ++h) {
-        int sc, mn;
-        q4k_scale_min(b->scales, 2 * p + h, &sc, &mn);
-        const __m256 ds = _mm256_set1_ps(d * static_cast<float>(sc));     // exact
-        const __m256 dm = _mm256_set1_ps(dmin * static_cast<float>(mn));  // exact
-        const __m128i qa = _mm_and_si128(h ? _mm_srli_epi16(a, 4) : a, mask);
-        const __m128i qc = _mm_and_si128(h ? _mm_srli_epi16(c, 4) : c, mask);
-        W w = {_mm256_fmsub_ps(u8_to_ps(qa), ds, dm), _mm256_fmsub_ps(u8_to_ps(hi64(qa)), ds, dm),
-               _mm256_fmsub_ps(u8_to_ps(qc), ds, dm), _mm256_fmsub_ps(u8_to_ps(hi64(qc)), ds, dm)};
-        if (h == 0)
-          e0(base + 64 * p, w);
-        else
-          e1(base + 64 * p + 32, w);
-      }
-    }
-  }
-};
-
-struct DecQ6_K {
-  static constexpr int kElems = kQK_K, kBytes = sizeof(BlockQ6_K);
-  template <class P, class E0, class E1>
-  static void decode(const uint8_t* blk, P base, E0&& e0, E1&& e1) {
-    const auto* b = reinterpret_cast<const BlockQ6_K*>(blk);
-    const float d = _cvtsh_ss(b->d);
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
-    const __m256 k32 = _mm256_set1_ps(32.0f);
-    for (int h = 0; h < 2; ++h) {
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh + 32 * h));
-      for (int s = 0; s < 4; ++s) {  // 32 values at 128h + 32s
-        const __m256i ql =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->ql + 64 * h + 32 * (s & 1)));
-        const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(ql, 4 * (s >> 1)), m4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * s), m2);
-        const __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));  // 0..63 per byte
-        const __m128i q0 = _mm256_castsi256_si128(q), q1 = _mm256_extracti128_si256(q, 1);
-        const int si = 8 * h + 2 * s;
-        const __m256 da = _mm256_set1_ps(d * static_cast<float>(b->scales[si]));      // exact
-        const __m256 db = _mm256_set1_ps(d * static_cast<float>(b->scales[si + 1]));  // exact
-        W w = {_mm256_mul_ps(_mm256_sub_ps(u8_to_ps(q0), k32), da),
-               _mm256_mul_ps(_mm256_sub_ps(u8_to_ps(hi64(q0)), k32), da),
-               _mm256_mul_ps(_mm256_sub_ps(u8_to_ps(q1), k32), db),
-               _mm256_mul_ps(_mm256_sub_ps(u8_to_ps(hi64(q1)), k32), db)};
-        if ((s & 1) == 0)
-          e0(base + 128 * h + 32 * s, w);
-        else
-          e1(base + 128 * h + 32 * s, w);
-      }
-    }
-  }
-};
-
-float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-template <class D>
-constexpr bool kIsFloat = requires(const uint8_t* r) {
-  D::scalar(r, 0);
-};
-
-template <class D>
-void dequantize(const uint8_t* row, float* dst, int64_t n) {
-  auto store = [](float* p, const W& w) {
-    for (int k = 0; k < 4; ++k) _mm256_storeu_ps(p + 8 * k, w[k]);
-  };
-  const int64_t nb = n / D::kElems;
-  for (int64_t b = 0; b < nb; ++b)
-    D::decode(row + b * D::kBytes, dst + b * D::kElems, store, store);
-  if constexpr (kIsFloat<D>)
-    for (int64_t i = nb * D::kElems; i < n; ++i) dst[i] = D::scalar(row, i);
-}
-
-// Two accumulator sets (for even and odd chunks) of two registers per token, while they fit in
-// the 16 ymm registers; from three tokens on, one set.
-template <class D, int NT>
-void dot_nt(const uint8_t* row, const float* x, int64_t xs, int64_t n, float* out) {
-  constexpr int kSets = NT <= 2 ? 2 : 1;
-  __m256 acc[kSets][NT][2];
-  for (auto& s : acc)
-    for (auto& t : s) t[0] = t[1] = _mm256_setzero_ps();
-  auto consume = [&](auto set) {
-    return [&, set](const float* xp, const W& w) {
-      for (int t = 0; t < NT; ++t) {
-        const float* p = xp + t * xs;
-        auto& a = acc[decltype(set)::value][t];
-        a[0] = _mm256_fmadd_ps(w[0], _mm256_loadu_ps(p), a[0]);
-        a[1] = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(p + 8), a[1]);
-        a[0] = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(p + 16), a[0]);
-        a[1] = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(p + 24), a[1]);
-      }
-    };
-  };
-  auto even = consume(std::integral_constant<int, 0>{});
-  auto odd = consume(std::integral_constant<int, kSets - 1>{});
-  const int64_t nb = n / D::kElems;
-  int64_t b = 0;
-  if constexpr (D::kElems == 32) {  // one chunk per block: alternate the sets across blocks
-    for (; b + 2 <= nb; b += 2) {
-      D::decode(row + b * D::kBytes, x + b * 32, even, even);
-      D::decode(row + (b + 1) * D::kBytes, x + (b + 1) * 32, odd, odd);
-    }
-  }
-  for (; b < nb; ++b) D::decode(row + b * D::kBytes, x + b * D::kElems, even, odd);
-  for (int t = 0; t < NT; ++t) {
-    __m256 s = _mm256_add_ps(acc[0][t][0], acc[0][t][1]);
-    if constexpr (kSets == 2) s = _mm256_add_ps(s, _mm256_add_ps(acc[1][t][0], acc[1][t][1]));
-    float r = hsum(s);
-    if constexpr (kIsFloat<D>)
-      for (int64_t i = nb * D::kElems; i < n; ++i) r += D::scalar(row, i) * x[t * xs + i];
-    out[t] = r;
-  }
-}
-
-template <class D>
-void dot(const uint8_t* row, const float* x, int64_t xs, int n_tok, int64_t n, float* out) {
-  switch (n_tok) {
-    case 1:
-      return dot_nt<D, 1>(row, x, xs, n, out);
-    case 2:
-      return dot_nt<D, 2>(row, x, xs, n, out);
-    case 3:
-      return dot_nt<D, 3>(row, x, xs, n, out);
-    default:
-      return dot_nt<D, 4>(row, x, xs, n, out);
-  }
-}
-
-template <class D>
-constexpr TypeKernels kKernels{dequantize<D>, dot<D>};
 
 }  // namespace
 
-const TypeKernels* avx2_kernels(DType t) {
-  switch (t) {
-    case DType::F32:
-      return &kKernels<DecF32>;
-    case DType::F16:
-      return &kKernels<DecF16>;
-    case DType::BF16:
-      return &kKernels<DecBF16>;
-    case DType::Q8_0:
-      return &kKernels<DecQ8_0>;
-    case DType::Q4_0:
-      return &kKernels<DecQ4_0>;
-    case DType::Q4_1:
-      return &kKernels<DecQ4_1>;
-    case DType::Q4_K:
-      return &kKernels<DecQ4_K>;
-    case DType::Q6_K:
-      return &kKernels<DecQ6_K>;
-  }
-  return nullptr;
-}
+const TypeKernels* avx2_kernels(DType t) { return simd::kernels_for<V256>(t); }
 
 }  // namespace ssd::kernels::detail

@@ -16,39 +16,38 @@
 // engine_reference.llama_cpp_live, tests/reference/CMakeLists.txt) the llama.cpp part is
 // re-recorded into a temp file first; it skips visibly when python3 cannot import llama_cpp.
 //
+// Both references differ from us by about the same thing. Our matmuls on block-quantized weights
+// (all of this model's: Q4_1, and Q8_0 for the tied embedding / LM head) round the activations
+// entering them to 8 bits, one scale per 32 values (kernels/cpu/act_q8.h), and so does llama.cpp
+// (Q8_1/Q8_0 activations); the float64 forward does not. Each rounding is harmless alone, but
+// the differences grow through 30 layers, and two 8-bit forwards with slightly different
+// rounding details (llama.cpp rounds half away from zero and takes its scale's inverse; ours
+// rounds half to even from 127 / amax) drift apart as far as either does from float64.
 // Tolerances, measured when written (12 positions x 70 logits, 4 x 32 greedy steps):
-//   vs float64: max |ours - float64| = 5e-5 (at json position 16; mean 1e-5, which is the
-//     fixture's 1e-5 rounding) over recorded logits whose range is about -16..+41: float32
-//     activations and sums through 30 layers. kFloat64Tol = 2e-4, 4x measured, leaving room for
-//     the fixture rounding and for the summation order of another SIMD dispatch level. Top-1 equal
-//     at 12/12 positions, top-20 sets identical at 12/12 (bound 19: only a near-tie at 20th place
-//     may swap). Greedy: 32/32 equal for all 4 prompts (smallest float64 top-2 margin on the way
-//     0.013); equality is required up to the first step whose margin is under 2 * kFloat64Tol,
-//     which on this fixture means all 32.
-//   vs llama.cpp: max |ours - llama.cpp| = 1.387 (mean 0.252), at json position 16. That is not
-//     our error: the float64 forward shows the same differences to 4 decimals. llama.cpp rounds
-//     the activations entering every quantized matmul to 8 bits (Q8_1/Q8_0, one scale per 32
-//     values) and carries that error through 30 layers: emulating the rounding in the numpy
-//     forward moves its float64 logits by up to 2.7 on the same positions. Part of it
-//     is a per-row offset that does not change probabilities, so the bound on how far one logit
-//     can move *relative to another* is the spread max - min of (ours - llama.cpp) over a row's
-//     recorded ids: measured 1.94. Bounds, ~2x measured: kLlamaMaxDiff = 3.0, kLlamaSpread = 4.0.
-//     Loose, but still a real check: in the numpy forward, RoPE on the wrong pair layout moves
-//     the logits by 21 from llama.cpp's and a wrong RoPE base (1e4 for 1e5) by 5.2.
-//     Consequences, all measured:
-//       top-1 equal at 10/12 positions; the 2 misses (code 27, json 16) have llama.cpp top-2
-//       margins 0.068 and 0.254; a miss is allowed only where that margin is under kLlamaSpread;
-//       top-20 overlap >= 19 of 20 everywhere (bound kMinTop20Overlap = 17: a swap or two among
-//       the closely spaced logits at 20th place is expected, a real bug scrambles the set);
-//       free-running greedy: chat 32/32, code 0/32, math 1/32, json 32/32. Ours equals float64's
-//       greedy; llama.cpp's departs from it on near-ties (code step 0, top-2 margin 0.068; math
-//       step 1, margin 0.070). Equality is required only up to llama.cpp's first margin under
-//       kLlamaSpread, so (llama.cpp being this noisy) the test also feeds llama.cpp's greedy
-//       tokens to us, teacher-forced: our argmax equals llama.cpp's at 125/128 steps, the 3
-//       misses at llama.cpp margins 0.068, 0.010, 0.070. Required: equality at every step with
-//       margin >= kLlamaSpread (31 of 128), >= kMinForcedAgreement = 115/128 overall (13 misses
-//       allowed, ~4x measured: near-ties flip either way), and llama.cpp's top-1 logit within
-//       kLlamaMaxDiff of ours (measured 0.462).
+//   vs float64: max |ours - float64| = 2.48 (json position 16; elsewhere <= 0.9), mean 0.310,
+//     max spread 1.60 (spread: max - min of (ours - ref) over a row's recorded ids; part of the
+//     difference is a per-row offset that does not change probabilities); llama.cpp's own
+//     distance to float64 is of the same size (max 1.39, mean 0.252). Top-1 equal at 12/12
+//     positions, top-20 overlap >= 18. Greedy: chat, code and json 32/32, math 1/32 (after a
+//     step whose float64 top-2 margin is under kSpread).
+//   vs llama.cpp: max |ours - llama.cpp| = 2.36 (json position 16), mean 0.267, max spread 2.11
+//     (with float32 activations, before: 1.39, 0.252 and 1.94). Top-1 equal at 10/12 positions;
+//     the 2 misses (code 27, json 16) have llama.cpp top-2 margins 0.068 and 0.254. Top-20
+//     overlap >= 19. Free-running greedy: chat, math and json 32/32, code 0/32 (llama.cpp departs
+//     from float64's greedy at its step 0, top-2 margin 0.068). Teacher-forced on llama.cpp's
+//     greedy tokens: our argmax equals llama.cpp's at 126/128 steps, the 2 misses at llama.cpp
+//     margins 0.068 and 0.010; llama.cpp's top-1 logit within 0.48 of ours.
+//   Json position 16 is where every forward disagrees most (the one logit row most sensitive to
+//   small perturbations); two orders of the same float32 operations in our kernels measured 1.85
+//   and 2.48 there. Bounds, the same for both references: kMaxDiff = 4.0 (1.6x the worst
+//   measured), kSpread = 4.0 (1.9x); top-1 must be equal where the reference's top-2 margin is at
+//   least kSpread, and greedy continuations equal up to the reference's first step with a margin
+//   under kSpread; kMinTop20Overlap = 15 (a swap or three among the closely spaced logits at
+//   20th place is expected, a real bug scrambles the set); teacher-forced agreement >=
+//   kMinForcedAgreement = 115/128 overall (13 misses allowed: near-ties flip either way), with
+//   equality required at every step whose llama.cpp margin is >= kSpread (31 of 128).
+//   Loose, but still a real check: in the numpy forward, RoPE on the wrong pair layout moves the
+//   logits by 21 from llama.cpp's and a wrong RoPE base (1e4 for 1e5) by 5.2.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -73,10 +72,9 @@
 namespace ssd {
 namespace {
 
-constexpr double kFloat64Tol = 2e-4;  // the bounds are explained at the top of the file
-constexpr double kLlamaMaxDiff = 3.0;
-constexpr double kLlamaSpread = 4.0;
-constexpr int kMinTop20Overlap = 17;
+constexpr double kMaxDiff = 4.0;  // the bounds are explained at the top of the file
+constexpr double kSpread = 4.0;
+constexpr int kMinTop20Overlap = 15;
 constexpr int kMinForcedAgreement = 115;  // of 128 teacher-forced steps
 
 using nlohmann::json;
@@ -268,7 +266,7 @@ class LlamaCppReference : public ::testing::Test {
 
 TEST_F(LlamaCppReference, LogitsMatchFloat64Reference) {
   if (!has_float64()) GTEST_SKIP() << "fixture has no float64 section (live recording)";
-  double worst = 0, sum = 0;
+  double worst = 0, worst_spread = 0, sum = 0;
   int count = 0, min_overlap = 20;
   for (const auto& seq : fx_->at("sequences")) {
     const ForwardResult r = prefill_positions(seq);
@@ -277,19 +275,26 @@ TEST_F(LlamaCppReference, LogitsMatchFloat64Reference) {
       const std::string where = seq.at("name").get<std::string>() + " position " +
                                 std::to_string(recs[i].at("pos").get<int>());
       const RowStats st = compare_row(r.logits_row(i), vocab(), recs[i], tail_ids_);
-      EXPECT_LE(st.max_diff, kFloat64Tol) << where;
-      EXPECT_TRUE(st.top1_equal) << where;
-      EXPECT_GE(st.overlap, 19) << where;
+      EXPECT_LE(st.max_diff, kMaxDiff) << where;
+      EXPECT_LE(st.spread, kSpread) << where;
+      if (st.ref_margin >= kSpread) {
+        EXPECT_TRUE(st.top1_equal) << where;
+      }
+      EXPECT_GE(st.overlap, kMinTop20Overlap) << where;
       worst = std::max(worst, st.max_diff);
+      worst_spread = std::max(worst_spread, st.spread);
       sum += st.sum_diff;
       count += st.count;
       min_overlap = std::min(min_overlap, st.overlap);
-      std::printf("[ float64   ] %-16s max |diff| %.5f, top-1 %s, top-20 overlap %d\n",
-                  where.c_str(), st.max_diff, st.top1_equal ? "equal" : "DIFFERS", st.overlap);
+      std::printf("[ float64   ] %-16s max |diff| %.5f, spread %.4f, top-1 %s (float64 margin "
+                  "%.3f), top-20 overlap %d\n",
+                  where.c_str(), st.max_diff, st.spread, st.top1_equal ? "equal" : "DIFFERS",
+                  st.ref_margin, st.overlap);
     }
   }
-  std::printf("[ float64   ] overall max |diff| %.5f, mean %.5f over %d logits, min overlap %d\n",
-              worst, sum / count, count, min_overlap);
+  std::printf("[ float64   ] overall max |diff| %.5f, mean %.5f over %d logits, max spread %.4f, "
+              "min overlap %d\n",
+              worst, sum / count, count, worst_spread, min_overlap);
 }
 
 TEST_F(LlamaCppReference, LogitsMatchLlamaCpp) {
@@ -304,9 +309,9 @@ TEST_F(LlamaCppReference, LogitsMatchLlamaCpp) {
       const std::string where = seq.at("name").get<std::string>() + " position " +
                                 std::to_string(recs[i].at("pos").get<int>());
       const RowStats st = compare_row(r.logits_row(i), vocab(), recs[i], tail_ids_);
-      EXPECT_LE(st.max_diff, kLlamaMaxDiff) << where;
-      EXPECT_LE(st.spread, kLlamaSpread) << where;
-      if (st.ref_margin >= kLlamaSpread) {
+      EXPECT_LE(st.max_diff, kMaxDiff) << where;
+      EXPECT_LE(st.spread, kSpread) << where;
+      if (st.ref_margin >= kSpread) {
         EXPECT_TRUE(st.top1_equal) << where;
       }
       EXPECT_GE(st.overlap, kMinTop20Overlap) << where;
@@ -353,8 +358,8 @@ TEST_F(LlamaCppReference, GreedyContinuations) {
                   matched < greedy.size() ? " then diverged" : "", tie, must, worst);
     };
     if (seq.contains("float64"))
-      check("float64", seq.at("float64").at("greedy"), kFloat64Tol, 2 * kFloat64Tol);
-    check("llama.cpp", seq.at("greedy"), kLlamaMaxDiff, kLlamaSpread);
+      check("float64", seq.at("float64").at("greedy"), kMaxDiff, kSpread);
+    check("llama.cpp", seq.at("greedy"), kMaxDiff, kSpread);
   }
 }
 
@@ -375,8 +380,8 @@ TEST_F(LlamaCppReference, TeacherForcedOnLlamaCppPath) {
       const bool equal = top_k(row, vocab(), 1)[0] == path[t];
       const double d = std::abs(row[path[t]] - greedy[t][1].get<double>());
       worst = std::max(worst, d);
-      EXPECT_LE(d, kLlamaMaxDiff) << name << " step " << t;
-      if (step_margin(greedy[t]) >= kLlamaSpread) {
+      EXPECT_LE(d, kMaxDiff) << name << " step " << t;
+      if (step_margin(greedy[t]) >= kSpread) {
         ++decisive;
         EXPECT_TRUE(equal) << name << " step " << t << ": llama.cpp margin "
                            << step_margin(greedy[t]);
@@ -394,7 +399,7 @@ TEST_F(LlamaCppReference, TeacherForcedOnLlamaCppPath) {
   EXPECT_GE(agree, kMinForcedAgreement * steps / 128);
   std::printf("[ forced    ] total %d/%d (%d steps with llama.cpp margin >= %.1f, all required), "
               "max |diff| of llama.cpp's top-1 logit %.4f\n",
-              agree, steps, decisive, kLlamaSpread, worst);
+              agree, steps, decisive, kSpread, worst);
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 // Generation with the real default model (SmolLM2-135M-Instruct Q4_1; env SSD_MODEL, set by
 // launch/run-tests.sh; skipped visibly without it):
 //   - greedy output of four chat prompts is fluent and on topic, and its exact token ids are
-//     pinned as a regression guard (recorded from this engine at commit f656ca9 with 1 thread,
-//     and matching llama.cpp's greedy output where the llama.cpp reference test records it);
+//     pinned as a regression guard (recorded from this engine at commit f656ca9 with 1 thread;
+//     the math and JSON pins re-recorded when matmuls on quantized weights moved to 8-bit
+//     activations, kernels/cpu/act_q8.h, which moves this model's logits by up to ~1.8 and so
+//     flips near-ties: the math answer now stops after one sentence, the JSON one opens a
+//     ```json fence);
 //   - logits are bit-identical at 1 and 2 threads (each output row is summed by one thread in a
 //     fixed order), so a seeded sampled run is reproducible whatever the thread count.
 #include <gtest/gtest.h>
@@ -56,17 +59,15 @@ TEST(RealModel, GreedyChatOutputIsPinned) {
        {3725, 5367, 198, 1604, 5222, 79, 7979, 24, 2871, 727, 472, 1003, 861, 1903, 216, 34, 198,
         3725, 198, 198, 1348, 1517, 2925, 260, 2837, 29, 254, 2179, 828, 80, 12012, 288, 7529,
         260, 5222, 282, 253, 1230, 30, 2}},
-      {"What is 12 times 7?", "12",
-       {33, 34, 1711, 216, 39, 314, 253, 8170, 1732, 338, 3445, 17385, 284, 7573, 30, 533, 6530,
-        28, 645, 346, 457, 253, 17385, 282, 216, 33, 34, 411, 2581, 365, 33, 34, 643, 346, 416,
-        1510, 282, 357, 347, 26147}},
+      {"What is 12 times 7?", "12", {33, 34, 1711, 216, 39, 314, 216, 39, 34, 30, 2}},
       {"Give me a JSON object with fields name and age for a person called Ana, 31.", "\"name\"",
-       {107, 3805, 476, 1245, 1799, 476, 2089, 81, 1002, 3805, 476, 473, 1799, 216, 35, 33, 198,
-        109, 198, 3725, 198, 198, 1348, 20110, 1569, 314, 253, 20110, 4928, 338, 3593, 253, 1398,
-        282, 20110, 3401, 28, 837, 971, 1569}},
+       {3725, 5518, 198, 107, 472, 476, 1245, 1799, 476, 2089, 81, 1002, 472, 476, 473, 1799, 216,
+        35, 33, 198, 109, 198, 3725, 198, 198, 1348, 314, 253, 20110, 1569, 338, 3593, 260, 1462,
+        476, 2089, 81, 18, 284, 260}},
   };
+  LocalTarget target(s.model(), s.kv());
   for (const auto& c : cases) {
-    auto r = generate_ar(s.model(), s.kv(), greedy_request(s, c.prompt, 40));
+    auto r = generate_ar(target, greedy_request(s, c.prompt, 40));
     const std::string text = s.tokenizer().decode(r.tokens, true);
     EXPECT_NE(text.find(c.must_contain), std::string::npos) << c.prompt << " -> " << text;
     EXPECT_EQ(r.tokens, c.ids) << c.prompt << " -> " << text;
@@ -86,9 +87,10 @@ TEST(RealModel, LogitsBitIdenticalAcrossThreadCounts) {
 
   GenerationRequest req = greedy_request(one, "Tell me a story about a fox.", 32);
   req.sampler = SamplerConfig{0.9f, 40, 0.95f, 0.0f, 2024};
-  auto sa = generate_ar(one.model(), one.kv(), req);
-  auto sb = generate_ar(two.model(), two.kv(), req);
-  auto sc = generate_ar(two.model(), two.kv(), req);
+  LocalTarget t1(one.model(), one.kv()), t2(two.model(), two.kv());
+  auto sa = generate_ar(t1, req);
+  auto sb = generate_ar(t2, req);
+  auto sc = generate_ar(t2, req);
   EXPECT_EQ(sa.tokens, sb.tokens);
   EXPECT_EQ(sb.tokens, sc.tokens);
 }

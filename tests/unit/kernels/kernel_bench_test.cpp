@@ -1,17 +1,29 @@
 // Throughput of the CPU kernels, printed, never asserted (a timing assertion on a shared machine
 // is a flaky test). Disabled by default; run with
 //   ssd_test_kernels --gtest_also_run_disabled_tests --gtest_filter='KernelBench.*'
-// Reports GB/s of weight bytes for a 576 x 1536 matrix (rows x cols, the shape of SmolLM2's
-// ffn_down) single-threaded, per ISA, and the per-call overhead of ThreadPool::parallel_for.
+//
+// KernelBench.Throughput: per ISA, GB/s of weight bytes of dot_row and matmul (float path and
+//   integer path, n = 1 and 4) on a 576 x 1536 matrix (SmolLM2's ffn_down), single thread.
+// KernelBench.MatmulRoofline: per weight type, single thread, active ISA, on the shapes of
+//   SmolLM2-135M's ffn (1536 x 576) and LM head (49152 x 576): GB/s of weight bytes at n = 1 and
+//   time(n) / time(1) for n = 2, 4, 8, 16, for the float path (float32 activations, how every
+//   type was multiplied before the integer path existed; still the path of F32/F16/BF16 and of
+//   unprepared matrices) and the integer path (8-bit activations, packed weights), each
+//   "cached" (one matrix called over and over: it stays in L2/L3) and "DRAM" (a ring of copies
+//   of >= 256 MB, so every call streams its weights from memory, as a decode does), next to the
+//   read bandwidth of one thread measured in the same run.
+// KernelBench.ThreadPoolOverhead: per-call cost of ThreadPool::parallel_for.
 #include <gtest/gtest.h>
 #include <time.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 #include "kernel_test_util.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/packed_matrix.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace ssd::kernels {
@@ -43,6 +55,17 @@ double seconds_per_call(clockid_t clock, F&& fn) {
   return best;
 }
 
+std::vector<uint8_t> random_matrix_bytes(DType t, int64_t rows, int64_t cols, std::mt19937& rng) {
+  const uint64_t rb = dtype_row_bytes(t, cols);
+  std::vector<uint8_t> w(rb * rows);
+  // 64 distinct random rows repeated: the bytes' values do not change the kernels' speed.
+  std::vector<std::vector<uint8_t>> pool;
+  for (int i = 0; i < 64; ++i) pool.push_back(test::random_row(t, cols, rng));
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy(pool[r % 64].begin(), pool[r % 64].end(), w.begin() + r * rb);
+  return w;
+}
+
 TEST(KernelBench, DISABLED_Throughput) {
   test::IsaGuard guard;
   std::mt19937 rng(1);
@@ -51,12 +74,9 @@ TEST(KernelBench, DISABLED_Throughput) {
   std::vector<float> y(rows * 4);
   for (DType t : test::kAllTypes) {
     const uint64_t rb = dtype_row_bytes(t, cols);
-    std::vector<uint8_t> w(rb * rows);
-    for (int64_t r = 0; r < rows; ++r) {
-      const auto row = test::random_row(t, cols, rng);
-      std::copy(row.begin(), row.end(), w.begin() + r * rb);
-    }
+    const auto w = random_matrix_bytes(t, rows, cols, rng);
     const WeightMatrix m{t, w.data(), rows, cols, rb};
+    const WeightMatrix p = prepare_matmul_weight(m);
     const double gb = static_cast<double>(w.size()) * 1e-9;
     for (Isa isa : test::runnable_isas()) {
       force_isa(isa);
@@ -67,11 +87,82 @@ TEST(KernelBench, DISABLED_Throughput) {
                                             [&] { matmul(m, x.data(), y.data(), 1, nullptr); });
       const double s_mm4 = seconds_per_call(CLOCK_THREAD_CPUTIME_ID,
                                             [&] { matmul(m, x.data(), y.data(), 4, nullptr); });
-      std::printf(
-          "%-5s %-7s dot_row %6.2f GB/s  matmul n=1 %6.2f GB/s (%6.1f us)  n=4 %6.2f GB/s "
-          "(%6.1f us, %5.1f us/token)\n",
-          std::string(dtype_name(t)).c_str(), isa_name(isa), gb / s_dot, gb / s_mm1, s_mm1 * 1e6,
-          gb / s_mm4, s_mm4 * 1e6, s_mm4 * 1e6 / 4);
+      std::printf("%-5s %-7s dot_row %6.2f GB/s  float matmul n=1 %6.2f GB/s  n=4 %6.1f us/token",
+                  std::string(dtype_name(t)).c_str(), isa_name(isa), gb / s_dot, gb / s_mm1,
+                  s_mm4 * 1e6 / 4);
+      if (p.packed) {
+        const double i1 = seconds_per_call(CLOCK_THREAD_CPUTIME_ID,
+                                           [&] { matmul(p, x.data(), y.data(), 1, nullptr); });
+        const double i4 = seconds_per_call(CLOCK_THREAD_CPUTIME_ID,
+                                           [&] { matmul(p, x.data(), y.data(), 4, nullptr); });
+        std::printf("  | integer n=1 %6.2f GB/s  n=4 %6.1f us/token", gb / i1, i4 * 1e6 / 4);
+      }
+      std::printf("\n");
+    }
+  }
+}
+
+// GB/s of a plain streaming read of `bytes` by one thread (the roofline the kernels are held to).
+double read_bandwidth(uint64_t bytes) {
+  std::vector<uint64_t> buf(bytes / 8, 1);
+  volatile uint64_t sink = 0;
+  const double s = seconds_per_call(CLOCK_THREAD_CPUTIME_ID, [&] {
+    uint64_t a = 0, b = 0, c = 0, d = 0;
+    for (size_t i = 0; i + 4 <= buf.size(); i += 4)
+      a += buf[i], b += buf[i + 1], c += buf[i + 2], d += buf[i + 3];
+    sink = sink + a + b + c + d;
+  });
+  return static_cast<double>(bytes) / s * 1e-9;
+}
+
+TEST(KernelBench, DISABLED_MatmulRoofline) {
+  std::mt19937 rng(2);
+  const uint64_t kRing = 256ull << 20;
+  std::printf("ISA %s, one thread; read bandwidth: %.1f GB/s (256 MB), %.1f GB/s (4 MB)\n",
+              isa_name(active_isa()), read_bandwidth(kRing), read_bandwidth(4ull << 20));
+  struct Shape {
+    const char* name;
+    int64_t rows, cols;
+  };
+  const int ns[] = {2, 4, 8, 16};
+  for (const Shape& sh :
+       {Shape{"ffn 1536x576", 1536, 576}, Shape{"lm_head 49152x576", 49152, 576}}) {
+    std::printf("\n%s                 | n=1 GB/s | time(n)/time(1) n=2    4     8    16\n",
+                sh.name);
+    const auto x = test::random_floats(16 * sh.cols, rng);  // [16, cols]
+    std::vector<float> y(16 * sh.rows);
+    for (DType t : test::kAllTypes) {
+      // K-quants have 256-value blocks: 576 columns round down to 512 (noted in the table).
+      const int64_t be = dtype_traits(t).block_elems, cols = sh.cols / be * be;
+      const auto w0 = random_matrix_bytes(t, sh.rows, cols, rng);
+      const uint64_t bytes = w0.size();
+      const int copies = static_cast<int>(std::max<uint64_t>(1, (kRing + bytes - 1) / bytes));
+      std::vector<std::vector<uint8_t>> ring(copies, w0);
+      const uint64_t rb = dtype_row_bytes(t, cols);
+      for (bool integer : {false, true}) {
+        if (integer && !has_packed_kernel(t)) continue;
+        std::vector<WeightMatrix> ms;
+        for (auto& c : ring) {
+          const WeightMatrix m{t, c.data(), sh.rows, cols, rb};
+          ms.push_back(integer ? prepare_matmul_weight(m) : m);
+        }
+        for (bool dram : {false, true}) {
+          int next = 0;
+          auto call = [&](int64_t n) {
+            const WeightMatrix& m = ms[dram ? next++ % copies : 0];
+            matmul(m, x.data(), y.data(), n, nullptr);
+          };
+          const double s1 = seconds_per_call(CLOCK_THREAD_CPUTIME_ID, [&] { call(1); });
+          std::printf("  %-5s %-7s %-6s | %7.2f  |          ", std::string(dtype_name(t)).c_str(),
+                      integer ? "integer" : "float", dram ? "DRAM" : "cached",
+                      static_cast<double>(bytes) / s1 * 1e-9);
+          for (int n : ns)
+            std::printf(" %5.2f", seconds_per_call(CLOCK_THREAD_CPUTIME_ID, [&] { call(n); }) / s1);
+          if (cols != sh.cols) std::printf("   (%lld columns)", static_cast<long long>(cols));
+          std::printf("\n");
+          std::fflush(stdout);
+        }
+      }
     }
   }
 }
