@@ -6,6 +6,7 @@
 #include "runtime/core/error.h"
 
 namespace ssd {
+
 double monotonic_seconds() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
@@ -21,7 +22,7 @@ std::vector<float> gather_features(const ForwardResult& fr, const std::vector<in
   return out;
 }
 
-PrefillResult prefill(Transformer& model, KvCache& kv, SeqId seq, const std::vector<int32_t>& prompt,
+PrefillResult prefill(TargetModel& target, SeqId seq, const std::vector<int32_t>& prompt,
                       int64_t chunk, const std::vector<int32_t>& hidden_layers) {
   PrefillResult r;
   const double t0 = monotonic_seconds();
@@ -32,7 +33,7 @@ PrefillResult prefill(Transformer& model, KvCache& kv, SeqId seq, const std::vec
     Batch b = Batch::sequence(seq, part, static_cast<int32_t>(start));
     if (end < n) b.logits_rows.clear();  // only the last prompt token's logits are needed
     b.hidden_layers = hidden_layers;
-    r.last = model.forward(b, kv);
+    r.last = target.forward(b);
     if (!hidden_layers.empty()) {
       std::vector<int32_t> rows(part.size());
       for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>(i);
@@ -44,52 +45,131 @@ PrefillResult prefill(Transformer& model, KvCache& kv, SeqId seq, const std::vec
   return r;
 }
 
-void check_context(const Transformer& model, const KvCache& kv, const GenerationRequest& req) {
+void check_context(const TargetModel& target, const GenerationRequest& req, int64_t extra) {
   SSD_CHECK(!req.prompt.empty(), "the prompt is empty (no tokens to condition on)");
   SSD_CHECK(req.max_new_tokens >= 0, "-n {} must not be negative", req.max_new_tokens);
   SSD_CHECK(req.prefill_chunk >= 1, "prefill chunk {} must be positive", req.prefill_chunk);
-  const int64_t ctx = std::min<int64_t>(model.config().context_length, kv.capacity_tokens());
-  const int64_t need = static_cast<int64_t>(req.prompt.size()) + req.max_new_tokens;
-  SSD_CHECK(static_cast<int64_t>(req.prompt.size()) < ctx,
-            "the prompt has {} tokens, more than the context of {} allows (--ctx-size)",
-            req.prompt.size(), ctx);
-  SSD_CHECK(need <= ctx,
-            "prompt ({} tokens) + -n {} = {} exceeds the context of {} tokens; lower -n or raise "
-            "--ctx-size",
-            req.prompt.size(), req.max_new_tokens, need, ctx);
+  const int64_t ctx = std::min<int64_t>(target.config().context_length, target.capacity().tokens);
+  const int64_t prompt = static_cast<int64_t>(req.prompt.size());
+  const int64_t need = prompt + req.max_new_tokens + extra;
+  SSD_CHECK(prompt < ctx,
+            "the prompt has {} tokens, more than the context of {} allows (--ctx-size)", prompt,
+            ctx);
+  if (extra == 0) {
+    SSD_CHECK(need <= ctx,
+              "prompt ({} tokens) + -n {} = {} exceeds the context of {} tokens; lower -n or raise "
+              "--ctx-size",
+              prompt, req.max_new_tokens, need, ctx);
+  } else {
+    SSD_CHECK(need <= ctx,
+              "prompt ({} tokens) + -n {} + {} positions verification writes ahead = {} exceeds "
+              "the context of {} tokens; lower -n or raise --ctx-size",
+              prompt, req.max_new_tokens, extra, need, ctx);
+  }
   validate(req.sampler);
 }
 
-GenerationResult generate_ar(Transformer& model, KvCache& kv, const GenerationRequest& req,
-                             const TokenCallback& on_token) {
-  check_context(model, kv, req);
-  const int32_t vocab = static_cast<int32_t>(model.config().vocab);
-  Sampler sampler(req.sampler);
-  GenerationResult res;
-  res.prompt_tokens = static_cast<int64_t>(req.prompt.size());
-  SeqGuard seq{kv, kv.create()};
+void check_batch_context(const TargetModel& target, std::span<const GenerationRequest> reqs,
+                         int64_t extra) {
+  const KvCapacity cap = target.capacity();
+  int64_t pages = 0, positions = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    try {
+      check_context(target, reqs[i], extra);
+    } catch (const Error& e) {
+      if (reqs.size() == 1) throw;
+      throw Error(fmt::format("request {} of the batch: {}", i, e.what()));
+    }
+    const int64_t longest = static_cast<int64_t>(reqs[i].prompt.size()) +
+                            reqs[i].max_new_tokens + extra;
+    positions += longest;
+    pages += cap.pages_for(longest);
+  }
+  SSD_CHECK(pages <= cap.pages(),
+            "a batch of {} requests needs {} KV positions at once ({} pages of {}: each request's "
+            "prompt + -n{}), but the target's cache holds {} positions ({} pages); lower -n or "
+            "the batch size, or raise --ctx-size",
+            reqs.size(), positions, pages, cap.page_tokens,
+            extra > 0 ? fmt::format(" + {} verified ahead", extra) : std::string(), cap.tokens,
+            cap.pages());
+}
 
-  PrefillResult pre = prefill(model, kv, seq.id, req.prompt, req.prefill_chunk);
-  ForwardResult& fr = pre.last;
-  res.prefill_s = pre.seconds;
+std::vector<GenerationResult> generate_ar_batch(TargetModel& target,
+                                                std::span<const GenerationRequest> reqs,
+                                                const BatchTokenCallback& on_token) {
+  check_batch_context(target, reqs);
+  const int32_t vocab = static_cast<int32_t>(target.config().vocab);
+  const size_t n_req = reqs.size();
+  std::vector<GenerationResult> res(n_req);
+  TargetSeqs seqs(target);
+
+  // Per request: its sequence, the next position, and the logits the next token is drawn from.
+  struct State {
+    SeqId seq = -1;
+    int32_t pos = 0;
+    std::vector<float> logits;  // [vocab]
+    bool running = false;
+  };
+  std::vector<State> st(n_req);
+  for (size_t i = 0; i < n_req; ++i) {
+    st[i].seq = seqs.create();
+    PrefillResult pre = prefill(target, st[i].seq, reqs[i].prompt, reqs[i].prefill_chunk);
+    res[i].prompt_tokens = static_cast<int64_t>(reqs[i].prompt.size());
+    res[i].prefill_s = pre.seconds;
+    st[i].pos = static_cast<int32_t>(res[i].prompt_tokens);
+    st[i].logits.assign(pre.last.logits_row(0), pre.last.logits_row(0) + vocab);
+    st[i].running = reqs[i].max_new_tokens > 0;
+    if (!st[i].running) seqs.release(st[i].seq);
+  }
 
   const double t1 = monotonic_seconds();
-  int32_t pos = static_cast<int32_t>(res.prompt_tokens);
-  for (int64_t i = 0; i < req.max_new_tokens; ++i) {
-    const int32_t tok = sampler.sample(fr.logits_row(0), vocab, req.stream, static_cast<uint32_t>(i));
-    res.tokens.push_back(tok);
-    const bool stop = std::find(req.stop_ids.begin(), req.stop_ids.end(), tok) != req.stop_ids.end();
-    if (on_token && !on_token(tok)) break;
-    if (stop) {
-      res.stopped_by_eog = true;
-      break;
+  for (;;) {
+    // Sample every running request's next token; those that go on form the next forward.
+    Batch b;
+    std::vector<size_t> rows;  // request of each batch row
+    for (size_t i = 0; i < n_req; ++i) {
+      if (!st[i].running) continue;
+      const GenerationRequest& req = reqs[i];
+      GenerationResult& g = res[i];
+      const Sampler sampler(req.sampler);
+      const int32_t tok = sampler.sample(st[i].logits.data(), vocab, req.stream,
+                                         static_cast<uint32_t>(g.tokens.size()));
+      g.tokens.push_back(tok);
+      const bool stop =
+          std::find(req.stop_ids.begin(), req.stop_ids.end(), tok) != req.stop_ids.end();
+      bool go_on = !on_token || on_token(i, tok);
+      if (go_on && stop) {
+        g.stopped_by_eog = true;
+        go_on = false;
+      }
+      if (go_on && static_cast<int64_t>(g.tokens.size()) == req.max_new_tokens) go_on = false;
+      if (!go_on) {
+        st[i].running = false;
+        g.decode_s = monotonic_seconds() - t1;
+        seqs.release(st[i].seq);
+        continue;
+      }
+      b.tokens.push_back(tok);
+      b.positions.push_back(st[i].pos++);
+      b.seqs.push_back(st[i].seq);
+      b.logits_rows.push_back(static_cast<int32_t>(rows.size()));
+      rows.push_back(i);
     }
-    if (i + 1 == req.max_new_tokens) break;
-    fr = model.forward(Batch::sequence(seq.id, {tok}, pos++), kv);
-    res.forwards++;
+    if (rows.empty()) break;
+    const ForwardResult fr = target.forward(b);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      st[rows[r]].logits.assign(fr.logits_row(r), fr.logits_row(r) + vocab);
+      res[rows[r]].forwards++;
+    }
   }
-  res.decode_s = monotonic_seconds() - t1;
   return res;
+}
+
+GenerationResult generate_ar(TargetModel& target, const GenerationRequest& req,
+                             const TokenCallback& on_token) {
+  BatchTokenCallback cb;
+  if (on_token) cb = [&](size_t, int32_t tok) { return on_token(tok); };
+  return std::move(generate_ar_batch(target, {&req, 1}, cb).front());
 }
 
 }  // namespace ssd

@@ -1,14 +1,24 @@
-// Autoregressive generation on one sequence: prefill the prompt (in chunks of up to
-// `prefill_chunk` tokens, each one causal batched forward), then one forward per generated token,
-// sampling with the request's sampler and stopping at an end-of-generation token or the budget.
-// This is the AR baseline every speculative mode is compared with, token for token.
+// Autoregressive generation: prefill the prompt (in chunks of up to `prefill_chunk` tokens, each
+// one causal batched forward), then one forward per generated token, sampling with the request's
+// sampler and stopping at an end-of-generation token or the budget. This is the AR baseline every
+// speculative mode is compared with, token for token.
+//
+// A batch of B requests runs the same loop with ONE forward per step over every request still
+// generating (one row each); a request that finishes leaves the batch and gives its KV sequence
+// back at once. Prompts are prefilled one request after the other. Each request draws from its
+// own Philox stream at step = its output index, so its tokens do not depend on the batch it ran
+// in (up to float rounding of differently grouped sums, see the engine tests).
+//
+// The target is reached only through TargetModel (runtime/model/target_model.h), so the same
+// drivers run a local model or a tensor-parallel one whose calls are mirrored to other ranks.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
-#include "runtime/model/transformer.h"
+#include "runtime/model/target_model.h"
 #include "runtime/sampling/sampler.h"
 
 namespace ssd {
@@ -28,32 +38,40 @@ struct GenerationResult {
   int64_t prompt_tokens = 0;
   double prefill_s = 0;  // wall time of the prompt's forwards
   double decode_s = 0;   // wall time from the first sampled token to the last
-  int64_t forwards = 0;  // decode forwards run
+  int64_t forwards = 0;  // decode forwards this request took part in
 };
 
 // Called with each new token as soon as it is chosen; return false to stop early.
 using TokenCallback = std::function<bool(int32_t)>;
+// The batch form: (index of the request in the batch, token); false stops that request only.
+using BatchTokenCallback = std::function<bool(size_t, int32_t)>;
 
-// Runs the request on a fresh sequence of `kv` (released afterwards). Throws ssd::Error before
+// Runs the request on a fresh target sequence (released afterwards). Throws ssd::Error before
 // any work when the prompt is empty or prompt + max_new_tokens exceeds the context available.
-GenerationResult generate_ar(Transformer& model, KvCache& kv, const GenerationRequest& req,
+GenerationResult generate_ar(TargetModel& target, const GenerationRequest& req,
                              const TokenCallback& on_token = {});
 
-// The context a request needs, checked against the model's context length and the cache.
-void check_context(const Transformer& model, const KvCache& kv, const GenerationRequest& req);
+// Runs every request together (results in request order). Throws ssd::Error before any work
+// when a request is malformed or the batch does not fit the target's cache
+// (check_batch_context).
+std::vector<GenerationResult> generate_ar_batch(TargetModel& target,
+                                                std::span<const GenerationRequest> reqs,
+                                                const BatchTokenCallback& on_token = {});
+
+// The context a request needs (prompt + max_new_tokens + `extra` positions, e.g. the K positions
+// a verification forward writes ahead), checked against the model's context length and the
+// target's cache; also checks the request's sampler and prefill chunk.
+void check_context(const TargetModel& target, const GenerationRequest& req, int64_t extra = 0);
+
+// check_context for each request, then the batch as a whole: every request's sequence at its
+// longest (prompt + max_new_tokens + extra), rounded up to whole KV pages, must fit the target's
+// cache at the same time.
+void check_batch_context(const TargetModel& target, std::span<const GenerationRequest> reqs,
+                         int64_t extra = 0);
 
 // ---- pieces shared by the AR and SD loops ----
 
 double monotonic_seconds();
-
-// Releases a KV sequence on every exit path.
-struct SeqGuard {
-  KvCache& kv;
-  SeqId id;
-  ~SeqGuard() {
-    if (kv.alive(id)) kv.release(id);
-  }
-};
 
 struct PrefillResult {
   ForwardResult last;          // the final chunk's forward (logits of the last prompt token)
@@ -61,8 +79,8 @@ struct PrefillResult {
   double seconds = 0;
 };
 
-// The prompt through the model in causal chunks of `chunk` tokens on sequence `seq`.
-PrefillResult prefill(Transformer& model, KvCache& kv, SeqId seq, const std::vector<int32_t>& prompt,
+// The prompt through the target in causal chunks of `chunk` tokens on sequence `seq`.
+PrefillResult prefill(TargetModel& target, SeqId seq, const std::vector<int32_t>& prompt,
                       int64_t chunk, const std::vector<int32_t>& hidden_layers = {});
 
 // Rows `rows` of a forward's hidden states, every requested layer side by side:

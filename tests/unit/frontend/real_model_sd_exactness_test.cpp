@@ -55,18 +55,19 @@ TEST(RealModelSd, GreedyOutputEqualsArForEveryDrafterKind) {
   const ChatTemplate tmpl = ChatTemplate::from_spec(s.tokenizer().spec());
   const std::vector<int32_t>& stops = s.tokenizer().spec().eog_ids;
 
+  LocalTarget target(s.model(), s.kv());
   for (size_t p = 0; p < prompts.size(); ++p) {
     const ChatMessage m{"user", prompts[p]};
     GenerationRequest req;
     req.prompt = s.tokenizer().encode(tmpl.render({&m, 1}, true), true, true);
     req.max_new_tokens = 16;
     req.stop_ids = stops;
-    const RunReport ar = run_request(s.model(), s.kv(), nullptr, req, {});
+    const RunReport ar = run_request(target, nullptr, req, {});
     ASSERT_FALSE(ar.gen.tokens.empty());
     for (const auto& spec : drafters) {
       auto d = make_drafter(parse_drafter_spec(spec), s, DrafterOptions{});
       for (int32_t k : {2, 5}) {
-        const RunReport sd = run_request(s.model(), s.kv(), d.get(), req, SdOptions{k, 1});
+        const RunReport sd = run_request(target, d.get(), req, SdOptions{k, 1});
         EXPECT_EQ(sd.gen.tokens, ar.gen.tokens) << spec << " k=" << k << " prompt " << p;
         EXPECT_GE(sd.sd.rounds, 1);
       }

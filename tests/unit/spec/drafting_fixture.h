@@ -43,7 +43,8 @@ struct Engine {
     r.prompt = prompt;
     r.max_new_tokens = n;
     r.sampler = s;
-    return generate_ar(*model, *kv, r);
+    LocalTarget target(*model, *kv);
+    return generate_ar(target, r);
   }
   SdResult sd(Drafter& d, const std::vector<int32_t>& prompt, int64_t n, int32_t k, int32_t width,
               const SamplerConfig& s = {}, uint64_t stream = 0) {
@@ -55,7 +56,8 @@ struct Engine {
     SdOptions o;
     o.k = k;
     o.width = width;
-    return generate_sd(*model, *kv, d, r, o);
+    LocalTarget target(*model, *kv);
+    return generate_sd(target, d, r, o);
   }
 };
 
