@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "kernels/cpu/rowops.h"
+#include "runtime/core/error.h"
+#include "runtime/parallel/gather_columns.h"
 
 namespace ssd {
 
@@ -46,6 +48,31 @@ DecoderLayerWeights prepare_decoder_layer(Backend& backend, const LayerWeights& 
 
 namespace {
 
+// An output projection y = W * in for y: [n, dim] (o_proj: in = attention output, down_proj:
+// in = MLP activation, this rank's `in_width` columns of it). Single rank: one matmul. Megatron:
+// the rank's columns' partial product, all-reduced. Exact: the whole input gathered, the rank's
+// output rows, gathered.
+void project_out(Backend& be, const kernels::WeightMatrix& w, const float* in, int64_t in_width,
+                 int64_t n, const DecoderTp* tp, const std::vector<int64_t>* in_cols,
+                 DecoderScratch& sc, float* y) {
+  if (!tp) {
+    be.matmul(w, in, y, n);
+    return;
+  }
+  if (tp->mode == TpMode::Megatron) {
+    be.matmul(w, in, y, n);
+    tp->comm->allreduce_sum(y, n * tp->out_rows.back());
+    return;
+  }
+  const int r = tp->comm->rank();
+  SSD_ASSERT((*in_cols)[r + 1] - (*in_cols)[r] == in_width);
+  sc.whole.resize(n * in_cols->back());
+  sc.part.resize(n * (tp->out_rows[r + 1] - tp->out_rows[r]));
+  gather_columns(*tp->comm, in, n, *in_cols, sc.gathered, sc.whole.data());
+  be.matmul(w, sc.whole.data(), sc.part.data(), n);
+  gather_columns(*tp->comm, sc.part.data(), n, tp->out_rows, sc.gathered, y);
+}
+
 // K and V of the normed rows hn into scratch.k / scratch.v (bias, per-head norm, RoPE applied).
 void project_kv(Backend& be, const DecoderLayerWeights& w, const DecoderShape& s,
                 const BatchView& b, const float* hn, DecoderScratch& sc) {
@@ -74,7 +101,7 @@ void store_layer_kv(Backend& be, const DecoderLayerWeights& w, const DecoderShap
 
 void run_decoder_layer(Backend& be, const DecoderLayerWeights& w, const DecoderShape& s,
                        int64_t layer, KvCache& kv, const BatchView& b, float* x,
-                       DecoderScratch& sc) {
+                       DecoderScratch& sc, const DecoderTp* tp) {
   const int64_t n = b.n, q_w = s.n_heads * s.head_dim;
   sc.reserve(n, s);
   // --- attention block ---
@@ -93,6 +120,7 @@ void run_decoder_layer(Backend& be, const DecoderLayerWeights& w, const DecoderS
   call.n = n;
   call.n_heads = s.n_heads;
   call.n_kv_heads = s.n_kv_heads;
+  call.kv_head_of = s.kv_head_of;
   call.head_dim = s.head_dim;
   call.layer = layer;
   call.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
@@ -102,8 +130,8 @@ void run_decoder_layer(Backend& be, const DecoderLayerWeights& w, const DecoderS
   call.visible = b.visible;
   call.visible_offsets = b.offsets;
   be.attention(call);
-  be.matmul(w.wo, sc.attn.data(), sc.o.data(), n);
-  // (tensor parallel: all-reduce sc.o across the TP group here)
+  project_out(be, w.wo, sc.attn.data(), q_w, n, tp, tp ? &tp->attn_cols : nullptr, sc,
+              sc.o.data());
   be.add(x, sc.o.data(), n * s.dim);
 
   // --- MLP block ---
@@ -111,8 +139,8 @@ void run_decoder_layer(Backend& be, const DecoderLayerWeights& w, const DecoderS
   be.matmul(w.w_gate, sc.h.data(), sc.gate.data(), n);
   be.matmul(w.w_up, sc.h.data(), sc.up.data(), n);
   be.swiglu(sc.gate.data(), sc.up.data(), sc.gate.data(), n * s.ffn_dim);
-  be.matmul(w.w_down, sc.gate.data(), sc.o.data(), n);
-  // (tensor parallel: all-reduce sc.o across the TP group here)
+  project_out(be, w.w_down, sc.gate.data(), s.ffn_dim, n, tp, tp ? &tp->ffn_cols : nullptr, sc,
+              sc.o.data());
   be.add(x, sc.o.data(), n * s.dim);
 }
 

@@ -3,14 +3,25 @@
 // RMSNorm -> SwiGLU MLP -> residual. The target transformer and the Domino backbone both run
 // their layers through this one function, so a fix or a faster path lands in both.
 //
-// Tensor-parallel seam: with heads and MLP columns split per rank, the all-reduces go after the
-// o_proj and after the down_proj matmuls (marked in decoder_layer.cpp).
+// Tensor parallelism: on a TP rank the weights are the rank's shard (runtime/parallel/
+// tp_weights.h: its query/KV heads, its ffn columns, in the exact layout its o_proj/down_proj
+// output rows) and the shape counts local heads and ffn columns. The block is the same code plus
+// the exchanges of the layout (runtime/parallel/tp_plan.h), so that the residual stream x is
+// whole and identical on every rank between blocks:
+//   Megatron  o_proj and down_proj multiply the rank's columns; their partial outputs are
+//             all-reduced (two all-reduces per block);
+//   Exact     the attention output and the MLP activation are all-gathered, o_proj and down_proj
+//             compute the rank's output rows from the whole input, and those rows are all-gathered
+//             (four all-gathers per block; every value computed as at T = 1).
+// Without a DecoderTp the block is exactly the single-rank one.
 #pragma once
 
 #include <vector>
 
 #include "runtime/backend/backend.h"
 #include "runtime/model/model_weights.h"
+#include "runtime/parallel/collective.h"
+#include "runtime/parallel/tp_plan.h"
 
 namespace ssd {
 
@@ -26,6 +37,9 @@ struct DecoderShape {
   float rms_eps = 1e-5f;
   kernels::RopeLayout rope_layout = kernels::RopeLayout::NeoX;
   const float* inv_freq = nullptr;  // [rope_dim / 2]
+  // KV head read by each query head, [n_heads]; null = the usual GQA grouping. A TP rank's
+  // heads may straddle GQA groups (AttentionCall::kv_head_of).
+  const int32_t* kv_head_of = nullptr;
 };
 
 // What each batch row is and sees (see AttentionCall in backend.h): row i has RoPE position
@@ -41,16 +55,30 @@ struct BatchView {
   const int64_t* offsets = nullptr;
 };
 
+// A TP rank's exchanges in the block (see the top of this file). Offsets are [T + 1] per rank,
+// rank r holding [off[r], off[r+1]); the exact layout gathers along them (Megatron reads only
+// out_rows.back(), the width it all-reduces).
+struct DecoderTp {
+  Collective* comm = nullptr;
+  TpMode mode = TpMode::Exact;
+  std::vector<int64_t> attn_cols;  // attention output columns (heads x head_dim)
+  std::vector<int64_t> ffn_cols;   // MLP activation columns
+  std::vector<int64_t> out_rows;   // o_proj / down_proj output rows (of dim)
+};
+
 // Activation buffers of one batch, grown to the largest batch seen (one per model instance).
 struct DecoderScratch {
   std::vector<float> h, q, k, v, attn, o, gate, up;
+  std::vector<float> whole, part, gathered;  // exact TP: gathered input, own output rows, blocks
   void reserve(int64_t n, const DecoderShape& s);
 };
 
-// x: [n, dim], updated in place. Layer `layer` of `kv` receives the batch's K/V.
+// x: [n, dim], updated in place. Layer `layer` of `kv` receives the batch's K/V. With `tp`, the
+// weights and shape are this rank's shard and the call is a collective of the group (every rank
+// makes the same call); x comes out whole and the same on every rank.
 void run_decoder_layer(Backend& backend, const DecoderLayerWeights& w, const DecoderShape& s,
                        int64_t layer, KvCache& kv, const BatchView& b, float* x,
-                       DecoderScratch& scratch);
+                       DecoderScratch& scratch, const DecoderTp* tp = nullptr);
 
 // K/V only: from the already normed inputs hn [n, dim] (no attention, no MLP), written to the
 // cache. Used for context entries that are not tokens (Domino's projected target features).

@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/rowops.h"
 #include "runtime/core/error.h"
+#include "runtime/parallel/gather_columns.h"
 
 namespace ssd {
 
@@ -24,27 +25,54 @@ Batch Batch::sequence(SeqId seq, const std::vector<int32_t>& tokens, int32_t sta
 }
 
 Transformer::Transformer(const ModelFile& model, Backend& backend, int64_t layers)
+    : Transformer(model, backend, layers, nullptr) {}
+
+Transformer::Transformer(const ModelFile& model, Backend& backend, const TpContext& tp,
+                         int64_t layers)
+    : Transformer(model, backend, layers, &tp) {}
+
+Transformer::Transformer(const ModelFile& model, Backend& backend, int64_t layers,
+                         const TpContext* tp)
     : cfg_(model.config()), backend_(backend) {
   SSD_CHECK(layers >= 0 && layers <= cfg_.n_layers,
             "{}: cannot run {} layers of a {}-layer model", model.path(), layers, cfg_.n_layers);
   const int64_t n_run = layers > 0 ? layers : cfg_.n_layers;
   const ModelWeights& w = model.weights();
   token_embd_ = backend_.prepare_weight(*w.token_embd);
-  output_ = backend_.prepare_weight(*w.output);
   output_norm_ = decode_vector(w.output_norm);
   std::vector<float> factors = decode_vector(w.rope_freqs);
   inv_freq_ = rope_inv_freq(cfg_, w.rope_freqs ? &factors : nullptr);
   shape_ = DecoderShape{cfg_.dim, cfg_.n_heads, cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim,
                         cfg_.ffn_dim, cfg_.rms_eps, cfg_.rope_layout, inv_freq_.data()};
-  for (int64_t li = 0; li < n_run; ++li) {
-    layers_.push_back(prepare_decoder_layer(backend_, w.layers[li]));
+  if (!tp) {
+    output_ = backend_.prepare_weight(*w.output);
+    for (int64_t li = 0; li < n_run; ++li)
+      layers_.push_back(prepare_decoder_layer(backend_, w.layers[li]));
+    return;
   }
+  tp_ = *tp;
+  const TpLayout layout = check_tp_group(*tp_, cfg_, n_run);  // collective; all ranks throw
+  vocab_offsets_ = layout.vocab;
+  block_tp_.comm = tp_->comm;
+  block_tp_.mode = tp_->mode;
+  for (int64_t h : layout.heads) block_tp_.attn_cols.push_back(h * cfg_.head_dim);
+  block_tp_.ffn_cols = layout.ffn;
+  block_tp_.out_rows = layout.dim;
+  const TpShard& sh = tp_->shard;
+  output_ = backend_.prepare_weight(slice_rows(*w.output, sh.vocab_begin, sh.vocab_end));
+  shape_.n_heads = static_cast<int64_t>(sh.q_heads.size());
+  shape_.n_kv_heads = static_cast<int64_t>(sh.kv_heads.size());
+  shape_.ffn_dim = sh.ffn_end - sh.ffn_begin;
+  shape_.kv_head_of = sh.kv_head_of.data();
+  for (int64_t li = 0; li < n_run; ++li)
+    layers_.push_back(prepare_decoder_layer_shard(backend_, w.layers[li], cfg_.head_dim, sh,
+                                                  tp_->mode, tp_buffers_));
 }
 
 KvCacheConfig Transformer::kv_config(int64_t max_tokens) const {
   KvCacheConfig c;
   c.n_layers = layers();
-  c.n_kv_heads = cfg_.n_kv_heads;
+  c.n_kv_heads = shape_.n_kv_heads;
   c.head_dim = cfg_.head_dim;
   c.max_tokens = max_tokens;
   return c;
@@ -131,7 +159,8 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
 
   backend_.embed(token_embd_, b.tokens.data(), n, x_.data());
   for (int64_t l = 0; l < layers(); ++l) {
-    run_decoder_layer(backend_, layers_[l], shape_, l, kv, view, x_.data(), scratch_);
+    run_decoder_layer(backend_, layers_[l], shape_, l, kv, view, x_.data(), scratch_,
+                      tp_ ? &block_tp_ : nullptr);
     for (size_t hl = 0; hl < b.hidden_layers.size(); ++hl)
       if (b.hidden_layers[hl] == l) out.hidden[hl].assign(x_.begin(), x_.begin() + n * dim);
   }
@@ -144,7 +173,16 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
   backend_.rmsnorm(scratch_.h.data(), output_norm_.data(), scratch_.h.data(), rows, dim,
                    cfg_.rms_eps);
   out.logits.resize(rows * cfg_.vocab);
-  backend_.matmul(output_, scratch_.h.data(), out.logits.data(), rows);
+  if (!tp_) {
+    backend_.matmul(output_, scratch_.h.data(), out.logits.data(), rows);
+    return;
+  }
+  // Vocab-parallel head: this rank's vocab rows, then every rank gathers the whole rows.
+  const int r = tp_->comm->rank();
+  local_logits_.resize(rows * (vocab_offsets_[r + 1] - vocab_offsets_[r]));
+  backend_.matmul(output_, scratch_.h.data(), local_logits_.data(), rows);
+  gather_columns(*tp_->comm, local_logits_.data(), rows, vocab_offsets_, gather_scratch_,
+                 out.logits.data());
 }
 
 }  // namespace ssd
