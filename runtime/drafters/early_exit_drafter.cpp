@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "runtime/core/error.h"
+#include "runtime/saguaro/saguaro_sampling.h"
 
 namespace ssd {
 namespace {
@@ -62,8 +63,11 @@ class EarlyExitDrafter::HeadPolicy final : public DraftPolicy {
     if (is_greedy(r.sampler)) {
       p.token = argmax(l, vocab);
       p.q = one_hot(p.token);
+      p.predicted = predicted_for(r, l, vocab, {});
     } else {
       p.q = process(l, vocab, r.sampler);
+      p.predicted = predicted_for(r, l, vocab, p.q);
+      apply_saguaro(r, depth, p.q);
       p.token = sample(p.q, philox_uniform(r.sampler.seed, r.stream, r.position + depth - 1,
                                            kLaneEarlyExitDraft));
     }

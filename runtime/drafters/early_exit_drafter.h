@@ -8,7 +8,9 @@
 // Drafting: a chain of k tokens per request, autoregressively (width > 1 is ignored: one chain).
 //   greedy (temperature 0): argmax, q = one_hot;
 //   sampling: q = process(logits, request sampler), the token drawn from q by inverse CDF with
-//     Philox (seed, stream, position + depth - 1, kLaneEarlyExitDraft).
+//     Philox (seed, stream, position + depth - 1, kLaneEarlyExitDraft); with Saguaro sampling
+//     (DraftRequest::saguaro_*) the token is drawn from the reshaped q (saguaro_sampling.h) and
+//     the node carries it. DVI's logged log q stays the head's own temperature-1 log-probability.
 // The KV bookkeeping and batching are ModelDraftRunner's (model_draft_runner.h: one forward per
 // draft step for all requests, lazy catch-up, forks, context clipping); the head is a DraftPolicy
 // that asks the runner for block L's hidden state of each drafted row and rewrites its logits.

@@ -244,9 +244,13 @@ std::vector<DraftTree> ModelDraftRunner::draft(std::span<const DraftRequest> req
   // children (verification tries them in index order).
   for (Work& w : work) {
     DraftTree& t = trees[w.req];
+    const bool predict = requests[w.req].predict_top > 0;
     for (auto& branch : w.picks) {
       int32_t parent = -1;
-      for (DraftPick& p : branch) parent = t.add(parent, p.token, std::move(p.q));
+      for (DraftPick& p : branch) {
+        parent = t.add(parent, p.token, std::move(p.q));
+        if (predict) t.predicted.push_back(std::move(p.predicted));
+      }
     }
   }
   return trees;

@@ -41,10 +41,13 @@
 
 namespace ssd {
 
-// One drafted token and the exact distribution it was drawn from.
+// One drafted token and the exact distribution it was drawn from; `predicted` is what the node
+// reports as DraftTree::predicted when the request asks (DraftRequest::predict_top, see
+// runtime/saguaro/saguaro_sampling.h), and is ignored otherwise.
 struct DraftPick {
   int32_t token = 0;
   ProcessedDist q;
+  ProcessedDist predicted;
 };
 
 // Chooses the draft tokens from the runner model's logits. `logits` is one row [vocab].
@@ -128,7 +131,7 @@ std::vector<DraftPick> draw_without_replacement(const ProcessedDist& q, int32_t 
   ProcessedDist cur = q;
   for (int32_t j = 0; j < width && !cur.tokens.empty(); ++j) {
     const int32_t tok = sample(cur, u(j));
-    out.push_back(DraftPick{tok, cur});
+    out.push_back(DraftPick{tok, cur, {}});
     taken.push_back(tok);
     if (j + 1 < width) cur = without_tokens(q, taken);
   }

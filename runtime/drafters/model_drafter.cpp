@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "runtime/core/error.h"
+#include "runtime/saguaro/saguaro_sampling.h"
 
 namespace ssd {
 namespace {
@@ -24,31 +25,40 @@ std::vector<int32_t> top_tokens(const float* logits, int32_t vocab, int32_t widt
   return ids;
 }
 
-// The policy of the file comment: process() + Philox draw, or argmax / top-width when greedy.
+// The policy of the file comment: process() + Philox draw, or argmax / top-width when greedy;
+// Saguaro sampling and the predicted alternatives as the request asks (saguaro_sampling.h).
 class SampledPolicy final : public DraftPolicy {
  public:
   std::vector<DraftPick> first(const float* logits, int32_t vocab, const DraftRequest& r,
                                int32_t width) override {
     if (is_greedy(r.sampler)) {
+      const ProcessedDist predicted = predicted_for(r, logits, vocab, {});
       std::vector<DraftPick> out;
-      for (int32_t t : top_tokens(logits, vocab, width)) out.push_back(DraftPick{t, one_hot(t)});
+      for (int32_t t : top_tokens(logits, vocab, width))
+        out.push_back(DraftPick{t, one_hot(t), predicted});
       SSD_CHECK(!out.empty(), "model drafter: every draft logit is NaN");
       return out;
     }
-    const ProcessedDist q = process(logits, vocab, r.sampler);
-    return draw_without_replacement(q, width, [&](int32_t j) {
+    ProcessedDist q = process(logits, vocab, r.sampler);
+    const ProcessedDist predicted = predicted_for(r, logits, vocab, q);
+    apply_saguaro(r, 1, q);
+    std::vector<DraftPick> out = draw_without_replacement(q, width, [&](int32_t j) {
       return philox_uniform(r.sampler.seed, r.stream, r.position, kLaneDrafter + j);
     });
+    for (DraftPick& p : out) p.predicted = predicted;
+    return out;
   }
 
   DraftPick next(const float* logits, int32_t vocab, const DraftRequest& r, int32_t branch,
                  int32_t depth) override {
     if (is_greedy(r.sampler)) {
       const int32_t t = argmax(logits, vocab);
-      return DraftPick{t, one_hot(t)};
+      return DraftPick{t, one_hot(t), predicted_for(r, logits, vocab, {})};
     }
     DraftPick p;
     p.q = process(logits, vocab, r.sampler);
+    p.predicted = predicted_for(r, logits, vocab, p.q);
+    apply_saguaro(r, depth, p.q);
     p.token = sample(p.q, philox_uniform(r.sampler.seed, r.stream, r.position + depth - 1,
                                          kLaneDrafter + branch));
     return p;

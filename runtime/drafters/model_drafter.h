@@ -11,6 +11,9 @@
 //   greedy (temperature 0): the argmax, q = one_hot. Siblings are the draft's top-`width` tokens
 //     (one-hot each): greedy verification reads no q, and drawing "without replacement" from a
 //     one-hot would leave nothing to offer.
+//   Saguaro (DraftRequest::saguaro_top_f / saguaro_c, sampling only): q is reshaped by
+//     runtime/saguaro/saguaro_sampling.h before the draw and the node carries the reshaped q;
+//     DraftRequest::predict_top fills DraftTree::predicted from the q before the reshape.
 // The draft model's logits width and vocabulary (a fingerprint of the token texts) must equal the
 // target's: a mismatch is an ssd::Error naming both files, at construction.
 //

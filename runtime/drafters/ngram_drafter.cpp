@@ -53,6 +53,23 @@ std::vector<std::vector<int32_t>> NgramDrafter::lookup(std::span<const int32_t> 
   return out;
 }
 
+namespace {
+
+// The distinct next tokens of the lookup as a ranked list: weights 1 / (rank + 1), normalised
+// (a ranking, not a probability model).
+ProcessedDist ranked(const std::vector<std::vector<int32_t>>& continuations) {
+  ProcessedDist d;
+  double total = 0;
+  for (size_t i = 0; i < continuations.size(); ++i) {
+    d.tokens.push_back(TokenProb{continuations[i].front(), 1.0 / static_cast<double>(i + 1)});
+    total += d.tokens.back().prob;
+  }
+  for (TokenProb& tp : d.tokens) tp.prob /= total;
+  return d;
+}
+
+}  // namespace
+
 std::vector<DraftTree> NgramDrafter::draft(std::span<const DraftRequest> requests) {
   std::vector<DraftTree> trees;
   for (const DraftRequest& r : requests) {
@@ -61,9 +78,16 @@ std::vector<DraftTree> NgramDrafter::draft(std::span<const DraftRequest> request
     std::vector<int32_t> ctx = it->second;
     ctx.insert(ctx.end(), r.suffix.begin(), r.suffix.end());
     DraftTree tree;
+    const size_t base = ctx.size();
     for (const auto& cont : lookup(ctx, r.k, std::max(1, r.width), opts_)) {
       int32_t parent = -1;
-      for (int32_t t : cont) parent = tree.add(parent, t, one_hot(t));
+      for (int32_t t : cont) {
+        parent = tree.add(parent, t, one_hot(t));
+        if (r.predict_top > 0)
+          tree.predicted.push_back(ranked(lookup(ctx, 1, r.predict_top, opts_)));
+        ctx.push_back(t);  // the next node's position: context + suffix + the branch so far
+      }
+      ctx.resize(base);
     }
     trees.push_back(std::move(tree));
   }

@@ -5,6 +5,10 @@
 // Branches: with width > 1, the distinct continuations of the most recent matches (longest n
 // first) become sibling branches. Every draft token is deterministic, so its q is a one-hot.
 // When nothing matches, the draft is empty and the round decodes one token as plain AR would.
+// DraftRequest::predict_top: each node's DraftTree::predicted ranks the distinct tokens that
+// followed matches of the text before that node (the lookup with width predict_top), weights
+// 1 / (rank + 1) normalised (a branch follows one match, the ranking looks afresh at each node,
+// so the node's own token need not rank first).
 #pragma once
 
 #include <map>

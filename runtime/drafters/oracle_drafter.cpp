@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "runtime/core/error.h"
+#include "runtime/saguaro/saguaro_sampling.h"
 
 namespace ssd {
 namespace {
@@ -29,16 +30,22 @@ class OraclePolicy final : public DraftPolicy {
 
   std::vector<DraftPick> first(const float* logits, int32_t vocab, const DraftRequest& r,
                                int32_t width) override {
-    const ProcessedDist q = mixture_at(logits, vocab, r, 0, 1);
-    return draw_without_replacement(q, width, [&](int32_t j) {
+    ProcessedDist q = mixture_at(logits, vocab, r, 0, 1);
+    const ProcessedDist predicted = predicted_for(r, logits, vocab, q);
+    apply_saguaro(r, 1, q);
+    std::vector<DraftPick> out = draw_without_replacement(q, width, [&](int32_t j) {
       return philox_uniform(r.sampler.seed, r.stream, r.position, kLaneDrafter + j);
     });
+    for (DraftPick& p : out) p.predicted = predicted;
+    return out;
   }
 
   DraftPick next(const float* logits, int32_t vocab, const DraftRequest& r, int32_t branch,
                  int32_t depth) override {
     DraftPick p;
     p.q = mixture_at(logits, vocab, r, branch, depth);
+    p.predicted = predicted_for(r, logits, vocab, p.q);
+    apply_saguaro(r, depth, p.q);
     p.token = sample(p.q, philox_uniform(r.sampler.seed, r.stream, r.position + depth - 1,
                                          kLaneDrafter + branch));
     return p;

@@ -18,6 +18,10 @@
 // verifier's forward of the same prefix). When other is empty (a vocabulary of one token, or a
 // one-hot p), q = one_hot(t*).
 //
+// Saguaro (DraftRequest::saguaro_top_f / saguaro_c, sampling only): the mixture q is reshaped
+// by runtime/saguaro/saguaro_sampling.h before the draw. DraftTree::predicted (predict_top):
+// greedy, the target's own ranking (its largest logits); sampling, the mixture q's top entries.
+//
 // Simulated cost: cost_us > 0 sleeps that many microseconds per draft() call, to study timing as
 // if drafting had a given cost.
 #pragma once

@@ -39,6 +39,9 @@ void DraftTree::validate(int32_t vocab) const {
   SSD_CHECK(parents.size() == tokens.size() && q.size() == tokens.size(),
             "draft tree: {} tokens, {} parents, {} distributions", tokens.size(), parents.size(),
             q.size());
+  SSD_CHECK(predicted.empty() || predicted.size() == tokens.size(),
+            "draft tree: {} tokens but {} predicted distributions", tokens.size(),
+            predicted.size());
   for (size_t i = 0; i < tokens.size(); ++i) {
     SSD_CHECK(parents[i] >= -1 && parents[i] < static_cast<int32_t>(i),
               "draft tree: node {} has parent {} (must be -1 or an earlier node)", i, parents[i]);

@@ -20,6 +20,10 @@ struct DraftTree {
   std::vector<int32_t> tokens;   // [n_nodes]
   std::vector<int32_t> parents;  // [n_nodes]; -1 = child of the root; parents[i] < i
   std::vector<ProcessedDist> q;  // [n_nodes] distribution node i's token was drawn from
+  // [n_nodes] or empty: when the request asked (DraftRequest::predict_top), the drafter's
+  // likeliest tokens at node i's position, likeliest first (what node i's token was chosen among,
+  // before any Saguaro reshape). Verification never reads it.
+  std::vector<ProcessedDist> predicted;
 
   size_t size() const { return tokens.size(); }
   bool empty() const { return tokens.empty(); }

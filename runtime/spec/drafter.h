@@ -38,6 +38,17 @@ struct DraftRequest {
   SamplerConfig sampler;        // q is processed with these settings; temperature 0 = greedy
   uint64_t stream = 0;          // Philox stream/position for the drafter's own draws
   uint32_t position = 0;
+  // Saguaro sampling (runtime/saguaro/saguaro_sampling.h), for drafters that sample (temperature
+  // > 0; greedy drafts are argmaxes and ignore it): the token at depth d is drawn from q with its
+  // top saguaro_top_f[d - 1] probabilities multiplied by saguaro_c and renormalised, and the
+  // node carries that reshaped q. Off when saguaro_c == 1, for depths past the list's end and
+  // where the list holds 0.
+  std::vector<int32_t> saguaro_top_f;  // [depth] F of the draft position at each depth
+  double saguaro_c = 1.0;              // in (0, 1]
+  // > 0: each node also reports the drafter's predict_top likeliest tokens at its position, before
+  // any Saguaro reshape (DraftTree::predicted), for Saguaro's outcome prediction. Drafters that
+  // cannot rank alternatives leave DraftTree::predicted empty.
+  int32_t predict_top = 0;
 };
 
 // The verifier's decision on a draft, with the target's distributions that judged it.

@@ -108,6 +108,7 @@ std::vector<DraftTree> DominoDrafter::draft(std::span<const DraftRequest> reques
     c.sampler = req.sampler;
     c.stream = req.stream;
     c.step = req.position;
+    c.request = &req;
   }
   std::vector<DraftTree> walked = head_->walk(chains, opts_.head);
   for (size_t b = 0; b < blocks.size(); ++b) trees[which[b]] = std::move(walked[b]);

@@ -7,6 +7,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/model/decoder_layer.h"
+#include "runtime/saguaro/saguaro_sampling.h"
 
 namespace ssd {
 namespace {
@@ -117,15 +118,23 @@ std::vector<DraftTree> DominoHead::walk(std::span<const DominoChain> chains, boo
       const float* row = logits.data() + j * vocab;
       if (final_logits) std::copy_n(row, vocab, final_logits->at(act[j]).data() + (i - 1) * vocab);
       int32_t tok;
+      ProcessedDist predicted;
       if (is_greedy(ch.sampler)) {
         tok = argmax(row, static_cast<int32_t>(vocab));
         q = one_hot(tok);
+        if (ch.request) predicted = predicted_for(*ch.request, row, static_cast<int32_t>(vocab), q);
       } else {
         process_into(row, static_cast<int32_t>(vocab), ch.sampler, q);
+        if (ch.request) {
+          predicted = predicted_for(*ch.request, row, static_cast<int32_t>(vocab), q);
+          apply_saguaro(*ch.request, i, q);
+        }
         tok = sample(q, philox_uniform(ch.sampler.seed, ch.stream, ch.step + i - 1,
                                        kLaneDominoDraft));
       }
       trees[act[j]].add(i - 2, tok, q);
+      if (ch.request && ch.request->predict_top > 0)
+        trees[act[j]].predicted.push_back(std::move(predicted));
       toks[j] = tok;
     }
     if (use_head && i < max_k) gru_step(toks.data(), state.data(), na);  // s_i

@@ -5,7 +5,8 @@
 //   correction_i = W2 SiLU(W1 [h_i ; s_{i-1}])      W1 [r, d + g], W2 [V, r], no biases
 //   final_i = base_i + correction_i                 i = 1..k, left to right
 //   d_i = argmax(final_i) (greedy, q = one-hot), or q_i = process(final_i, sampler) and d_i drawn
-//         from q_i with Philox(seed, stream, step + i - 1, kLaneDominoDraft)
+//         from q_i with Philox(seed, stream, step + i - 1, kLaneDominoDraft) (q_i Saguaro-reshaped
+//         first when the chain's request asks, see DominoChain::request)
 //   s_i = GRU(s_{i-1}, emb(d_i))
 //
 // GRU convention: PyTorch nn.GRU (gate rows ordered reset | update | new):
@@ -25,6 +26,7 @@
 #include "runtime/drafters/domino/domino_checkpoint.h"
 #include "runtime/model/transformer.h"
 #include "runtime/spec/draft_tree.h"
+#include "runtime/spec/drafter.h"
 
 namespace ssd {
 
@@ -40,6 +42,10 @@ struct DominoChain {
   SamplerConfig sampler;          // temperature 0 = greedy
   uint64_t stream = 0;
   uint32_t step = 0;              // Philox step of draft token 1
+  // The request the chain drafts for, when its Saguaro options (saguaro_top_f / saguaro_c: q
+  // reshaped before the draw, see runtime/saguaro/saguaro_sampling.h) and predict_top
+  // (DraftTree::predicted) apply; null = neither.
+  const DraftRequest* request = nullptr;
 };
 
 class DominoHead {

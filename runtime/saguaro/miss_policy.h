@@ -1,0 +1,101 @@
+// Miss policy (seed 004): when the verification outcome of a sequence was not pre-speculated, its
+// next speculation comes either from the primary drafter, drafting now (a synchronous draft, as in
+// SD: the whole batch waits for it), or from the backup speculator (n-gram lookup: answers at once
+// but is accepted less). Which is better depends on the batch size b, through a critical batch
+// size b*: primary for b <= b*, backup above.
+//
+// Derivation. Per round at batch b, with
+//   T_v(b)  the target's verification time,
+//   T_d(m)  the primary's draft time for m sequences, modelled linear: T_d(m) = d0 + d1 m,
+//   L_p     the mean acceptance length (tokens per round, bonus included) of primary speculations
+//           (cache hits and primary fallbacks alike), L_b that of backup speculations,
+//   h       the cache hit rate per sequence, sequences missing independently (M ~ Bin(b, 1 - h)),
+// and a backup that costs nothing:
+//   primary fallback: tokens b L_p; time T_v(b) + E[T_d(M); M > 0]
+//                                       = T_v(b) + d0 (1 - h^b) + d1 b (1 - h)  =: T_v(b) + D(b)
+//   backup fallback:  tokens b (h L_p + (1 - h) L_b); time T_v(b)
+// Primary wins when its tokens per second are higher:
+//   L_p / (T_v + D) > (h L_p + (1 - h) L_b) / T_v
+//   <=>  (1 - h) (L_p - L_b) T_v(b)  >  (h L_p + (1 - h) L_b) D(b).
+// D(b) grows with b (more rounds have a miss, more sequences to draft) while the left side grows
+// only as T_v does, so the inequality holds up to some b and then fails: b* is the largest b such
+// that it holds at every b' <= b (scanned from 1 up to b_max). Corner cases: h = 1 (no misses:
+// the choice never matters) gives b_max; L_p <= L_b gives 0 (the backup always).
+//
+// Measurements (MissPolicy): T_d from the primary fallback drafts and T_v from what the caller
+// reports (the target's verification, observe_verify), each a least-squares line in b; L_p, L_b
+// and h from the rounds. Until T_d and T_v have min_samples measurements each, b* is
+// b_star_default; until the backup has answered, L_b is accept_backup_default. There is no
+// exploration: a policy that never picks the primary (or the backup) keeps its last T_d (or the
+// default L_b). b_star >= 0 overrides everything.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/saguaro/speculation.h"
+
+namespace ssd {
+
+enum class Fallback { kPrimary, kBackup };
+
+struct MissCosts {
+  double draft_s0 = 0, draft_s1 = 0;    // T_d(m) = draft_s0 + draft_s1 m   (seconds)
+  double verify_s0 = 0, verify_s1 = 0;  // T_v(b) = verify_s0 + verify_s1 b (seconds)
+  double accept_primary = 1;            // L_p
+  double accept_backup = 1;             // L_b
+  double hit_rate = 0;                  // h
+};
+
+// b* of the derivation above for batches 1..b_max.
+int32_t critical_batch_size(const MissCosts& c, int32_t b_max);
+
+struct MissPolicyOptions {
+  int32_t b_star = -1;                 // >= 0: fixed b* (override); -1: derived
+  int32_t b_star_default = 4;          // b* before any draft or verify time was measured
+  int32_t b_max = 1024;                // largest batch the derivation scans
+  double accept_backup_default = 1.0;  // L_b before the backup has answered (only the bonus)
+  int32_t min_samples = 3;             // measurements of T_d and of T_v before deriving
+};
+
+// A least-squares line y = a + s x over observations, with running sums.
+class LineFit {
+ public:
+  void add(double x, double y);
+  int64_t count() const { return n_; }
+  // (intercept, slope); one distinct x gives (mean y, 0). Predictions are clamped at >= 0.
+  double intercept() const;
+  double slope() const;
+  double at(double x) const;
+
+ private:
+  int64_t n_ = 0;
+  double sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;
+};
+
+class MissPolicy {
+ public:
+  explicit MissPolicy(const MissPolicyOptions& opts);
+
+  void observe_primary_draft(int32_t batch, double seconds);
+  void observe_verify(int32_t batch, double seconds);
+  // A verified speculation from `source` that accepted `accepted` tokens.
+  void observe_round(SpecSource source, int32_t accepted);
+  void observe_lookup(bool hit);
+
+  MissCosts costs() const;
+  int32_t critical_batch() const;  // the override, the derived b*, or the default
+  bool derived() const;            // critical_batch() comes from measurements
+  Fallback choose(int32_t batch) const {
+    return batch <= critical_batch() ? Fallback::kPrimary : Fallback::kBackup;
+  }
+  const MissPolicyOptions& options() const { return opts_; }
+
+ private:
+  MissPolicyOptions opts_;
+  LineFit draft_, verify_;
+  int64_t rounds_primary_ = 0, accepted_primary_ = 0;
+  int64_t rounds_backup_ = 0, accepted_backup_ = 0;
+  int64_t lookups_ = 0, hits_ = 0;
+};
+
+}  // namespace ssd

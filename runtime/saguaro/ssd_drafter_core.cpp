@@ -1,0 +1,395 @@
+#include "runtime/saguaro/ssd_drafter_core.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "runtime/core/error.h"
+#include "runtime/saguaro/outcome_prediction.h"
+
+namespace ssd {
+namespace {
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+size_t source_index(SpecSource s) { return static_cast<size_t>(s); }
+static_assert(static_cast<size_t>(SpecSource::kBackup) + 1 == SsdDrafterStats::kSources);
+
+double mean_length(int64_t rounds, int64_t accepted) {
+  return rounds == 0 ? 0.0 : 1.0 + static_cast<double>(accepted) / static_cast<double>(rounds);
+}
+
+}  // namespace
+
+double SsdDrafterStats::hit_rate() const {
+  const int64_t n = hits + misses;
+  return n == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(n);
+}
+
+double SsdDrafterStats::mean_acceptance_length_hit() const {
+  const size_t c = source_index(SpecSource::kCache);
+  return mean_length(rounds_by_source[c], accepted_by_source[c]);
+}
+
+double SsdDrafterStats::mean_acceptance_length_miss() const {
+  const size_t p = source_index(SpecSource::kPrimary), b = source_index(SpecSource::kBackup);
+  return mean_length(rounds_by_source[p] + rounds_by_source[b],
+                     accepted_by_source[p] + accepted_by_source[b]);
+}
+
+double SsdDrafterStats::mean_acceptance_length() const {
+  int64_t r = 0, a = 0;
+  for (size_t i = 0; i < kSources; ++i) {
+    r += rounds_by_source[i];
+    a += accepted_by_source[i];
+  }
+  return mean_length(r, a);
+}
+
+SsdDrafterCore::SsdDrafterCore(Drafter& primary, Drafter* backup, const SsdDrafterOptions& opts)
+    : primary_(primary),
+      backup_(backup),
+      opts_(opts),
+      planner_(opts.fan_out, opts.k),  // checks k >= 1
+      miss_(opts.miss) {
+  SSD_CHECK(opts.k >= 1 && opts.k <= 32, "ssd: --k {} must be between 1 and 32", opts.k);
+  validate(opts.sampler);
+  SSD_CHECK(std::isfinite(opts.saguaro_c) && opts.saguaro_c > 0 && opts.saguaro_c <= 1,
+            "--saguaro-c {} must be in (0, 1]", opts.saguaro_c);
+  SSD_CHECK(opts.predict_top >= 0 && opts.predict_top <= 4096,
+            "ssd: predict_top {} must be in 0..4096", opts.predict_top);
+  int32_t max_f = opts.fan_out.budget;
+  if (opts.fan_out.mode == FanOutMode::kLists) {
+    max_f = 0;
+    for (int32_t f : opts.fan_out.after_hit) max_f = std::max(max_f, f);
+    for (int32_t f : opts.fan_out.after_miss) max_f = std::max(max_f, f);
+  }
+  predict_top_ = opts.predict_top > 0 ? opts.predict_top : max_f + 1;
+  stats_.outcomes_at_k.assign(static_cast<size_t>(opts.k) + 1, 0);
+  stats_.hits_at_k.assign(static_cast<size_t>(opts.k) + 1, 0);
+  stats_.fan_out_after_hit = planner_.plan(opts.k, true);
+  stats_.fan_out_after_miss = planner_.plan(opts.k, false);
+}
+
+SsdDrafterCore::SeqState& SsdDrafterCore::state(int32_t seq) {
+  auto it = seqs_.find(seq);
+  SSD_CHECK(it != seqs_.end(), "ssd drafter: sequence {} was not started", seq);
+  return it->second;
+}
+
+const SsdDrafterCore::SeqState& SsdDrafterCore::state(int32_t seq) const {
+  auto it = seqs_.find(seq);
+  SSD_CHECK(it != seqs_.end(), "ssd drafter: sequence {} was not started", seq);
+  return it->second;
+}
+
+const Speculation& SsdDrafterCore::speculation(int32_t seq) const {
+  const SeqState& s = state(seq);
+  SSD_CHECK(s.has_spec, "ssd drafter: sequence {} has no speculation yet", seq);
+  return s.spec;
+}
+
+void SsdDrafterCore::start(int32_t seq, std::span<const int32_t> prompt,
+                           std::span<const int32_t> emitted, uint64_t stream) {
+  SSD_CHECK(!prompt.empty() || !emitted.empty(), "ssd drafter: sequence {} starts empty", seq);
+  finish(seq);  // a restarted sequence begins afresh
+  std::vector<int32_t> context(prompt.begin(), prompt.end());
+  primary_.start(seq, context);
+  if (backup_) backup_->start(seq, context);
+  if (!emitted.empty()) {
+    primary_.commit(seq, emitted);
+    if (backup_) backup_->commit(seq, emitted);
+  }
+  SeqState s;
+  s.stream = stream;
+  s.emitted = static_cast<int64_t>(emitted.size());
+  seqs_.emplace(seq, std::move(s));
+}
+
+void SsdDrafterCore::finish(int32_t seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return;
+  primary_.finish(seq);
+  if (backup_) backup_->finish(seq);
+  seqs_.erase(it);
+}
+
+void SsdDrafterCore::set_features(int32_t seq, int64_t from, std::span<const float> features) {
+  state(seq);
+  primary_.set_features(seq, from, features);
+}
+
+DraftRequest SsdDrafterCore::request(int32_t seq, const SeqState& s, std::vector<int32_t> suffix,
+                                     uint32_t position, const std::vector<int32_t>& fan_out) const {
+  DraftRequest r;
+  r.seq = seq;
+  r.suffix = std::move(suffix);
+  r.k = opts_.k + 1;  // the (K + 1)-th position's ranking predicts the bonus at k = K
+  r.width = 1;
+  r.sampler = opts_.sampler;
+  r.stream = s.stream;
+  r.position = position;
+  r.predict_top = predict_top_;
+  if (opts_.saguaro_c < 1 && !is_greedy(opts_.sampler)) {
+    const size_t n = std::min(fan_out.size(), static_cast<size_t>(opts_.k));
+    r.saguaro_top_f.assign(fan_out.begin(), fan_out.begin() + n);  // depths 1..K: F_0..F_{K-1}
+    r.saguaro_c = opts_.saguaro_c;
+  }
+  return r;
+}
+
+Speculation SsdDrafterCore::from_tree(int32_t seq, DraftTree tree, SpecSource source,
+                                      const std::vector<int32_t>& fan_out, bool after_hit) const {
+  SSD_CHECK(tree.is_chain(),
+            "ssd drafter: the drafter returned a tree, not a chain, for sequence {}", seq);
+  const size_t n = tree.size();
+  const size_t kk = std::min<size_t>(n, static_cast<size_t>(opts_.k));
+  Speculation s;
+  s.seq = seq;
+  s.source = source;
+  s.tokens.assign(tree.tokens.begin(), tree.tokens.begin() + kk);
+  s.q.assign(std::make_move_iterator(tree.q.begin()), std::make_move_iterator(tree.q.begin() + kk));
+  if (!tree.predicted.empty()) {
+    const size_t np = std::min({n, kk + 1, tree.predicted.size()});
+    s.predicted.assign(std::make_move_iterator(tree.predicted.begin()),
+                       std::make_move_iterator(tree.predicted.begin() + np));
+  }
+  s.fan_out = kk == static_cast<size_t>(opts_.k) && fan_out.size() == kk + 1
+                  ? fan_out
+                  : planner_.plan(static_cast<int32_t>(kk), after_hit);
+  return s;
+}
+
+std::vector<Speculation> SsdDrafterCore::first_speculations(std::span<const int32_t> seqs) {
+  const double t0 = now_s();
+  const std::vector<int32_t> plan = planner_.plan(opts_.k, false);
+  std::vector<DraftRequest> reqs;
+  for (int32_t seq : seqs) {
+    const SeqState& s = state(seq);
+    SSD_CHECK(!s.has_spec, "ssd drafter: sequence {} already has a speculation", seq);
+    reqs.push_back(request(seq, s, {}, static_cast<uint32_t>(s.emitted), plan));
+  }
+  std::vector<DraftTree> trees = primary_.draft(reqs);
+  SSD_CHECK(trees.size() == reqs.size(), "ssd drafter: {} returned {} drafts for {} requests",
+            primary_.name(), trees.size(), reqs.size());
+  std::vector<Speculation> out;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    SeqState& s = state(seqs[i]);
+    s.spec = from_tree(seqs[i], std::move(trees[i]), SpecSource::kInitial, plan, false);
+    s.spec.id = 0;
+    s.has_spec = true;
+    out.push_back(s.spec);
+  }
+  stats_.initial_s += now_s() - t0;
+  return out;
+}
+
+void SsdDrafterCore::check_outcomes(std::span<const RoundOutcome> outcomes) const {
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const RoundOutcome& o = outcomes[i];
+    const SeqState& s = state(o.seq);
+    SSD_CHECK(s.has_spec, "ssd drafter: outcome for sequence {}, which has no speculation", o.seq);
+    for (size_t j = 0; j < i; ++j)
+      SSD_CHECK(outcomes[j].seq != o.seq, "ssd drafter: two outcomes for sequence {} in one round",
+                o.seq);
+    check_outcome(o, s.spec);
+  }
+}
+
+void SsdDrafterCore::check_outcome(const RoundOutcome& o, const Speculation& spec) {
+  const int32_t n = static_cast<int32_t>(spec.tokens.size());
+  SSD_CHECK(o.accepted >= 0 && o.accepted <= n,
+            "ssd drafter: outcome of sequence {} accepts {} of {} speculated tokens", o.seq,
+            o.accepted, n);
+  SSD_CHECK(static_cast<int32_t>(o.emitted.size()) == o.accepted + 1,
+            "ssd drafter: outcome of sequence {} has {} emitted tokens for {} accepted (expected "
+            "accepted + 1)",
+            o.seq, o.emitted.size(), o.accepted);
+  for (int32_t i = 0; i < o.accepted; ++i)
+    SSD_CHECK(o.emitted[i] == spec.tokens[i],
+              "ssd drafter: outcome of sequence {} emits {} at accepted position {}, but the "
+              "speculation has {} there",
+              o.seq, o.emitted[i], i, spec.tokens[i]);
+}
+
+void SsdDrafterCore::commit(const RoundOutcome& o, const Speculation& spec, SeqState& s) {
+  if (o.target_logits) {  // DraftOutcome promises the target's rows (see the top of the header)
+    DraftTree tree = spec.tree();
+    DraftOutcome d;
+    d.seq = o.seq;
+    d.tree = &tree;
+    for (int32_t i = 0; i < o.accepted; ++i) d.path.push_back(i);
+    d.emitted = o.emitted;
+    d.target_logits = o.target_logits;
+    d.vocab = o.vocab;
+    primary_.observe(d);
+  }
+  primary_.commit(o.seq, o.emitted);
+  if (backup_) backup_->commit(o.seq, o.emitted);
+  s.emitted += static_cast<int64_t>(o.emitted.size());
+  // The accepted tokens' target features arrive with the outcome; they follow the commit (they
+  // describe positions the context now holds) and precede any draft after it.
+  if (o.features && o.feature_rows > 0) {
+    const size_t dim = o.feature_dim;
+    primary_.set_features(o.seq, o.features_from,
+                          std::span<const float>(o.features, o.feature_rows * dim));
+  }
+}
+
+std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome> outcomes) {
+  check_outcomes(outcomes);  // before any state changes: a bad outcome changes nothing
+  std::vector<Speculation> out(outcomes.size());
+  std::vector<size_t> missed;
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const RoundOutcome& o = outcomes[i];
+    SeqState& s = state(o.seq);
+    const Speculation spec = std::move(s.spec);
+    s.has_spec = false;
+    commit(o, spec, s);
+
+    const int32_t k = o.accepted;
+    const int32_t bonus = o.emitted.back();
+    stats_.rounds++;
+    stats_.outcomes_at_k[k]++;
+    stats_.rounds_by_source[source_index(spec.source)]++;
+    stats_.accepted_by_source[source_index(spec.source)] += k;
+    planner_.estimator().observe_round(static_cast<int32_t>(spec.tokens.size()), k);
+    miss_.observe_round(spec.source, k);
+
+    std::optional<Speculation> hit = cache_.lookup(o.seq, spec.id, k, bonus);
+    const int32_t f = static_cast<size_t>(k) < spec.fan_out.size() ? spec.fan_out[k] : 0;
+    planner_.estimator().observe_prediction(f, hit.has_value());
+    miss_.observe_lookup(hit.has_value());
+    if (hit) {
+      stats_.hits++;
+      stats_.hits_at_k[k]++;
+      out[i] = std::move(*hit);
+      out[i].seq = o.seq;
+      out[i].source = SpecSource::kCache;
+    } else {
+      stats_.misses++;
+      missed.push_back(i);
+    }
+    out[i].id = spec.id + 1;
+  }
+
+  if (!missed.empty()) {
+    const double t0 = now_s();
+    const bool use_primary =
+        !backup_ || miss_.choose(static_cast<int32_t>(outcomes.size())) == Fallback::kPrimary;
+    Drafter& d = use_primary ? primary_ : *backup_;
+    const std::vector<int32_t> plan = planner_.plan(opts_.k, false);
+    std::vector<DraftRequest> reqs;
+    for (size_t i : missed) {
+      const SeqState& s = state(outcomes[i].seq);
+      reqs.push_back(request(outcomes[i].seq, s, {}, static_cast<uint32_t>(s.emitted), plan));
+    }
+    std::vector<DraftTree> trees = d.draft(reqs);
+    SSD_CHECK(trees.size() == reqs.size(), "ssd drafter: {} returned {} drafts for {} requests",
+              d.name(), trees.size(), reqs.size());
+    const double dt = now_s() - t0;
+    stats_.fallback_s += dt;
+    if (use_primary) {
+      miss_.observe_primary_draft(static_cast<int32_t>(missed.size()), dt);
+      stats_.fallback_primary += static_cast<int64_t>(missed.size());
+    } else {
+      stats_.fallback_backup += static_cast<int64_t>(missed.size());
+    }
+    for (size_t j = 0; j < missed.size(); ++j) {
+      const size_t i = missed[j];
+      const uint64_t id = out[i].id;
+      out[i] = from_tree(outcomes[i].seq, std::move(trees[j]),
+                         use_primary ? SpecSource::kPrimary : SpecSource::kBackup, plan, false);
+      out[i].id = id;
+    }
+  }
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    SeqState& s = state(outcomes[i].seq);
+    s.spec = out[i];
+    s.has_spec = true;
+  }
+  stats_.fan_out_after_hit = planner_.plan(opts_.k, true);
+  stats_.fan_out_after_miss = planner_.plan(opts_.k, false);
+  return out;
+}
+
+void SsdDrafterCore::adopt(std::span<const RoundOutcome> outcomes,
+                           std::span<const Speculation> next) {
+  check_outcomes(outcomes);
+  for (const Speculation& sp : next) state(sp.seq);
+  for (const RoundOutcome& o : outcomes) {
+    SeqState& s = state(o.seq);
+    const Speculation spec = std::move(s.spec);
+    s.has_spec = false;
+    commit(o, spec, s);
+  }
+  for (const Speculation& sp : next) {
+    SeqState& s = state(sp.seq);
+    s.spec = sp;
+    s.has_spec = true;
+  }
+}
+
+std::vector<Branch> SsdDrafterCore::plan_branches() const {
+  const std::vector<int32_t> plan = planner_.plan(opts_.k, true);  // what a hit is predicted with
+  std::vector<Branch> out;
+  for (const auto& [seq, s] : seqs_) {
+    if (!s.has_spec) continue;
+    const Speculation& sp = s.spec;
+    for (const PredictedOutcome& p : predict_outcomes(sp.tokens, sp.predicted, sp.fan_out)) {
+      Branch b;
+      b.seq = seq;
+      b.parent = sp.id;
+      b.k = p.k;
+      b.bonus = p.bonus;
+      b.suffix.assign(sp.tokens.begin(), sp.tokens.begin() + p.k);
+      b.suffix.push_back(p.bonus);
+      b.position = static_cast<uint32_t>(s.emitted + p.k + 1);
+      b.fan_out = plan;
+      out.push_back(std::move(b));
+    }
+  }
+  return out;
+}
+
+std::vector<CacheEntry> SsdDrafterCore::draft_branches(std::span<const Branch> branches) {
+  std::vector<CacheEntry> out;
+  if (branches.empty()) return out;
+  const double t0 = now_s();
+  const std::vector<int32_t> own_plan = planner_.plan(opts_.k, true);
+  std::vector<const std::vector<int32_t>*> plans;  // [branches]
+  std::vector<DraftRequest> reqs;
+  for (const Branch& b : branches) {
+    const SeqState& s = state(b.seq);
+    SSD_CHECK(b.suffix.size() == static_cast<size_t>(b.k) + 1,
+              "ssd drafter: branch of sequence {} at k = {} has a suffix of {} tokens", b.seq, b.k,
+              b.suffix.size());
+    SSD_CHECK(b.fan_out.empty() || b.fan_out.size() == static_cast<size_t>(opts_.k) + 1,
+              "ssd drafter: branch of sequence {} has a fan-out of {} entries for K = {}", b.seq,
+              b.fan_out.size(), opts_.k);
+    plans.push_back(b.fan_out.empty() ? &own_plan : &b.fan_out);
+    reqs.push_back(request(b.seq, s, b.suffix, b.position, *plans.back()));
+  }
+  std::vector<DraftTree> trees = primary_.draft(reqs);
+  SSD_CHECK(trees.size() == reqs.size(), "ssd drafter: {} returned {} drafts for {} requests",
+            primary_.name(), trees.size(), reqs.size());
+  for (size_t i = 0; i < branches.size(); ++i) {
+    const Branch& b = branches[i];
+    CacheEntry e;
+    e.seq = b.seq;
+    e.parent = b.parent;
+    e.k = b.k;
+    e.bonus = b.bonus;
+    e.spec = from_tree(b.seq, std::move(trees[i]), SpecSource::kCache, *plans[i], true);
+    out.push_back(std::move(e));
+  }
+  stats_.prespec_calls++;
+  stats_.branches += static_cast<int64_t>(branches.size());
+  stats_.prespec_s += now_s() - t0;
+  return out;
+}
+
+}  // namespace ssd

@@ -1,0 +1,188 @@
+// The drafter side of speculative speculative decoding (SSD, seed 004's Saguaro) as a state
+// machine, rank-independent: no threads, no MPI. The drafter actor (one rank, or several sharing
+// the pre-speculation work) drives it; a single process can drive it against a local target.
+//
+// One round, for the active sequences (each has a current speculation s being verified):
+//   on_outcome(outcomes)   the verifier's decision per sequence: accepted count k and the emitted
+//                          tokens (k accepted + the bonus). Commits them to the drafters, feeds
+//                          the estimators, looks the outcome up in the speculation cache and
+//                          returns each sequence's next speculation: the cached one on a hit, else
+//                          a fallback chosen by the miss policy for this batch size
+//                          (miss_policy.h): the primary drafter drafting now, or the backup
+//                          speculator (n-gram).
+//   prespeculate()         for the speculations just returned (while the target verifies them):
+//                          predict their outcomes with the current fan-out (outcome_prediction.h,
+//                          fan_out.h), draft K tokens after every predicted outcome of every
+//                          sequence in ONE Drafter::draft() call (many requests per sequence, each
+//                          with its hypothetical suffix: a tree of forks over the shared prefix in
+//                          the model drafters, see model_draft_runner.h), and replace the cache.
+//                          Split as plan_branches() -> draft_branches(subset) -> install(entries),
+//                          so several drafter ranks can each draft a share of the branches (the
+//                          cache budget grows with draft compute) and one merges the entries.
+// Round 0: start() each sequence (prompt + the tokens emitted so far, i.e. the target's first
+// token), first_speculations() drafts synchronously, then prespeculate().
+//
+// Speculations carry K tokens and the q of each (verification needs q when sampling). The drafter
+// is asked for K + 1 tokens: the (K + 1)-th node's ranking (DraftTree::predicted) predicts the
+// bonus at k = K; only K tokens go to the target. Every draft request asks for predict_top =
+// max F_k + 1 alternatives per position (the drafted token is skipped for k < K). With
+// saguaro_c < 1 and sampling, the drafter reshapes the draft distributions (saguaro_sampling.h)
+// with the F_k of the plan the speculation will be predicted with (after a hit for cache entries,
+// after a miss for fallbacks); the node's q is the reshaped one, so verification stays exact.
+//
+// Philox: a sequence's draft for output index n (its first drafted token) uses position n and the
+// sequence's stream, as SD does (sd_generation.h); a pre-speculated branch for outcome (k, bonus)
+// of a speculation drafted at n uses position n + k + 1, exactly what a synchronous draft after
+// that outcome would use. Sampled SSD therefore draws what sampled SD would, hit or miss.
+//
+// Online learning: on_outcome() passes each outcome to the primary's observe() as the DraftOutcome
+// of the speculation's chain (path = the k accepted nodes, the emitted tokens, the target's rows)
+// when the RoundOutcome carries the target logits. When the drafter rank does not have them (the
+// target sits on other ranks and sends only (k, emitted)), observe() is not called: DraftOutcome
+// promises the target's rows and the learning drafters read them. The drafter then gets the
+// emitted tokens only (through commit()): hard labels, enough for acceptance statistics, not for
+// distillation against p; shipping the rows (or their top entries) is the actor's choice. (The
+// early-exit drafter matches observe() against the drafts of its latest draft() call only; under
+// SSD the verified speculation comes from an earlier call, so its DVI learning needs that drafter
+// to keep the drafts of two calls: not done here.)
+//
+// Several drafter ranks: each runs a core over its own drafters. The lead's core runs
+// first_speculations() and on_outcome(); the others call adopt(outcomes, speculations) with the
+// lead's answers, so every core has the same speculations and plan_branches() gives the same list
+// everywhere. The lead plans (plan_branches(): a Branch is self-contained, with its suffix,
+// Philox position and fan-out) and hands each rank a share to draft_branches(); it install()s the
+// union. (A secondary core's own fan-out estimator does not learn; nothing reads it.)
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <vector>
+
+#include "runtime/saguaro/fan_out.h"
+#include "runtime/saguaro/miss_policy.h"
+#include "runtime/saguaro/speculation.h"
+#include "runtime/saguaro/speculation_cache.h"
+#include "runtime/spec/drafter.h"
+
+namespace ssd {
+
+struct SsdDrafterOptions {
+  int32_t k = 4;          // tokens per speculation sent to the target, 1..32
+  SamplerConfig sampler;  // the requests' sampler (temperature 0 = greedy)
+  FanOutOptions fan_out;
+  double saguaro_c = 1.0;  // Saguaro sampling, in (0, 1]; 1 = off (greedy ignores it)
+  MissPolicyOptions miss;
+  int32_t predict_top = 0;  // alternatives asked per position; 0 = max F_k + 1
+};
+
+// One branch to pre-speculate: the outcome (k, bonus) of speculation `parent` of `seq`.
+struct Branch {
+  int32_t seq = 0;
+  uint64_t parent = 0;
+  int32_t k = 0;
+  int32_t bonus = 0;
+  std::vector<int32_t> suffix;   // [k + 1] the speculation's first k tokens, then the bonus
+  uint32_t position = 0;         // Philox position of the branch's first drafted token
+  std::vector<int32_t> fan_out;  // [K + 1] or empty (the drafting core's own): the after-hit plan
+                                 // its speculation is drafted (Saguaro F) and predicted with
+};
+
+struct SsdDrafterStats {
+  static constexpr size_t kSources = 4;  // SpecSource values
+  int64_t rounds = 0;                    // outcomes processed (one per sequence per round)
+  int64_t hits = 0, misses = 0;
+  int64_t fallback_primary = 0, fallback_backup = 0;
+  std::vector<int64_t> outcomes_at_k;                  // [K + 1] outcomes that accepted k tokens
+  std::vector<int64_t> hits_at_k;                      // [K + 1] of those, cache hits
+  std::array<int64_t, kSources> rounds_by_source{};    // verified speculations by SpecSource
+  std::array<int64_t, kSources> accepted_by_source{};  // their accepted tokens
+  int64_t prespec_calls = 0;                           // draft_branches() calls
+  int64_t branches = 0;                                // branches drafted
+  double prespec_s = 0;                                // time in draft_branches()
+  double fallback_s = 0;  // time in fallback drafts (primary and backup)
+  double initial_s = 0;   // time in first_speculations()
+  std::vector<int32_t> fan_out_after_hit, fan_out_after_miss;  // [K + 1] the latest plans
+
+  double hit_rate() const;
+  // Tokens per target verification (bonus included) for speculations from a hit, from a miss
+  // (primary or backup fallback), and over all.
+  double mean_acceptance_length_hit() const;
+  double mean_acceptance_length_miss() const;
+  double mean_acceptance_length() const;
+};
+
+class SsdDrafterCore {
+ public:
+  // `primary` (and `backup`, may be null: then misses always use the primary) must outlive the
+  // core. Throws ssd::Error for bad options (naming them).
+  SsdDrafterCore(Drafter& primary, Drafter* backup, const SsdDrafterOptions& opts);
+  SsdDrafterCore(const SsdDrafterCore&) = delete;
+  SsdDrafterCore& operator=(const SsdDrafterCore&) = delete;
+
+  // A new sequence: the prompt, the tokens the target has emitted so far (at least the first one,
+  // from the prefill) and the sequence's Philox stream.
+  void start(int32_t seq, std::span<const int32_t> prompt, std::span<const int32_t> emitted,
+             uint64_t stream);
+  void finish(int32_t seq);
+  // Target features for drafters that need them (forwarded to the primary).
+  void set_features(int32_t seq, int64_t from, std::span<const float> features);
+
+  // Round 0: a synchronous draft for each of `seqs` (started, without a speculation yet).
+  std::vector<Speculation> first_speculations(std::span<const int32_t> seqs);
+  // The next speculation of each outcome's sequence, in the outcomes' order (see the top).
+  std::vector<Speculation> on_outcome(std::span<const RoundOutcome> outcomes);
+  // For a secondary drafter rank: commit the outcomes (which must match the current speculations)
+  // and take the lead's answers as the current speculations (no lookups, no statistics). Round 0:
+  // adopt({}, the lead's first_speculations()).
+  void adopt(std::span<const RoundOutcome> outcomes, std::span<const Speculation> next);
+
+  std::vector<Branch> plan_branches() const;
+  // One primary draft() call for all `branches`; entries for the cache.
+  std::vector<CacheEntry> draft_branches(std::span<const Branch> branches);
+  void install(std::vector<CacheEntry> entries) { cache_.replace(std::move(entries)); }
+  void prespeculate() { install(draft_branches(plan_branches())); }
+
+  // The sequence's current speculation (ssd::Error when it has none).
+  const Speculation& speculation(int32_t seq) const;
+  const SsdDrafterStats& stats() const { return stats_; }
+  const SpeculationCache& cache() const { return cache_; }
+  const FanOutPlanner& fan_out() const { return planner_; }
+  MissPolicy& miss_policy() { return miss_; }  // the caller reports verification times here
+  const SsdDrafterOptions& options() const { return opts_; }
+  int32_t predict_top() const { return predict_top_; }
+
+ private:
+  struct SeqState {
+    uint64_t stream = 0;
+    int64_t emitted = 0;  // output tokens so far: the Philox position of the next one
+    bool has_spec = false;
+    Speculation spec;
+  };
+  SeqState& state(int32_t seq);
+  const SeqState& state(int32_t seq) const;
+  DraftRequest request(int32_t seq, const SeqState& s, std::vector<int32_t> suffix,
+                       uint32_t position, const std::vector<int32_t>& fan_out) const;
+  // fan_out: [K + 1] the plan the draft was asked with; a draft cut short (K' < K) is re-planned
+  // for K'.
+  Speculation from_tree(int32_t seq, DraftTree tree, SpecSource source,
+                        const std::vector<int32_t>& fan_out, bool after_hit) const;
+  // Throws ssd::Error naming what is wrong with an outcome (nothing is changed).
+  void check_outcomes(std::span<const RoundOutcome> outcomes) const;
+  static void check_outcome(const RoundOutcome& o, const Speculation& spec);
+  // Observe (with target logits), commit the emitted tokens to the drafters, advance the count.
+  void commit(const RoundOutcome& o, const Speculation& spec, SeqState& s);
+
+  Drafter& primary_;
+  Drafter* backup_;
+  SsdDrafterOptions opts_;
+  FanOutPlanner planner_;
+  MissPolicy miss_;
+  SpeculationCache cache_;
+  int32_t predict_top_ = 1;
+  std::map<int32_t, SeqState> seqs_;
+  SsdDrafterStats stats_;
+};
+
+}  // namespace ssd
