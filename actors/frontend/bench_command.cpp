@@ -11,6 +11,8 @@
 #include "actors/frontend/flags.h"
 #include "actors/frontend/model_session.h"
 #include "actors/frontend/run_report.h"
+#include "actors/runtime/job.h"
+#include "runtime/generate/generation.h"
 #include "runtime/core/error.h"
 #include "runtime/tokenizer/chat_template.h"
 
@@ -33,6 +35,9 @@ struct BenchArgs {
   std::string domino_head = "on";
   std::optional<std::filesystem::path> out_json;
   std::optional<std::filesystem::path> out_md;
+  std::string modes = "ar,sd";
+  int32_t batch = 1;
+  DistributedArgs dist;
 
   template <class V>
   void visit(V&& v) {
@@ -53,6 +58,12 @@ struct BenchArgs {
     v(domino_head, "domino-head", "domino drafter: on or off", {.choices = {"on", "off"}});
     v(out_json, "out-json", "write all runs and the summary as JSON here");
     v(out_md, "out-md", "write the summary table as markdown here");
+    v(modes, "modes",
+      "comma-separated modes to run: ar, sd, ssd (sd and ssd on the drafter rank when there is "
+      "one; ssd needs one)");
+    v(batch, "batch", "requests decoded together (prompts are taken in groups of this size)",
+      {.min = 1, .max = 256});
+    dist.visit(v);
   }
 };
 
@@ -93,9 +104,13 @@ struct Row {
   int64_t tokens = 0, after_first = 0, rounds = 0, accepted = 0;
   double decode_s = 0, draft_s = 0, verify_s = 0;
   int exact = 0, compared = 0;
+  bool split = false;
+  SplitFigures fig;
   double tps() const { return decode_s > 0 ? after_first / decode_s : 0; }
   double mal() const { return mode == "ar" ? 1.0 : rounds ? 1.0 + double(accepted) / rounds : 0; }
 };
+
+int run_bench(const BenchArgs& args, Cluster& cluster);
 
 }  // namespace
 
@@ -103,9 +118,18 @@ int run_bench_command(int argc, const char* const* argv) {
   BenchArgs args;
   if (parse(argc, argv, args).help) {
     fmt::print("{}", help_text(BenchArgs{}, "ssd bench",
-                               "Compare AR with SD for several drafters and draft lengths."));
+                               "Compare AR with SD (and, under mpirun with a drafter rank, SSD) "
+                               "for several drafters and draft lengths."));
     return 0;
   }
+  return run_on_cluster(args.dist, resolved_text(args), args.model.string(),
+                        [&](Cluster& cluster) { return run_bench(args, cluster); });
+}
+
+namespace {
+
+int run_bench(const BenchArgs& args, Cluster& cluster) {
+  const RankLayout& layout = cluster.layout();
   const auto prompts = read_prompts(args.prompt_file, args.max_prompts);
   std::vector<int32_t> ks;
   for (const auto& s : split(args.k, ',')) {
@@ -121,16 +145,40 @@ int run_bench_command(int argc, const char* const* argv) {
   std::vector<DrafterSpec> specs;
   for (const auto& s : split(args.drafters, ',')) specs.push_back(parse_drafter_spec(s));
 
-  ModelSession session(SessionOptions{args.model.string(), args.threads, 0});
+  const std::vector<std::string> modes = split(args.modes, ',');
+  for (const auto& m : modes)
+    SSD_CHECK(m == "ar" || m == "sd" || m == "ssd", "--modes: '{}' is not ar, sd or ssd", m);
+  auto has_mode = [&](const char* m) {
+    return std::find(modes.begin(), modes.end(), m) != modes.end();
+  };
+  const bool remote_drafter = layout.n_drafters() > 0;
+  SSD_CHECK(!remote_drafter || (specs.size() == 1 && ks.size() == 1),
+            "with drafter ranks, give one --drafters spec and one --k (the drafter ranks load one "
+            "drafter): got {} and {}",
+            specs.size(), ks.size());
+
+  ModelSession session(session_options(cluster, args.model.string(), args.threads, 0, args.dist));
+  JobSpec spec;
+  spec.mode = has_mode("ssd") ? "ssd" : "ar";
+  spec.drafter = split(args.drafters, ',').front();
+  spec.k = ks.front();
+  spec.sampler = SamplerConfig{args.temp, 0, 1.0f, 0.0f, args.seed};
+  spec.drafter_options.online_learning = args.online_learning;
+  spec.drafter_options.domino_head = args.domino_head == "on";
+  spec.drafter_options.threads = args.threads;
+  spec.dist = args.dist;
+  check_job(spec, layout);
+  if (!layout.is_target_leader()) return serve_rank(cluster, session, spec);
+  LeaderJob job(cluster, session, spec);
+  TargetModel& target = job.target();
+
   const Tokenizer& tok = session.tokenizer();
   fmt::print(stderr, "model: {}\n{}\n", session.file().summary(), build_description());
-  DrafterOptions dopts;
-  dopts.online_learning = args.online_learning;
-  dopts.domino_head = args.domino_head == "on";
-  dopts.threads = args.threads;
-  // Build every drafter before running anything: a bad spec fails before minutes of work.
+  if (cluster.distributed()) fmt::print(stderr, "ranks: {}\n", layout.summary());
+  // Build every local drafter before running anything: a bad spec fails before minutes of work.
   std::vector<std::unique_ptr<Drafter>> drafters;
-  for (const auto& s : specs) drafters.push_back(make_drafter(s, session, dopts));
+  if (!remote_drafter && has_mode("sd"))
+    for (const auto& sp : specs) drafters.push_back(make_drafter(sp, session, spec.drafter_options));
 
   const std::vector<int32_t>& stop_ids = tok.spec().eog_ids;
   const std::optional<ChatTemplate> tmpl =
@@ -145,62 +193,119 @@ int run_bench_command(int argc, const char* const* argv) {
     return rows.back();
   };
   bool all_exact = true;
-  for (size_t pi = 0; pi < prompts.size(); ++pi) {
-    GenerationRequest req;
-    if (tmpl) {
-      const ChatMessage m{"user", prompts[pi]};
-      req.prompt = tok.encode(tmpl->render({&m, 1}, true), true, true);
-    } else {
-      req.prompt = tok.encode(prompts[pi], true, true);
-    }
-    req.max_new_tokens = args.n_predict;
-    req.sampler = SamplerConfig{args.temp, 0, 1.0f, 0.0f, args.seed};
-    req.stream = pi;
-    req.stop_ids = stop_ids;
-    auto account = [&](const RunReport& r, const std::vector<int32_t>& ar_ids) {
-      Row& row = row_for(r.mode, r.drafter, r.k);
-      row.tokens += static_cast<int64_t>(r.gen.tokens.size());
-      row.after_first += std::max<int64_t>(0, static_cast<int64_t>(r.gen.tokens.size()) - 1);
-      row.decode_s += r.gen.decode_s;
-      row.rounds += r.sd.rounds;
-      row.accepted += r.sd.accepted;
-      row.draft_s += r.sd.draft_s;
-      row.verify_s += r.sd.verify_s;
-      if (r.mode == "sd" && is_greedy(req.sampler)) {
-        row.compared++;
-        if (r.gen.tokens == ar_ids) {
-          row.exact++;
-        } else {
-          all_exact = false;
-          fmt::print(stderr, "MISMATCH: prompt {} with {} k={} differs from AR\n", pi, r.drafter, r.k);
-        }
+  const size_t B = static_cast<size_t>(args.batch);
+  for (size_t first = 0; first < prompts.size(); first += B) {
+    std::vector<GenerationRequest> reqs;
+    for (size_t pi = first; pi < std::min(prompts.size(), first + B); ++pi) {
+      GenerationRequest req;
+      if (tmpl) {
+        const ChatMessage m{"user", prompts[pi]};
+        req.prompt = tok.encode(tmpl->render({&m, 1}, true), true, true);
+      } else {
+        req.prompt = tok.encode(prompts[pi], true, true);
       }
-      nlohmann::json j = r.to_json();
-      j["prompt_index"] = pi;
-      runs.push_back(j);
+      req.max_new_tokens = args.n_predict;
+      req.sampler = spec.sampler;
+      req.stream = pi;
+      req.stop_ids = stop_ids;
+      reqs.push_back(std::move(req));
+    }
+    std::vector<std::vector<int32_t>> ar_ids(reqs.size());
+    // One configuration over the batch: per request figures, the decode time of the batch
+    // (wall time minus the prompts' prefill) shared by its requests' tokens.
+    auto account = [&](const std::string& mode, const std::string& drafter, int32_t k,
+                       const std::vector<GenerationResult>& gen, const std::vector<SdStats>* sd,
+                       double wall_s, const SplitFigures* fig) {
+      Row& row = row_for(mode, drafter, k);
+      double prefill = 0;
+      for (const auto& g : gen) prefill += g.prefill_s;
+      row.decode_s += std::max(0.0, wall_s - prefill);
+      for (size_t r = 0; r < gen.size(); ++r) {
+        RunReport rep;
+        rep.mode = mode;
+        rep.drafter = drafter;
+        rep.k = k;
+        rep.gen = gen[r];
+        if (sd) rep.sd = (*sd)[r];
+        row.tokens += static_cast<int64_t>(gen[r].tokens.size());
+        row.after_first += std::max<int64_t>(0, static_cast<int64_t>(gen[r].tokens.size()) - 1);
+        row.rounds += rep.sd.rounds;
+        row.accepted += rep.sd.accepted;
+        row.draft_s += rep.sd.draft_s;
+        row.verify_s += rep.sd.verify_s;
+        if (mode == "ar") ar_ids[r] = gen[r].tokens;
+        if (mode != "ar" && is_greedy(spec.sampler) && has_mode("ar")) {
+          row.compared++;
+          if (gen[r].tokens == ar_ids[r]) {
+            row.exact++;
+          } else {
+            all_exact = false;
+            fmt::print(stderr, "MISMATCH: prompt {} with {} {} k={} differs from AR\n",
+                       first + r, mode, drafter, k);
+          }
+        }
+        nlohmann::json j = rep.to_json();
+        j["prompt_index"] = first + r;
+        j["batch"] = reqs.size();
+        runs.push_back(j);
+      }
+      if (fig) {
+        row.split = true;
+        row.fig.add(*fig);
+      }
     };
-    const RunReport ar = run_request(session.model(), session.kv(), nullptr, req, {});
-    account(ar, ar.gen.tokens);
-    for (auto& d : drafters)
-      for (int32_t k : ks)
-        account(run_request(session.model(), session.kv(), d.get(), req, SdOptions{k, args.width}),
-                ar.gen.tokens);
-    fmt::print(stderr, "prompt {}/{} done\n", pi + 1, prompts.size());
+    if (has_mode("ar")) {
+      const double t0 = monotonic_seconds();
+      std::vector<GenerationResult> gen = generate_ar_batch(target, reqs);
+      account("ar", "", 0, gen, nullptr, monotonic_seconds() - t0, nullptr);
+    }
+    if (has_mode("sd") && !remote_drafter)
+      for (size_t d = 0; d < drafters.size(); ++d)
+        for (int32_t k : ks) {
+          const double t0 = monotonic_seconds();
+          SdBatchResult res = generate_sd_batch(target, *drafters[d], reqs, SdOptions{k, args.width});
+          const double wall = monotonic_seconds() - t0;
+          std::vector<GenerationResult> gen;
+          std::vector<SdStats> sd;
+          for (auto& r : res.requests) {
+            gen.push_back(r.gen);
+            sd.push_back(r.stats);
+          }
+          account("sd", drafters[d]->name(), k, gen, &sd, wall, nullptr);
+        }
+    for (const char* mode : {"sd", "ssd"}) {
+      if (!remote_drafter || !has_mode(mode)) continue;
+      const DrafterStatsMsg before = job.remote()->drafter_stats();
+      const double t0 = monotonic_seconds();
+      RemoteDecodeResult res = job.remote()->run(reqs, std::string(mode) == "ssd");
+      const double wall = monotonic_seconds() - t0;
+      res.split.drafter = since(job.remote()->drafter_stats(), before);
+      account(mode, spec.drafter, spec.k, res.gen, &res.sd, wall, &res.split);
+    }
+    fmt::print(stderr, "prompts {}-{} of {} done\n", first + 1, first + reqs.size(),
+               prompts.size());
   }
+  job.finish();
 
-  const double ar_tps = rows.front().tps();
+  double ar_tps = 0;
+  for (const auto& r : rows)
+    if (r.mode == "ar") ar_tps = r.tps();
   std::string md = fmt::format(
       "| mode | drafter | k | mean acceptance length | decode tok/s | vs AR | draft s | verify s | "
-      "greedy == AR |\n|---|---|---|---|---|---|---|---|---|\n");
+      "greedy == AR | hit rate | target wait s |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& r : rows)
-    md += fmt::format("| {} | {} | {} | {:.2f} | {:.1f} | {:.2f}x | {:.2f} | {:.2f} | {} |\n", r.mode,
+    md += fmt::format("| {} | {} | {} | {:.2f} | {:.1f} | {:.2f}x | {:.2f} | {:.2f} | {} | {} | {} |\n",
+                      r.mode,
                       r.mode == "ar" ? "-" : r.drafter, r.mode == "ar" ? "-" : std::to_string(r.k),
                       r.mal(), r.tps(), ar_tps > 0 ? r.tps() / ar_tps : 0, r.draft_s, r.verify_s,
                       r.mode == "ar" || r.compared == 0 ? std::string("-")
-                                                        : fmt::format("{}/{}", r.exact, r.compared));
+                                                        : fmt::format("{}/{}", r.exact, r.compared),
+                      r.mode == "ssd" ? fmt::format("{:.2f}", r.fig.hit_rate()) : std::string("-"),
+                      r.split ? fmt::format("{:.2f}", r.fig.target_wait_s) : std::string("-"));
   const std::string context = fmt::format(
-      "{} prompts x {} tokens, temperature {}, {} threads | {} | {}", prompts.size(),
-      args.n_predict, args.temp, args.threads, session.file().summary(), build_description());
+      "{} prompts x {} tokens, batch {}, temperature {}, {} threads, {} | {} | {}",
+      prompts.size(), args.n_predict, args.batch, args.temp, args.threads, layout.summary(),
+      session.file().summary(), build_description());
   fmt::print("{}\n{}", context, md);
   if (args.out_md) std::ofstream(*args.out_md) << context << "\n\n" << md;
   if (args.out_json) {
@@ -210,12 +315,27 @@ int run_bench_command(int argc, const char* const* argv) {
     j["config"] = resolved_json(args);
     j["runs"] = runs;
     nlohmann::json summary = nlohmann::json::array();
-    for (const auto& r : rows)
+    for (const auto& r : rows) {
       summary.push_back({{"mode", r.mode}, {"drafter", r.drafter}, {"k", r.k},
                          {"mean_acceptance_length", r.mal()}, {"decode_tokens_per_s", r.tps()},
                          {"speedup_vs_ar", ar_tps > 0 ? r.tps() / ar_tps : 0},
                          {"draft_time_s", r.draft_s}, {"verify_time_s", r.verify_s},
                          {"greedy_exact", r.exact}, {"greedy_compared", r.compared}});
+      if (r.split) {
+        nlohmann::json& e = summary.back();
+        e["target_wait_s"] = r.fig.target_wait_s;
+        e["bytes_exchanged"] = r.fig.bytes_exchanged;
+        e["drafter_busy_s"] = r.fig.drafter.busy_s;
+        if (r.mode == "ssd") {
+          e["cache_hit_rate"] = r.fig.hit_rate();
+          e["mean_acceptance_length_hit"] = r.fig.mean_acceptance_length_hit();
+          e["mean_acceptance_length_miss"] = r.fig.mean_acceptance_length_miss();
+          e["fan_out"] = r.fig.drafter.fan_out_after_hit;
+          e["fan_out_after_miss"] = r.fig.drafter.fan_out_after_miss;
+          e["critical_batch"] = r.fig.drafter.critical_batch;
+        }
+      }
+    }
     j["summary"] = summary;
     std::ofstream(*args.out_json) << j.dump(2) << "\n";
   }
@@ -223,4 +343,5 @@ int run_bench_command(int argc, const char* const* argv) {
   return 0;
 }
 
+}  // namespace
 }  // namespace ssd

@@ -13,6 +13,7 @@
 #include "actors/frontend/flags.h"
 #include "actors/frontend/model_session.h"
 #include "actors/frontend/run_report.h"
+#include "actors/runtime/job.h"
 #include "runtime/core/error.h"
 #include "runtime/generate/generation.h"
 #include "runtime/tokenizer/chat_template.h"
@@ -49,13 +50,16 @@ struct GenerateArgs {
   bool ignore_eos = false;
   bool quiet = false;
   std::optional<std::filesystem::path> stats_json;
+  DistributedArgs dist;
 
   template <class V>
   void visit(V&& v) {
     v(model, "model", "GGUF file, or safetensors checkpoint directory with config.json",
       {.required = true, .short_name = 'm', .must_exist = true});
-    v(mode, "mode", "ar: the target alone; sd: draft with --drafter, verify with the target",
-      {.choices = {"ar", "sd"}});
+    v(mode, "mode",
+      "ar: the target alone; sd: draft with --drafter, verify with the target; ssd: the drafter "
+      "on its own rank pre-speculates while the target verifies (needs mpirun)",
+      {.choices = {"ar", "sd", "ssd"}});
     v(drafter, "drafter",
       "sd drafter: ngram[:MIN-MAX], model:PATH, early-exit:L, domino:PATH, oracle:ALPHA (research)");
     v(k, "k", "sd: draft tokens per round", {.min = 1, .max = 32});
@@ -80,6 +84,7 @@ struct GenerateArgs {
     v(ignore_eos, "ignore-eos", "keep generating past end-of-generation tokens (benchmarks)");
     v(quiet, "quiet", "do not stream the generated text to stdout", {.short_name = 'q'});
     v(stats_json, "stats-json", "write the run's figures and output as JSON to this path");
+    dist.visit(v);
   }
 };
 
@@ -107,6 +112,8 @@ std::vector<int32_t> build_prompt(const GenerateArgs& a, const Tokenizer& tok) {
   return tok.encode(tmpl.render(msgs, /*add_generation_prompt=*/true), true, true);
 }
 
+int run_generate(const GenerateArgs& args, Cluster& cluster);
+
 }  // namespace
 
 int run_generate_command(int argc, const char* const* argv) {
@@ -118,26 +125,43 @@ int run_generate_command(int argc, const char* const* argv) {
   SSD_CHECK(args.prompt.empty() != !args.prompt_file.has_value(),
             "give exactly one of --prompt and --prompt-file");
 
-  ModelSession session(SessionOptions{args.model.string(), args.threads, args.ctx_size});
+  return run_on_cluster(args.dist, resolved_text(args), args.model.string(),
+                        [&](Cluster& cluster) { return run_generate(args, cluster); });
+}
+
+namespace {
+
+int run_generate(const GenerateArgs& args, Cluster& cluster) {
+  const RankLayout& layout = cluster.layout();
+  ModelSession session(
+      session_options(cluster, args.model.string(), args.threads, args.ctx_size, args.dist));
+  JobSpec spec;
+  spec.mode = args.mode;
+  spec.drafter = args.drafter;
+  spec.k = args.k;
+  spec.sampler = SamplerConfig{args.temp, args.top_k, args.top_p, args.min_p, args.seed};
+  spec.drafter_options.online_learning = args.online_learning;
+  spec.drafter_options.domino_head = args.domino_head == "on";
+  spec.drafter_options.threads = args.threads;
+  spec.dist = args.dist;
+  check_job(spec, layout);
+  if (!layout.is_target_leader()) return serve_rank(cluster, session, spec);
+
   const Tokenizer& tok = session.tokenizer();
   fmt::print(stderr, "model: {}\n", session.file().summary());
+  if (cluster.distributed()) fmt::print(stderr, "ranks: {}\n", layout.summary());
+  LeaderJob job(cluster, session, spec);
 
   GenerationRequest req;
   req.prompt = build_prompt(args, tok);
   req.max_new_tokens = args.n_predict;
-  req.sampler = SamplerConfig{args.temp, args.top_k, args.top_p, args.min_p, args.seed};
+  req.sampler = spec.sampler;
   if (!args.ignore_eos) req.stop_ids = tok.spec().eog_ids;
-  check_context(session.model(), session.kv(), req);
-
-  std::unique_ptr<Drafter> drafter;
-  if (args.mode == "sd") {
-    DrafterOptions dopts;
-    dopts.online_learning = args.online_learning;
-    dopts.domino_head = args.domino_head == "on";
-    dopts.threads = args.threads;
-    drafter = make_drafter(parse_drafter_spec(args.drafter), session, dopts);
-  }
+  check_context(job.target(), req, args.mode == "ar" ? 0 : args.k);
   const SdOptions sd{args.k, args.width};
+  SSD_CHECK(args.width == 1 || !job.remote() || args.mode == "ar",
+            "--width {} (tree drafts) is not supported with drafter ranks yet; use --width 1",
+            args.width);
 
   StreamDecoder stream(tok);
   std::string text;
@@ -150,7 +174,11 @@ int run_generate_command(int argc, const char* const* argv) {
     }
     return true;
   };
-  RunReport r = run_request(session.model(), session.kv(), drafter.get(), req, sd, on_token);
+  RunReport r = job.remote() && args.mode != "ar"
+                    ? run_remote_request(*job.remote(), args.mode, args.drafter, req, args.k,
+                                         on_token)
+                    : run_request(job.target(), job.local_drafter(), req, sd, on_token);
+  job.finish();
   const std::string rest = stream.flush();
   text += rest;
   if (!args.quiet) {
@@ -167,6 +195,9 @@ int run_generate_command(int argc, const char* const* argv) {
     j["model"] = args.model.string();
     j["model_summary"] = session.file().summary();
     j["backend"] = session.backend().name();
+    j["ranks"] = layout.summary();
+    j["tp"] = layout.tp;
+    j["drafter_ranks"] = layout.n_drafters();
     j["threads"] = args.threads;
     j["commit"] = build_commit();
     j["build"] = build_description();
@@ -182,4 +213,5 @@ int run_generate_command(int argc, const char* const* argv) {
   return 0;
 }
 
+}  // namespace
 }  // namespace ssd

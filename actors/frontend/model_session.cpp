@@ -30,7 +30,11 @@ ModelSession::ModelSession(const SessionOptions& opts) {
             "--ctx-size {} exceeds the model's trained context length {}", ctx_size_,
             c.context_length);
   backend_ = make_cpu_backend(opts.threads);
-  model_ = std::make_unique<Transformer>(*file_, *backend_);
+  if (opts.tp_group)
+    model_ = std::make_unique<Transformer>(*file_, *backend_,
+                                           make_tp_context(*file_, *opts.tp_group, opts.tp_mode));
+  else
+    model_ = std::make_unique<Transformer>(*file_, *backend_);
   kv_ = std::make_unique<KvCache>(model_->kv_config(ctx_size_));
 }
 

@@ -9,6 +9,8 @@
 
 #include "runtime/backend/backend.h"
 #include "runtime/model/transformer.h"
+#include "runtime/parallel/collective.h"
+#include "runtime/parallel/tp_plan.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 namespace ssd {
@@ -17,6 +19,10 @@ struct SessionOptions {
   std::string model_path;
   int threads = 1;
   int64_t ctx_size = 0;  // 0 = min(model context, 4096)
+  // Non-null on a rank of a tensor-parallel group with T > 1: the session holds this rank's shard
+  // of the target (Transformer's TP constructor; collective over the group).
+  Collective* tp_group = nullptr;
+  TpMode tp_mode = TpMode::Exact;
 };
 
 class ModelSession {

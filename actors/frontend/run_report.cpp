@@ -24,15 +24,25 @@ std::string RunReport::figures_line() const {
   std::string s = fmt::format(
       "prompt {} tokens, prefill {:.1f} tok/s | generated {} tokens, decode {:.1f} tok/s",
       gen.prompt_tokens, prefill_tokens_per_s(), gen.tokens.size(), decode_tokens_per_s());
-  if (mode == "sd")
-    s += fmt::format(" | sd {} k={}: {} rounds, mean acceptance length {:.2f}, draft {:.3f} s, verify {:.3f} s",
-                     drafter, k, sd.rounds, sd.mean_acceptance_length(), sd.draft_s, sd.verify_s);
+  if (mode != "ar")
+    s += fmt::format(" | {} {} k={}: {} rounds, mean acceptance length {:.2f}, draft {:.3f} s, verify {:.3f} s",
+                     mode, drafter, k, sd.rounds, sd.mean_acceptance_length(), sd.draft_s, sd.verify_s);
+  if (split) {
+    const DrafterStatsMsg& d = split_figures.drafter;
+    s += fmt::format(" | target waited {:.3f} s, drafter busy {:.3f} s, {} bytes exchanged",
+                     split_figures.target_wait_s, d.busy_s, split_figures.bytes_exchanged);
+    if (mode == "ssd")
+      s += fmt::format(" | cache hit rate {:.2f} (accept length {:.2f} after hits, {:.2f} after "
+                       "misses)",
+                       split_figures.hit_rate(), split_figures.mean_acceptance_length_hit(),
+                       split_figures.mean_acceptance_length_miss());
+  }
   s += fmt::format(" | stop: {}", gen.stopped_by_eog ? "end-of-generation token" : "token budget");
   return s;
 }
 
 std::string RunReport::sd_summary() const {
-  if (mode != "sd" || sd.rounds == 0) return {};
+  if (mode == "ar" || sd.rounds == 0) return {};
   std::string s = "acceptance rate per draft position:";
   for (double r : sd.acceptance_rate_per_position()) s += fmt::format(" {:.2f}", r);
   s += "\naccepted tokens per round (histogram):\n";
@@ -47,7 +57,7 @@ std::string RunReport::sd_summary() const {
 nlohmann::json RunReport::to_json() const {
   nlohmann::json j;
   j["mode"] = mode;
-  j["drafter"] = mode == "sd" ? nlohmann::json(drafter) : nlohmann::json(nullptr);
+  j["drafter"] = mode != "ar" ? nlohmann::json(drafter) : nlohmann::json(nullptr);
   j["k"] = k;
   j["prompt_tokens"] = gen.prompt_tokens;
   j["tokens_generated"] = gen.tokens.size();
@@ -56,31 +66,71 @@ nlohmann::json RunReport::to_json() const {
   j["prefill_tokens_per_s"] = prefill_tokens_per_s();
   j["decode_tokens_per_s"] = decode_tokens_per_s();
   j["stop_reason"] = gen.stopped_by_eog ? "eog" : "length";
-  j["rounds"] = mode == "sd" ? sd.rounds : gen.forwards + 1;
+  j["rounds"] = mode != "ar" ? sd.rounds : gen.forwards + 1;
   j["mean_acceptance_length"] = mean_acceptance_length();
   j["acceptance_rate_per_position"] = sd.acceptance_rate_per_position();
   j["accepted_length_histogram"] = sd.accept_hist;
   j["draft_time_s"] = sd.draft_s;
   j["verify_time_s"] = sd.verify_s;
   j["output_token_ids"] = gen.tokens;
+  if (split) {
+    const DrafterStatsMsg& d = split_figures.drafter;
+    j["target_wait_s"] = split_figures.target_wait_s;
+    j["drafter_busy_s"] = d.busy_s;
+    j["bytes_exchanged"] = split_figures.bytes_exchanged;
+    if (mode == "ssd") {
+      j["cache_hit_rate"] = split_figures.hit_rate();
+      j["cache_hits"] = split_figures.hits;
+      j["cache_misses"] = split_figures.misses;
+      j["hits_per_k"] = d.hits_at_k;
+      j["outcomes_per_k"] = d.outcomes_at_k;
+      j["mean_acceptance_length_hit"] = split_figures.mean_acceptance_length_hit();
+      j["mean_acceptance_length_miss"] = split_figures.mean_acceptance_length_miss();
+      j["fan_out"] = d.fan_out_after_hit;
+      j["fan_out_after_miss"] = d.fan_out_after_miss;
+      j["fallback_primary"] = d.fallback_primary;
+      j["fallback_backup"] = d.fallback_backup;
+      j["critical_batch"] = d.critical_batch;
+      j["prespeculated_branches"] = d.branches;
+      j["prespeculation_s"] = d.prespec_s;
+    }
+  }
   return j;
 }
 
-RunReport run_request(Transformer& target, KvCache& kv, Drafter* drafter,
-                      const GenerationRequest& req, const SdOptions& sd,
-                      const TokenCallback& on_token) {
+RunReport run_request(TargetModel& target, Drafter* drafter, const GenerationRequest& req,
+                      const SdOptions& sd, const TokenCallback& on_token) {
   RunReport r;
   if (!drafter) {
     r.mode = "ar";
-    r.gen = generate_ar(target, kv, req, on_token);
+    r.gen = generate_ar(target, req, on_token);
     return r;
   }
   r.mode = "sd";
   r.drafter = drafter->name();
   r.k = sd.k;
-  SdResult res = generate_sd(target, kv, *drafter, req, sd, on_token);
+  SdResult res = generate_sd(target, *drafter, req, sd, on_token);
   r.gen = std::move(res.gen);
   r.sd = std::move(res.stats);
+  return r;
+}
+
+RunReport run_remote_request(RemoteDecoder& remote, const std::string& mode,
+                             const std::string& drafter, const GenerationRequest& req, int32_t k,
+                             const TokenCallback& on_token) {
+  RunReport r;
+  r.mode = mode;
+  r.drafter = drafter;
+  r.k = k;
+  r.split = true;
+  const DrafterStatsMsg before = remote.drafter_stats();
+  RemoteDecodeResult res = remote.run({&req, 1}, mode == "ssd", [&](size_t, int32_t tok) {
+    return on_token ? on_token(tok) : true;
+  });
+  r.gen = std::move(res.gen[0]);
+  r.sd = std::move(res.sd[0]);
+  r.split_figures = res.split;
+  r.split_figures.drafter = since(remote.drafter_stats(), before);
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "actors/runtime/remote_decode.h"
 #include "runtime/spec/sd_generation.h"
 
 namespace ssd {
@@ -16,6 +17,8 @@ struct RunReport {
   int32_t k = 0;
   GenerationResult gen;
   SdStats sd;  // rounds == 0 for ar
+  bool split = false;   // the drafter ran on drafter ranks (sd / ssd under mpirun)
+  SplitFigures split_figures;
 
   double prefill_tokens_per_s() const;
   double decode_tokens_per_s() const;  // tokens after the first / decode wall time
@@ -27,8 +30,11 @@ struct RunReport {
 };
 
 // Runs `req` as AR (drafter == nullptr) or SD.
-RunReport run_request(Transformer& target, KvCache& kv, Drafter* drafter,
-                      const GenerationRequest& req, const SdOptions& sd,
-                      const TokenCallback& on_token = {});
+RunReport run_request(TargetModel& target, Drafter* drafter, const GenerationRequest& req,
+                      const SdOptions& sd, const TokenCallback& on_token = {});
+// Runs `req` with the drafter on the drafter ranks (`mode` sd or ssd, as they were started).
+RunReport run_remote_request(RemoteDecoder& remote, const std::string& mode,
+                             const std::string& drafter, const GenerationRequest& req, int32_t k,
+                             const TokenCallback& on_token = {});
 
 }  // namespace ssd

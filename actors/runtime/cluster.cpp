@@ -1,0 +1,80 @@
+#include "actors/runtime/cluster.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "actors/transport/handshake.h"
+#include "actors/transport/mpi_collective.h"
+#include "actors/transport/mpi_transport.h"
+#include "actors/transport/mpi_world.h"
+#include "runtime/core/error.h"
+
+namespace ssd {
+namespace {
+
+// Size plus the first 64 KiB of the file (its header and metadata): ranks that opened different
+// files, or different versions of one, disagree here.
+uint64_t model_digest(std::string_view path) {
+  std::error_code ec;
+  const std::filesystem::path p(path);
+  std::string text = fmt::format("{}|", std::filesystem::is_directory(p, ec) ? 0 : 1);
+  const std::filesystem::path file =
+      std::filesystem::is_directory(p, ec) ? p / "config.json" : p;
+  text += std::to_string(std::filesystem::file_size(file, ec));
+  std::ifstream in(file, std::ios::binary);
+  std::string head(64 * 1024, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return digest64(text + head);
+}
+
+}  // namespace
+
+Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_path,
+                 double watchdog_s) {
+  if (!MpiSession::launched_by_launcher()) {
+    SSD_CHECK(tp == 1,
+              "--tp {} needs {} target ranks: launch with mpirun -n {} (or launch/ssd-launch "
+              "--target-ranks {})",
+              tp, tp, tp, tp);
+    layout_ = RankLayout::make(1, 0, 1);
+    dog_ = std::make_unique<Watchdog>(0, Role::kTarget);
+    return;
+  }
+  session_ = std::make_unique<MpiSession>(nullptr, nullptr);
+  mpi_ = std::make_unique<MpiWorld>(tp);
+  layout_ = mpi_->layout();
+  dog_ = std::make_unique<Watchdog>(layout_.rank, layout_.role());
+  if (layout_.world == 1) return;
+  world_ = std::make_unique<MpiTransport>(mpi_->world());
+  if (layout_.is_target() && layout_.tp > 1) tp_ = std::make_unique<MpiCollective>(mpi_->tp());
+  Watchdog::Scope scope(*dog_, "the start-up handshake", watchdog_s);
+  handshake(*world_, make_hello(layout_, digest64(config_text), model_digest(model_path)),
+            std::chrono::milliseconds(static_cast<int64_t>(watchdog_s * 1000)));
+}
+
+Cluster::~Cluster() {
+  dog_.reset();
+  tp_.reset();
+  world_.reset();
+  mpi_.reset();
+  session_.reset();
+}
+
+Collective* Cluster::tp_group() { return tp_.get(); }
+
+void Cluster::abort(const std::string& what) {
+  const std::string line = fmt::format("ssd: {}: error: {}", layout_.describe(), what);
+  if (world_) {
+    try {
+      ErrorMsg e{layout_.rank, layout_.role(), what};
+      if (layout_.rank != 0) world_->send(0, e);
+    } catch (...) {
+    }
+  }
+  abort_job(1, line);
+}
+
+}  // namespace ssd

@@ -1,0 +1,229 @@
+#include "actors/runtime/drafter_actor.h"
+
+#include <fmt/format.h>
+
+#include <deque>
+#include <map>
+
+#include "actors/runtime/drafter_wire.h"
+#include "actors/transport/actor_loop.h"
+#include "runtime/core/error.h"
+#include "runtime/generate/generation.h"
+
+namespace ssd {
+namespace {
+
+// sd: no cache is ever filled, so every answer is a miss, and the primary drafts it.
+SsdDrafterOptions sd_options(SsdDrafterOptions o) {
+  o.miss.b_star = 1 << 20;
+  return o;
+}
+
+class DrafterActor {
+ public:
+  DrafterActor(Transport& world, const RankLayout& layout, Drafter& primary, Drafter* backup,
+               const SsdDrafterOptions& core_opts, const DrafterActorOptions& opts,
+               Watchdog& dog)
+      : world_(world),
+        layout_(layout),
+        primary_(primary),
+        ssd_core_(primary, backup, core_opts),
+        sd_core_(primary, backup, sd_options(core_opts)),
+        opts_(opts),
+        dog_(dog),
+        loop_(world) {
+    const std::vector<int> ranks = layout.drafter_ranks();
+    n_drafters_ = static_cast<int>(ranks.size());
+    index_ = layout.drafter_index();
+    for (MsgKind k : {MsgKind::kStartSeqs, MsgKind::kOutcome, MsgKind::kFinishSeqs,
+                      MsgKind::kDrafterShutdown, MsgKind::kPrespecWork, MsgKind::kDrafterStatsAsk})
+      loop_.on(k, [this](const Envelope& env) { enqueue(env); });
+    loop_.on(MsgKind::kPrespecShare, [this](const Envelope& env) { on_share(env); });
+    loop_.on(MsgKind::kError, [](const Envelope& env) {
+      const auto e = decode<ErrorMsg>(env);
+      fail(fmt::format("rank {} ({}) failed: {}", e.rank, role_name(e.role), e.what));
+    });
+  }
+
+  void run() {
+    if (layout_.is_drafter_lead()) {
+      DrafterReady ready;
+      ready.feature_layers = primary_.target_feature_layers();
+      ready.name = primary_.name();
+      world_.send(layout_.target_leader(), ready);
+    }
+    loop_.run();
+  }
+
+ private:
+  bool busy() const { return job_running_ || shares_missing_ > 0; }
+
+  void enqueue(const Envelope& env) {
+    queue_.push_back(env);
+    drain();
+  }
+
+  // Handles queued messages in order while the core is free.
+  void drain() {
+    while (!busy() && !queue_.empty() && !stopping_) {
+      Envelope env = std::move(queue_.front());
+      queue_.pop_front();
+      handle(env);
+    }
+  }
+
+  void handle(const Envelope& env) {
+    switch (env.kind) {
+      case MsgKind::kStartSeqs: on_start(env); break;
+      case MsgKind::kOutcome: on_outcome(env); break;
+      case MsgKind::kPrespecWork: on_work(env); break;
+      case MsgKind::kFinishSeqs:
+        for (int32_t s : decode<FinishSeqs>(env).seqs) core_->finish(s);
+        break;
+      case MsgKind::kDrafterStatsAsk:
+        world_.send(env.peer, stats_message(ssd_core_, busy_s_));
+        break;
+      case MsgKind::kDrafterShutdown:
+        decode<DrafterShutdown>(env);
+        if (layout_.is_drafter_lead())
+          for (int r : layout_.drafter_ranks())
+            if (r != layout_.rank) world_.send(r, DrafterShutdown{});
+        stopping_ = true;
+        dog_.disarm();
+        loop_.stop();
+        break;
+      default:
+        fail(fmt::format("drafter rank {}: unexpected {}", layout_.rank, kind_name(env.kind)));
+    }
+  }
+
+  void on_start(const Envelope& env) {
+    const StartSeqs m = decode<StartSeqs>(env);
+    prespeculate_ = m.prespeculate;
+    core_ = m.prespeculate ? &ssd_core_ : &sd_core_;
+    start_sequences(*core_, m, env.bulk_as<float>());
+    if (!layout_.is_drafter_lead()) return;  // the lead's kPrespecWork brings round 0
+    const double t0 = monotonic_seconds();
+    std::vector<Speculation> next = core_->first_speculations(m.seqs);
+    busy_s_ += monotonic_seconds() - t0;
+    answer(0, {}, {}, next);
+  }
+
+  void on_outcome(const Envelope& env) {
+    SSD_CHECK(layout_.is_drafter_lead(), "drafter rank {} got an outcome; only the lead does",
+              layout_.rank);
+    const Outcome m = decode<Outcome>(env);
+    const std::vector<RoundOutcome> outs = round_outcomes(m, env.bulk_as<float>());
+    Watchdog::Scope scope(dog_, fmt::format("answering round {}", m.round), opts_.step_s);
+    if (m.verify_s > 0)
+      core_->miss_policy().observe_verify(static_cast<int32_t>(outs.size()), m.verify_s);
+    const double t0 = monotonic_seconds();
+    std::vector<Speculation> next = core_->on_outcome(outs);
+    busy_s_ += monotonic_seconds() - t0;
+    answer(m.round, m, env.bulk_as<float>(), next);
+  }
+
+  // Sends the speculations to the target leader, then starts the round's pre-speculation.
+  void answer(int64_t round, const Outcome& outcome, std::span<const float> features,
+              const std::vector<Speculation>& next) {
+    world_.send(layout_.target_leader(), speculation_message(round, next));
+    if (!prespeculate_ || next.empty()) return;
+    if (n_drafters_ > 1) {
+      PrespecWork w = prespec_work(round, outcome, next);
+      for (int r : layout_.drafter_ranks())
+        if (r != layout_.rank) world_.send(r, w, std::as_bytes(features));
+      shares_missing_ = n_drafters_ - 1;
+    }
+    round_ = round;
+    start_job();
+  }
+
+  // A secondary rank: adopt the lead's answers, draft this rank's share, send it to the lead.
+  void on_work(const Envelope& env) {
+    const PrespecWork w = decode<PrespecWork>(env);
+    const std::vector<RoundOutcome> outs = work_outcomes(w, env.bulk_as<float>());
+    core_->adopt(outs, w.next);
+    round_ = w.round;
+    start_job();
+  }
+
+  void start_job() {
+    std::vector<Branch> all = core_->plan_branches();
+    auto mine = std::make_shared<std::vector<Branch>>();
+    for (size_t i = 0; i < all.size(); ++i)
+      if (static_cast<int>(i % n_drafters_) == index_) mine->push_back(std::move(all[i]));
+    dog_.arm(fmt::format("pre-speculating {} branches for round {}", mine->size(), round_),
+             opts_.step_s);
+    job_running_ = true;
+    auto entries = std::make_shared<std::vector<CacheEntry>>();
+    auto seconds = std::make_shared<double>(0);
+    loop_.submit(
+        [this, mine, entries, seconds] {
+          const double t0 = monotonic_seconds();
+          *entries = core_->draft_branches(*mine);
+          *seconds = monotonic_seconds() - t0;
+        },
+        [this, entries, seconds] {
+          job_running_ = false;
+          busy_s_ += *seconds;
+          dog_.disarm();
+          if (layout_.is_drafter_lead()) {
+            for (auto& e : *entries) merged_.push_back(std::move(e));
+            maybe_install();
+          } else {
+            PrespecShare share;
+            share.round = round_;
+            share.from_rank = layout_.rank;
+            share.entries = std::move(*entries);
+            world_.send(layout_.drafter_lead(), share);
+          }
+          drain();
+        });
+  }
+
+  void on_share(const Envelope& env) {
+    PrespecShare s = decode<PrespecShare>(env);
+    SSD_CHECK(s.round == round_ && shares_missing_ > 0,
+              "drafter lead: a pre-speculation share for round {} from rank {} while at round {}",
+              s.round, s.from_rank, round_);
+    for (auto& e : s.entries) merged_.push_back(std::move(e));
+    --shares_missing_;
+    maybe_install();
+    drain();
+  }
+
+  void maybe_install() {
+    if (job_running_ || shares_missing_ > 0) return;
+    core_->install(std::move(merged_));
+    merged_.clear();
+  }
+
+  Transport& world_;
+  const RankLayout& layout_;
+  Drafter& primary_;
+  SsdDrafterCore ssd_core_, sd_core_;
+  SsdDrafterCore* core_ = &ssd_core_;  // the core of the batch in progress
+  bool prespeculate_ = true;
+  DrafterActorOptions opts_;
+  Watchdog& dog_;
+  ActorLoop loop_;
+  int n_drafters_ = 1, index_ = 0;
+  std::deque<Envelope> queue_;
+  int shares_missing_ = 0;
+  int64_t round_ = 0;
+  std::vector<CacheEntry> merged_;
+  double busy_s_ = 0;
+  bool stopping_ = false;
+  bool job_running_ = false;
+};
+
+}  // namespace
+
+void run_drafter_actor(Transport& world, const RankLayout& layout, Drafter& primary,
+                       Drafter* backup, const SsdDrafterOptions& core_opts,
+                       const DrafterActorOptions& opts, Watchdog& dog) {
+  DrafterActor actor(world, layout, primary, backup, core_opts, opts, dog);
+  actor.run();
+}
+
+}  // namespace ssd

@@ -1,0 +1,46 @@
+// The drafter actor: what a drafter rank runs for the whole job (ranks T..N-1; rank T leads).
+//
+// The lead answers the target leader once per round: it receives the round's outcome (kOutcome:
+// accepted count and emitted tokens per sequence, plus the accepted tokens' target features when
+// the drafter conditions on them), and replies with every sequence's next speculation
+// (kSpeculation), from the speculation cache on a hit, else from the miss policy's fallback
+// (runtime/saguaro/ssd_drafter_core.h). Then, in --mode ssd, it pre-speculates for the outcomes of
+// the round it just sent, on its compute thread, while the target verifies: that is the overlap
+// SSD is about. In --mode sd the same actor answers every round by drafting then (no cache): the
+// synchronous baseline with the same placement, only the overlap differs.
+//
+// Several drafter ranks (draft-compute scaling): after answering, the lead sends its answers
+// (kPrespecWork) to the other drafter ranks, which adopt them so every rank plans the same branch
+// list; branch i is drafted by drafter rank i mod D; the others send their entries back
+// (kPrespecShare) and the lead installs the merged cache before it answers the next outcome.
+//
+// Ordering: the core is not thread-safe and the pre-speculation job uses it, so drafter-link
+// messages that arrive while the job (or the shares of other ranks) is outstanding are queued and
+// handled, in arrival order, as soon as the cache is installed. The loop itself never blocks: it
+// keeps polling (a hung peer is caught by the watchdog, not by a stuck loop).
+#pragma once
+
+#include <memory>
+
+#include "actors/transport/rank_layout.h"
+#include "actors/transport/transport.h"
+#include "actors/transport/watchdog.h"
+#include "runtime/saguaro/ssd_drafter_core.h"
+
+namespace ssd {
+
+struct DrafterActorOptions {
+  double step_s = 120;  // watchdog deadline of one drafting job
+};
+
+// Runs until kDrafterShutdown. `world` is the job's world transport (ranks as in `layout`).
+// primary/backup are this rank's drafters, `opts` the SSD core's options (identical on every
+// drafter rank: the handshake's config digest checks it). Each batch of sequences says in its
+// StartSeqs whether it runs as ssd (pre-speculation, the miss policy of `opts`) or as sd (no
+// pre-speculation, the primary drafts every answer): two cores over the same drafters, so one job
+// can compare both with the same placement (`ssd bench`).
+void run_drafter_actor(Transport& world, const RankLayout& layout, Drafter& primary,
+                       Drafter* backup, const SsdDrafterOptions& core_opts,
+                       const DrafterActorOptions& opts, Watchdog& dog);
+
+}  // namespace ssd

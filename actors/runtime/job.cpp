@@ -1,0 +1,102 @@
+#include "actors/runtime/job.h"
+
+#include <fmt/format.h>
+
+#include "actors/runtime/drafter_actor.h"
+#include "actors/transport/frame.h"
+#include "runtime/core/error.h"
+#include "runtime/drafters/ngram_drafter.h"
+
+namespace ssd {
+
+int run_on_cluster(const DistributedArgs& dist, std::string_view config_text,
+                   const std::string& model_path, const std::function<int(Cluster&)>& body) {
+  Cluster cluster(dist.tp, config_text, model_path, dist.watchdog_s);
+  try {
+    return body(cluster);
+  } catch (const std::exception& e) {
+    if (cluster.distributed()) cluster.abort(e.what());
+    throw;
+  }
+}
+
+SessionOptions session_options(Cluster& cluster, const std::string& model_path, int threads,
+                               int64_t ctx_size, const DistributedArgs& dist) {
+  SessionOptions so{model_path, threads, ctx_size};
+  if (cluster.layout().is_target()) so.tp_group = cluster.tp_group();
+  so.tp_mode = dist.tp_mode == "megatron" ? TpMode::Megatron : TpMode::Exact;
+  return so;
+}
+
+void check_job(const JobSpec& spec, const RankLayout& layout) {
+  SSD_CHECK(spec.mode != "ssd" || layout.n_drafters() > 0,
+            "--mode ssd needs a drafter rank: launch {} target rank(s) + at least 1 drafter rank "
+            "(mpirun -n {}, or launch/ssd-launch --target-ranks {} --drafter-ranks 1); this job "
+            "has {}",
+            layout.tp, layout.tp + 1, layout.tp, layout.summary());
+  const std::string kind = parse_drafter_spec(spec.drafter).kind;
+  SSD_CHECK(spec.mode != "sd" || layout.n_drafters() > 0 || layout.tp == 1 || kind == "ngram" ||
+                kind == "model",
+            "--drafter {} shares the target's weights, which --tp {} splits over the target "
+            "ranks: run it on a drafter rank (mpirun -n {})",
+            spec.drafter, layout.tp, layout.tp + 1);
+}
+
+int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec) {
+  const RankLayout& layout = cluster.layout();
+  const double step_s = spec.dist.watchdog_s;
+  if (layout.is_target()) {
+    LocalTarget shard(session.model(), session.kv());
+    run_tp_worker(shard, *cluster.tp_group(), cluster.dog(), step_s);
+    return 0;
+  }
+  // A drafter rank. With --mode ar the leader only says goodbye; the drafter still starts so that
+  // every rank runs the same code path (and a bad --drafter fails everywhere alike).
+  std::unique_ptr<Drafter> primary =
+      make_drafter(parse_drafter_spec(spec.drafter), session, spec.drafter_options);
+  NgramDrafter backup(NgramOptions{});
+  DrafterActorOptions opts;
+  opts.step_s = step_s;
+  const SsdDrafterOptions core = to_ssd_options(spec.dist, spec.k, spec.sampler);
+  run_drafter_actor(*cluster.world(), layout, *primary, &backup, core, opts, cluster.dog());
+  return 0;
+}
+
+LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spec)
+    : cluster_(cluster), local_(session.model(), session.kv()) {
+  const RankLayout& layout = cluster.layout();
+  check_job(spec, layout);
+  if (layout.tp > 1) tp_ = std::make_unique<TpLeaderTarget>(local_, *cluster.tp_group());
+  if (layout.n_drafters() > 0) {
+    // The drafter lead says what it conditions on once it has loaded its drafter.
+    Transport& world = *cluster.world();
+    Watchdog::Scope scope(cluster.dog(), "waiting for the drafter to load", spec.dist.watchdog_s);
+    Envelope env = world.recv(std::chrono::milliseconds(
+        static_cast<int64_t>(spec.dist.watchdog_s * 1000)));
+    if (env.kind == MsgKind::kError) {
+      const auto e = decode<ErrorMsg>(env);
+      fail(fmt::format("rank {} ({}) failed: {}", e.rank, role_name(e.role), e.what));
+    }
+    const DrafterReady ready = decode<DrafterReady>(env);
+    remote_ = std::make_unique<RemoteDecoder>(target(), world, layout, ready.feature_layers,
+                                              spec.k, cluster.dog(), spec.dist.watchdog_s);
+  } else if (spec.mode == "sd") {
+    drafter_ = make_drafter(parse_drafter_spec(spec.drafter), session, spec.drafter_options);
+  }
+}
+
+void LeaderJob::finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (remote_) remote_->shutdown_drafters();
+  if (tp_) tp_->shutdown();
+}
+
+LeaderJob::~LeaderJob() {
+  try {
+    finish();
+  } catch (...) {
+  }
+}
+
+}  // namespace ssd

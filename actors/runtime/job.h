@@ -1,0 +1,74 @@
+// What each rank does in a run, decided once from the Cluster's layout and the command's flags:
+//
+//   rank 0           the target leader: owns the requests (the command's own code runs here), its
+//                    target is its TP shard behind TpLeaderTarget (or the whole model at T = 1);
+//                    with drafter ranks and --mode sd|ssd, a RemoteDecoder talks to them.
+//   ranks 1..T-1     TP workers: replay the leader's target calls on their shard (serve_rank).
+//   ranks T..N-1     drafter actors: the drafter and the n-gram backup speculator, driven by the
+//                    SSD core (serve_rank).
+//
+// --mode sd on a single process (or with no drafter rank) drafts on rank 0 between
+// verifications, as before; with a drafter rank it drafts there, synchronously (the SSD baseline
+// with the same placement); --mode ssd needs a drafter rank.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "actors/frontend/drafter_factory.h"
+#include "actors/frontend/model_session.h"
+#include "actors/runtime/cluster.h"
+#include "actors/runtime/distributed_args.h"
+#include "actors/runtime/remote_decode.h"
+#include "actors/runtime/tp_target.h"
+
+namespace ssd {
+
+struct JobSpec {
+  std::string mode = "ar";  // ar | sd | ssd
+  std::string drafter = "ngram";
+  int32_t k = 4;
+  SamplerConfig sampler;
+  DrafterOptions drafter_options;
+  DistributedArgs dist;
+};
+
+// Joins the job (Cluster) and runs a command's body on this rank; an error on any rank of a
+// distributed job ends the whole job with the message (no rank is left waiting for it).
+int run_on_cluster(const DistributedArgs& dist, std::string_view config_text,
+                   const std::string& model_path, const std::function<int(Cluster&)>& body);
+
+// What this rank loads: the whole model, or its shard on a target rank of a TP group.
+SessionOptions session_options(Cluster& cluster, const std::string& model_path, int threads,
+                               int64_t ctx_size, const DistributedArgs& dist);
+
+// Throws ssd::Error for a mode the layout cannot run (e.g. ssd without a drafter rank).
+void check_job(const JobSpec& spec, const RankLayout& layout);
+
+// Ranks other than 0: serve until the leader ends the job. Returns the process exit code.
+int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec);
+
+// Rank 0's side of the job.
+class LeaderJob {
+ public:
+  LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spec);
+  ~LeaderJob();  // ends the workers' and drafters' loops
+  LeaderJob(const LeaderJob&) = delete;
+  LeaderJob& operator=(const LeaderJob&) = delete;
+
+  TargetModel& target() { return tp_ ? static_cast<TargetModel&>(*tp_) : local_; }
+  Drafter* local_drafter() { return drafter_.get(); }  // sd without drafter ranks
+  RemoteDecoder* remote() { return remote_.get(); }    // sd / ssd with drafter ranks
+  void finish();  // the same as the destructor, but errors surface
+
+ private:
+  Cluster& cluster_;
+  LocalTarget local_;
+  std::unique_ptr<TpLeaderTarget> tp_;
+  std::unique_ptr<Drafter> drafter_;
+  std::unique_ptr<RemoteDecoder> remote_;
+  bool finished_ = false;
+};
+
+}  // namespace ssd

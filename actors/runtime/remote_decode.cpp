@@ -1,0 +1,288 @@
+#include "actors/runtime/remote_decode.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "actors/runtime/drafter_wire.h"
+#include "runtime/core/error.h"
+#include "runtime/spec/verify_round.h"
+
+namespace ssd {
+
+RemoteDecoder::RemoteDecoder(TargetModel& target, Transport& world, const RankLayout& layout,
+                             std::vector<int32_t> feature_layers, int32_t k, Watchdog& dog,
+                             double step_s)
+    : target_(target),
+      world_(world),
+      layout_(layout),
+      feature_layers_(std::move(feature_layers)),
+      k_(k),
+      dog_(dog),
+      step_s_(step_s) {
+  SSD_CHECK(layout.n_drafters() > 0, "a remote drafter needs a drafter rank ({})",
+            layout.summary());
+  for (int32_t l : feature_layers_)
+    SSD_CHECK(l >= 0 && l < target.config().n_layers,
+              "the drafter asks for target layer {}, but the target has layers 0..{}", l,
+              target.config().n_layers - 1);
+}
+
+template <class T>
+void RemoteDecoder::send_drafters(const T& msg, std::span<const std::byte> bulk) {
+  for (int r : layout_.drafter_ranks()) {
+    std::vector<std::byte> frame = encode_frame(msg, bulk);
+    bytes_ += static_cast<int64_t>(frame.size());
+    world_.send_frame(r, std::move(frame));
+  }
+}
+
+Envelope RemoteDecoder::receive(MsgKind kind, const std::string& waiting_for) {
+  Watchdog::Scope scope(dog_, waiting_for, step_s_);
+  for (;;) {
+    Envelope env = world_.recv(std::chrono::milliseconds(static_cast<int64_t>(step_s_ * 1000)));
+    bytes_ += static_cast<int64_t>(env.bytes.size());
+    if (env.kind == kind) return env;
+    if (env.kind == MsgKind::kError) {
+      const auto e = decode<ErrorMsg>(env);
+      fail(fmt::format("rank {} ({}) failed: {}", e.rank, role_name(e.role), e.what));
+    }
+    fail(fmt::format("target leader: {} from rank {} while {}", kind_name(env.kind), env.peer,
+                     waiting_for));
+  }
+}
+
+RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, bool prespeculate,
+                                      const BatchTokenCallback& on_token) {
+  check_batch_context(target_, reqs, k_);
+  const int32_t vocab = static_cast<int32_t>(target_.config().vocab);
+  const size_t n = reqs.size();
+  RemoteDecodeResult out;
+  out.gen.resize(n);
+  out.sd.resize(n);
+  for (SdStats& s : out.sd) size_stats(s, k_);
+  const int64_t bytes0 = bytes_;
+
+  struct Seq {
+    SeqId kv = -1;
+    int32_t id = 0;  // the drafter's sequence id (unique over the job)
+    int32_t root = 0, root_pos = 0;
+    bool running = false;
+    SeqSpeculation spec;
+  };
+  std::vector<Seq> seqs(n);
+  TargetSeqs tseqs(target_);
+  auto emit = [&](size_t i, int32_t tok) {
+    GenerationResult& g = out.gen[i];
+    g.tokens.push_back(tok);
+    const auto& stop = reqs[i].stop_ids;
+    if (on_token && !on_token(i, tok)) return false;
+    if (std::find(stop.begin(), stop.end(), tok) != stop.end()) {
+      g.stopped_by_eog = true;
+      return false;
+    }
+    return static_cast<int64_t>(g.tokens.size()) < reqs[i].max_new_tokens;
+  };
+
+  // Prefill as AR does; the first token from the prefill's logits; start the drafter's sequences
+  // with the prompt features it conditions on.
+  StartSeqs start;
+  std::vector<float> features;
+  const int64_t dim = static_cast<int64_t>(target_.config().dim) *
+                      static_cast<int64_t>(feature_layers_.size());
+  start.feature_dim = dim;
+  start.prespeculate = prespeculate;
+  for (size_t i = 0; i < n; ++i) {
+    Watchdog::Scope scope(dog_, fmt::format("prefilling request {}", i), step_s_);
+    Seq& s = seqs[i];
+    s.kv = tseqs.create();
+    s.id = next_seq_id_++;
+    PrefillResult pre =
+        prefill(target_, s.kv, reqs[i].prompt, reqs[i].prefill_chunk, feature_layers_);
+    out.gen[i].prompt_tokens = static_cast<int64_t>(reqs[i].prompt.size());
+    out.gen[i].prefill_s = pre.seconds;
+    if (reqs[i].max_new_tokens == 0) {
+      tseqs.release(s.kv);
+      continue;
+    }
+    s.root = Sampler(reqs[i].sampler).sample(pre.last.logits_row(0), vocab, reqs[i].stream, 0);
+    s.root_pos = static_cast<int32_t>(reqs[i].prompt.size());
+    s.running = emit(i, s.root);
+    if (!s.running) {
+      tseqs.release(s.kv);
+      continue;
+    }
+    start.seqs.push_back(s.id);
+    start.prompts.push_back(reqs[i].prompt);
+    start.emitted.push_back({s.root});
+    start.streams.push_back(reqs[i].stream);
+    start.feature_rows.push_back(dim > 0 ? static_cast<int64_t>(reqs[i].prompt.size()) : 0);
+    features.insert(features.end(), pre.features.begin(), pre.features.end());
+  }
+  const double t1 = monotonic_seconds();
+  if (!start.seqs.empty()) send_drafters(start, std::as_bytes(std::span<const float>(features)));
+
+  std::vector<size_t> active;
+  for (int64_t round = 0;; ++round) {
+    active.clear();
+    for (size_t i = 0; i < n; ++i)
+      if (seqs[i].running) active.push_back(i);
+    if (active.empty()) break;
+
+    // The speculations of this round (answered from the cache in --mode ssd when it hit).
+    const double tw = monotonic_seconds();
+    const Envelope env =
+        receive(MsgKind::kSpeculation, fmt::format("waiting for the speculation of round {} "
+                                                   "from the drafter (rank {})",
+                                                   round, layout_.drafter_lead()));
+    out.split.target_wait_s += monotonic_seconds() - tw;
+    SpeculationMsg sm = decode<SpeculationMsg>(env);
+    SSD_CHECK(sm.round == round, "drafter answered round {} while the target is at round {}",
+              sm.round, round);
+    for (SeqSpeculation& w : sm.seqs) {
+      auto it = std::find_if(seqs.begin(), seqs.end(), [&](const Seq& s) { return s.id == w.seq; });
+      SSD_CHECK(it != seqs.end() && it->running,
+                "drafter sent a speculation for sequence {}, which is not running", w.seq);
+      it->spec = std::move(w);
+    }
+
+    Watchdog::Scope scope(dog_, fmt::format("verifying round {}", round), step_s_);
+    std::vector<DraftTree> trees(active.size());
+    std::vector<VerifyInput> inputs(active.size());
+    for (size_t a = 0; a < active.size(); ++a) {
+      const size_t i = active[a];
+      Seq& s = seqs[i];
+      SSD_CHECK(s.spec.seq == s.id, "the drafter sent no speculation for sequence {} in round {}",
+                s.id, round);
+      // As in single-process SD, the round may not decide more tokens than the request has left:
+      // the chain is cut to that depth (a prefix of a chain keeps every node's q, so it verifies
+      // exactly; sampled runs then draw what sampled SD draws, token for token).
+      const int64_t left = reqs[i].max_new_tokens - static_cast<int64_t>(out.gen[i].tokens.size());
+      const size_t depth = static_cast<size_t>(std::clamp<int64_t>(left - 1, 0, k_));
+      if (s.spec.tokens.size() > depth) {
+        s.spec.tokens.resize(depth);
+        s.spec.q.resize(depth);
+      }
+      trees[a] = tree_of(s.spec);
+      trees[a].validate(vocab);
+      SSD_CHECK(static_cast<int32_t>(trees[a].size()) <= k_,
+                "drafter sent {} tokens for sequence {}; --k is {}", trees[a].size(), s.id, k_);
+      VerifyInput& in = inputs[a];
+      in.kv_seq = s.kv;
+      in.root = s.root;
+      in.root_pos = s.root_pos;
+      in.tree = &trees[a];
+      in.sampler = reqs[i].sampler;
+      in.stream = reqs[i].stream;
+      in.step = static_cast<uint32_t>(out.gen[i].tokens.size());
+    }
+    const double tv = monotonic_seconds();
+    const VerifyRoundResult vr = verify_round(target_, inputs, feature_layers_);
+    const double verify_dt = monotonic_seconds() - tv;
+    out.split.verify_s += verify_dt;
+    ++out.split.rounds;
+
+    Outcome outcome;
+    outcome.round = round + 1;
+    outcome.feature_dim = dim;
+    outcome.verify_s = verify_dt;
+    std::vector<float> round_features;
+    FinishSeqs finished;
+    for (size_t a = 0; a < active.size(); ++a) {
+      const size_t i = active[a];
+      Seq& s = seqs[i];
+      const VerifyResult& v = vr.seqs[a].result;
+      SdStats& st = out.sd[i];
+      st.verify_s += verify_dt;
+      st.target_forward_s += vr.forward_s;
+      st.forwards++;
+      out.gen[i].forwards++;
+      count_round(st, trees[a], v, k_);
+      const int32_t accepted = static_cast<int32_t>(v.path.size());
+      const auto source = static_cast<SpecSource>(s.spec.source);
+      if (source == SpecSource::kCache) {
+        ++out.split.hits;
+        out.split.accepted_hit += accepted;
+      } else if (source != SpecSource::kInitial) {
+        ++out.split.misses;
+        out.split.accepted_miss += accepted;
+      }
+      SeqOutcome o;
+      o.seq = s.id;
+      o.accepted = accepted;
+      o.feature_from = s.root_pos;
+      o.feature_rows = dim > 0 ? 1 + accepted : 0;
+      bool running = true;
+      for (int32_t tok : v.emitted) {
+        o.emitted.push_back(tok);
+        running = emit(i, tok);
+        if (!running) break;
+      }
+      s.root = v.emitted.back();
+      s.root_pos += accepted + 1;
+      s.spec = SeqSpeculation{};
+      if (!running) {
+        s.running = false;
+        out.gen[i].decode_s = monotonic_seconds() - t1;
+        tseqs.release(s.kv);
+        finished.seqs.push_back(s.id);
+        continue;
+      }
+      if (dim > 0)
+        round_features.insert(round_features.end(), vr.seqs[a].features.begin(),
+                              vr.seqs[a].features.end());
+      outcome.seqs.push_back(std::move(o));
+    }
+    if (!finished.seqs.empty()) send_drafters(finished);
+    if (!outcome.seqs.empty()) {
+      std::vector<std::byte> frame =
+          encode_frame(outcome, std::as_bytes(std::span<const float>(round_features)));
+      bytes_ += static_cast<int64_t>(frame.size());
+      world_.send_frame(layout_.drafter_lead(), std::move(frame));
+    }
+  }
+  out.split.bytes_exchanged = bytes_ - bytes0;
+  return out;
+}
+
+void SplitFigures::add(const SplitFigures& o) {
+  target_wait_s += o.target_wait_s;
+  verify_s += o.verify_s;
+  bytes_exchanged += o.bytes_exchanged;
+  rounds += o.rounds;
+  hits += o.hits;
+  misses += o.misses;
+  accepted_hit += o.accepted_hit;
+  accepted_miss += o.accepted_miss;
+  drafter = o.drafter;
+}
+
+DrafterStatsMsg since(const DrafterStatsMsg& after, const DrafterStatsMsg& before) {
+  DrafterStatsMsg d = after;
+  d.rounds -= before.rounds;
+  d.hits -= before.hits;
+  d.misses -= before.misses;
+  d.fallback_primary -= before.fallback_primary;
+  d.fallback_backup -= before.fallback_backup;
+  for (size_t i = 0; i < d.hits_at_k.size() && i < before.hits_at_k.size(); ++i)
+    d.hits_at_k[i] -= before.hits_at_k[i];
+  for (size_t i = 0; i < d.outcomes_at_k.size() && i < before.outcomes_at_k.size(); ++i)
+    d.outcomes_at_k[i] -= before.outcomes_at_k[i];
+  d.branches -= before.branches;
+  d.prespec_s -= before.prespec_s;
+  d.fallback_s -= before.fallback_s;
+  d.busy_s -= before.busy_s;
+  return d;
+}
+
+DrafterStatsMsg RemoteDecoder::drafter_stats() {
+  world_.send(layout_.drafter_lead(), DrafterStatsAsk{});
+  bytes_ += static_cast<int64_t>(sizeof(WireHeader));
+  return decode<DrafterStatsMsg>(receive(MsgKind::kDrafterStats, "asking the drafter's figures"));
+}
+
+void RemoteDecoder::shutdown_drafters() {
+  world_.send(layout_.drafter_lead(), DrafterShutdown{});
+}
+
+}  // namespace ssd
