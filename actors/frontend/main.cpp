@@ -8,10 +8,12 @@
 #include <string_view>
 
 #include "actors/frontend/bench_command.h"
+#include "actors/frontend/bench_kernels_command.h"
 #include "actors/frontend/build_info.h"
 #include "actors/frontend/generate_command.h"
 #include "actors/frontend/info_command.h"
 #include "runtime/core/error.h"
+#include "topology/binding.h"
 
 namespace {
 
@@ -26,11 +28,13 @@ constexpr Command kCommands[] = {
      ssd::run_generate_command},
     {"bench", "compare AR and SD (drafters x draft lengths) over a prompt file", ssd::run_bench_command},
     {"info", "print a model file's architecture, tensors and tokenizer", ssd::run_info_command},
+    {"bench-kernels", "measure bandwidth, decode roofline, verify cost and prefill of the kernels",
+     ssd::run_bench_kernels_command},
 };
 
 void print_usage() {
   fmt::print("usage: ssd <command> [flags]     (ssd <command> --help lists the flags)\n\ncommands:\n");
-  for (const auto& c : kCommands) fmt::print("  {:<10} {}\n", c.name, c.summary);
+  for (const auto& c : kCommands) fmt::print("  {:<14} {}\n", c.name, c.summary);
   fmt::print("\n{}\n", ssd::build_description());
 }
 
@@ -48,6 +52,10 @@ int main(int argc, char** argv) {
   for (const auto& c : kCommands) {
     if (std::string_view(argv[1]) != c.name) continue;
     try {
+      // Several ranks on this machine (mpirun): each binds to its own cores before any thread
+      // starts, so the thread pools of different ranks never share a core.
+      const ssd::BindResult bind = ssd::bind_local_rank_from_env();
+      if (bind.bound || !bind.cpus.empty()) fmt::print(stderr, "ssd: {}\n", bind.note);
       return c.run(argc - 2, argv + 2);
     } catch (const ssd::Error& e) {
       fmt::print(stderr, "ssd {}: error: {}\n", c.name, e.what());

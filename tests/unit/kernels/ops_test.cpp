@@ -1,5 +1,7 @@
 // rmsnorm / softmax / swiglu / rope against float64 references written inline, plus RoPE pair
-// layouts on a hand-computed example.
+// layouts on a hand-computed example. SwiGLU runs on every ISA this CPU has (its AVX2 / AVX-512
+// versions use a polynomial exp of ~2 ulp, inside the same tolerance) and must give an element
+// the same bits wherever it sits in the array (the backend splits arrays across threads).
 // Tolerances (float32 kernels vs float64): rmsnorm and swiglu 2e-6 relative + 1e-7 absolute per
 // element (a handful of roundings); softmax 1e-6 absolute per probability (values <= 1); rope
 // 1e-5 absolute for |x| ~ 1 (cos/sin rounded to float, two products and a sum).
@@ -59,16 +61,51 @@ TEST(Ops, SoftmaxMatchesFloat64) {
 
 TEST(Ops, SwigluMatchesFloat64) {
   std::mt19937 rng(8);
-  const int64_t n = 1001;
-  auto gate = test::random_floats(n, rng, 4.0f), up = test::random_floats(n, rng);
-  gate[0] = -100.0f;  // exp overflow side: silu -> -0
-  gate[1] = 100.0f;
-  std::vector<float> out(n);
-  swiglu(gate.data(), up.data(), out.data(), n);
-  for (int64_t i = 0; i < n; ++i) {
-    const double g = gate[i];
-    const double want = g / (1.0 + std::exp(-g)) * up[i];
-    ASSERT_NEAR(out[i], want, 2e-6 * std::fabs(want) + 1e-7) << i;
+  test::IsaGuard guard;
+  for (Isa isa : test::runnable_isas()) {
+    force_isa(isa);
+    for (int64_t n : {1001, 1536, 7}) {
+      auto gate = test::random_floats(n, rng, 4.0f), up = test::random_floats(n, rng);
+      gate[0] = -100.0f;  // exp overflow side: silu -> -0
+      if (n > 3) {
+        gate[1] = 100.0f;
+        gate[2] = -87.5f;  // around the edges of the vector exp's range
+        gate[3] = 88.0f;
+      }
+      std::vector<float> out(n);
+      swiglu(gate.data(), up.data(), out.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double g = gate[i];
+        const double want = g / (1.0 + std::exp(-g)) * up[i];
+        ASSERT_NEAR(out[i], want, 2e-6 * std::fabs(want) + 1e-7) << isa_name(isa) << " " << i;
+      }
+      // Any sub-range (odd start, odd length: vector bodies and tails land elsewhere) gives the
+      // same bits for the same elements.
+      std::vector<float> part(n);
+      const int64_t b = n / 3 + 1, len = n - b - 2;
+      if (len > 0) {
+        swiglu(gate.data() + b, up.data() + b, part.data(), len);
+        for (int64_t i = 0; i < len; ++i)
+          ASSERT_TRUE(test::same_float(part[i], out[b + i])) << isa_name(isa) << " " << i;
+      }
+    }
+  }
+}
+
+// rope() is rope_angles() then rope_rotate(), bit for bit (the backend caches the angles).
+TEST(Ops, RopeFromAnglesIsBitIdentical) {
+  std::mt19937 rng(10);
+  const int64_t heads = 3, hd = 48, rot = 32;
+  std::vector<float> inv_freq(rot / 2);
+  for (int64_t i = 0; i < rot / 2; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / rot);
+  for (auto layout : {RopeLayout::Interleaved, RopeLayout::NeoX}) {
+    const auto x0 = test::random_floats(heads * hd, rng);
+    auto x = x0, y = x0;
+    rope(x.data(), heads, hd, rot, 1234.0f, inv_freq.data(), layout);
+    std::vector<float> c(rot / 2), s(rot / 2);
+    rope_angles(1234.0f, inv_freq.data(), rot, c.data(), s.data());
+    rope_rotate(y.data(), heads, hd, rot, c.data(), s.data(), layout);
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_TRUE(test::same_float(x[i], y[i])) << i;
   }
 }
 

@@ -1,0 +1,109 @@
+// `ssd bench-kernels` end to end on a tiny model the test writes, with small sizes so it runs in
+// a few seconds: exit 0, the JSON has every documented field, every figure is positive with
+// min <= median <= max, ratios are in plausible ranges, the markdown table is written, and bad
+// lists are rejected with one line naming the flag.
+//
+// Ranges: the tiny model's weights fit in cache, so its "roofline ratio" (bytes per token x
+// tok/s over DRAM bandwidth) may exceed 1; we only require (0, 100). A forward over n <= 4
+// tokens does at most n times the work of one plus the same fixed costs, so its ratio to one
+// token lies in (1, n] on a quiet machine; a median of 5 samples of 10 forwards each on a loaded
+// one (ctest runs tests in parallel) stays within (0.3, 6n), which still catches a ratio
+// inverted or taken between different units (seconds vs milliseconds).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/tiny_model.h"
+
+namespace ssd {
+namespace {
+
+using test::run_command;
+using test::shell_quote;
+using testing::HasSubstr;
+
+void expect_stat(const nlohmann::json& s, const std::string& what) {
+  ASSERT_TRUE(s.contains("median") && s.contains("min") && s.contains("max")) << what;
+  const double lo = s["min"], mid = s["median"], hi = s["max"];
+  EXPECT_GT(lo, 0.0) << what;
+  EXPECT_LE(lo, mid) << what;
+  EXPECT_LE(mid, hi) << what;
+  EXPECT_GE(s["samples"].get<int>(), 1) << what;
+}
+
+TEST(BenchKernels, TinyModelWritesSaneJsonAndMarkdown) {
+  test::TempDir tmp;
+  const std::string model =
+      test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::Q4_1), tmp.file("tiny.gguf"));
+  const std::string json = tmp.file("bk.json"), md = tmp.file("bk.md");
+  const auto r = run_command(shell_quote(test::project_binary("ssd")) + " bench-kernels -m " +
+                             shell_quote(model) +
+                             " --threads-list 1,2 --context 16 --prefill 32 --blocks 2,4"
+                             " --repeats 5 --calls 10 --prefill-repeats 1 --bw-mib 4 --json " +
+                             shell_quote(json) + " --markdown " + shell_quote(md));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("verify cost ratio, n = 4"));
+
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  for (const char* key : {"model", "weight_type", "weight_bytes_per_token", "threads", "cpu_flags",
+                          "kernels_isa", "topology", "commit", "build", "results", "targets"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["weight_type"], "Q4_1");
+  const auto bytes = j["weight_bytes_per_token"].get<uint64_t>();
+  EXPECT_GT(bytes, 0u);
+  EXPECT_LE(bytes, std::filesystem::file_size(model));
+  EXPECT_FALSE(j["commit"].get<std::string>().empty());
+  ASSERT_EQ(j["results"].size(), 2u);
+  for (const auto& t : j["results"]) {
+    const std::string at = "threads " + std::to_string(t["threads"].get<int>());
+    expect_stat(t["read_bandwidth_gbps"], at + " bandwidth");
+    EXPECT_LT(t["read_bandwidth_gbps"]["median"].get<double>(), 10000.0) << at;
+    expect_stat(t["decode_tokens_per_s"], at + " decode");
+    expect_stat(t["roofline_ratio"], at + " roofline");
+    EXPECT_LT(t["roofline_ratio"]["median"].get<double>(), 100.0) << at;
+    expect_stat(t["prefill_tokens_per_s"], at + " prefill");
+    EXPECT_GT(t["prefill_vs_decode"].get<double>(), 0.0) << at;
+    ASSERT_EQ(t["verify"].size(), 2u) << at;
+    for (const auto& v : t["verify"]) {
+      const int n = v["n"];
+      expect_stat(v["seconds"], at + " verify seconds");
+      const double ratio = v["ratio"]["median"];
+      EXPECT_GT(ratio, 0.3) << at << " n " << n;
+      EXPECT_LT(ratio, 6.0 * n) << at << " n " << n;
+    }
+  }
+  // Per thread count: roofline >= 0.7, verify n = 4 <= 1.5, prefill >= 10x decode (no n = 8 here).
+  EXPECT_EQ(j["targets"].size(), 6u);
+  for (const auto& t : j["targets"]) EXPECT_TRUE(t["met"].is_boolean());
+
+  std::ifstream mdin(md);
+  const std::string text((std::istreambuf_iterator<char>(mdin)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("| decode roofline ratio | 2 |"));
+  EXPECT_THAT(text, HasSubstr(j["commit"].get<std::string>()));
+}
+
+TEST(BenchKernels, RejectsBadLists) {
+  test::TempDir tmp;
+  const std::string model =
+      test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32), tmp.file("tiny.gguf"));
+  const std::string base =
+      shell_quote(test::project_binary("ssd")) + " bench-kernels -m " + shell_quote(model);
+  auto r = run_command(base + " --threads-list 1,0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--threads-list"));
+  r = run_command(base + " --blocks 2,x");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--blocks"));
+  r = run_command(base + " --context 100000");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("context"));
+}
+
+}  // namespace
+}  // namespace ssd
