@@ -254,7 +254,18 @@ void SplitFigures::add(const SplitFigures& o) {
   misses += o.misses;
   accepted_hit += o.accepted_hit;
   accepted_miss += o.accepted_miss;
+  // The drafter's counters and times add up; its plan (fan-out, b*) is the later one's.
+  const DrafterStatsMsg before = drafter;
   drafter = o.drafter;
+  drafter.rounds += before.rounds;
+  drafter.hits += before.hits;
+  drafter.misses += before.misses;
+  drafter.fallback_primary += before.fallback_primary;
+  drafter.fallback_backup += before.fallback_backup;
+  drafter.branches += before.branches;
+  drafter.prespec_s += before.prespec_s;
+  drafter.fallback_s += before.fallback_s;
+  drafter.busy_s += before.busy_s;
 }
 
 DrafterStatsMsg since(const DrafterStatsMsg& after, const DrafterStatsMsg& before) {

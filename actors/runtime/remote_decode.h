@@ -41,7 +41,7 @@ struct SplitFigures {
   double mean_acceptance_length_miss() const {
     return misses ? 1.0 + double(accepted_miss) / misses : 0;
   }
-  void add(const SplitFigures& o);  // sums counters and times (drafter: the later one's)
+  void add(const SplitFigures& o);  // sums counters and times (the drafter's plan: the later one's)
 };
 
 // The drafter's figures accumulated between two reads (counters and times subtracted).
