@@ -114,10 +114,7 @@ DraftTree tree_of(const SeqSpeculation& s) {
   SSD_CHECK(s.q.size() == s.tokens.size(),
             "speculation for sequence {}: {} tokens but {} distributions", s.seq, s.tokens.size(),
             s.q.size());
-  DraftTree t;
-  for (size_t i = 0; i < s.tokens.size(); ++i)
-    t.add(static_cast<int32_t>(i) - 1, s.tokens[i], s.q[i]);
-  return t;
+  return DraftTree::chain(s.tokens, s.q);
 }
 
 }  // namespace ssd

@@ -73,15 +73,7 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
   std::vector<Seq> seqs(n);
   TargetSeqs tseqs(target_);
   auto emit = [&](size_t i, int32_t tok) {
-    GenerationResult& g = out.gen[i];
-    g.tokens.push_back(tok);
-    const auto& stop = reqs[i].stop_ids;
-    if (on_token && !on_token(i, tok)) return false;
-    if (std::find(stop.begin(), stop.end(), tok) != stop.end()) {
-      g.stopped_by_eog = true;
-      return false;
-    }
-    return static_cast<int64_t>(g.tokens.size()) < reqs[i].max_new_tokens;
+    return emit_token(reqs[i], out.gen[i], i, tok, on_token);
   };
 
   // Prefill as AR does; the first token from the prefill's logits; start the drafter's sequences

@@ -7,6 +7,17 @@
 
 namespace ssd {
 
+bool emit_token(const GenerationRequest& req, GenerationResult& g, size_t index, int32_t tok,
+                const BatchTokenCallback& on_token) {
+  g.tokens.push_back(tok);
+  if (on_token && !on_token(index, tok)) return false;
+  if (std::find(req.stop_ids.begin(), req.stop_ids.end(), tok) != req.stop_ids.end()) {
+    g.stopped_by_eog = true;
+    return false;
+  }
+  return static_cast<int64_t>(g.tokens.size()) < req.max_new_tokens;
+}
+
 double monotonic_seconds() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
@@ -134,15 +145,7 @@ std::vector<GenerationResult> generate_ar_batch(TargetModel& target,
       const Sampler sampler(req.sampler);
       const int32_t tok = sampler.sample(st[i].logits.data(), vocab, req.stream,
                                          static_cast<uint32_t>(g.tokens.size()));
-      g.tokens.push_back(tok);
-      const bool stop =
-          std::find(req.stop_ids.begin(), req.stop_ids.end(), tok) != req.stop_ids.end();
-      bool go_on = !on_token || on_token(i, tok);
-      if (go_on && stop) {
-        g.stopped_by_eog = true;
-        go_on = false;
-      }
-      if (go_on && static_cast<int64_t>(g.tokens.size()) == req.max_new_tokens) go_on = false;
+      const bool go_on = emit_token(req, g, i, tok, on_token);
       if (!go_on) {
         st[i].running = false;
         g.decode_s = monotonic_seconds() - t1;

@@ -71,6 +71,12 @@ void check_batch_context(const TargetModel& target, std::span<const GenerationRe
 
 // ---- pieces shared by the AR and SD loops ----
 
+// Appends `tok` to request `index`'s result, streams it, and says whether the request goes on:
+// false once the callback declines, an end-of-generation token was emitted (stopped_by_eog), or
+// the budget is spent. Every driver (AR, SD, the distributed leader) emits through this.
+bool emit_token(const GenerationRequest& req, GenerationResult& g, size_t index, int32_t tok,
+                const BatchTokenCallback& on_token);
+
 double monotonic_seconds();
 
 struct PrefillResult {

@@ -16,11 +16,6 @@ const char* spec_source_name(SpecSource s) {
   return "?";
 }
 
-DraftTree Speculation::tree() const {
-  DraftTree t;
-  for (size_t i = 0; i < tokens.size(); ++i)
-    t.add(static_cast<int32_t>(i) - 1, tokens[i], i < q.size() ? q[i] : one_hot(tokens[i]));
-  return t;
-}
+DraftTree Speculation::tree() const { return DraftTree::chain(tokens, q); }
 
 }  // namespace ssd

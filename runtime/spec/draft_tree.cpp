@@ -29,6 +29,13 @@ int32_t DraftTree::add(int32_t parent, int32_t token, ProcessedDist q_dist) {
   return static_cast<int32_t>(tokens.size() - 1);
 }
 
+DraftTree DraftTree::chain(const std::vector<int32_t>& toks, const std::vector<ProcessedDist>& q) {
+  DraftTree t;
+  for (size_t i = 0; i < toks.size(); ++i)
+    t.add(static_cast<int32_t>(i) - 1, toks[i], i < q.size() ? q[i] : one_hot(toks[i]));
+  return t;
+}
+
 DraftTree DraftTree::chain(const std::vector<int32_t>& toks) {
   DraftTree t;
   for (size_t i = 0; i < toks.size(); ++i) t.add(static_cast<int32_t>(i) - 1, toks[i], one_hot(toks[i]));

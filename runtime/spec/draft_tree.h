@@ -34,6 +34,8 @@ struct DraftTree {
   int32_t add(int32_t parent, int32_t token, ProcessedDist q_dist);
   // A chain of tokens, each with a one-hot q (deterministic drafters).
   static DraftTree chain(const std::vector<int32_t>& tokens);
+  // A chain of tokens drawn from q[i] (a one-hot where q has no entry for the node).
+  static DraftTree chain(const std::vector<int32_t>& tokens, const std::vector<ProcessedDist>& q);
   // Throws ssd::Error naming the node when parents are out of order or tokens out of range.
   void validate(int32_t vocab) const;
 };

@@ -146,17 +146,7 @@ SdBatchResult generate_sd_batch(TargetModel& target, Drafter& drafter,
   // Emits one token of request i: streams it, checks stop conditions. Returns false when the
   // request's generation ends.
   auto emit = [&](size_t i, int32_t tok) {
-    const GenerationRequest& req = reqs[i];
-    GenerationResult& g = out.requests[i].gen;
-    g.tokens.push_back(tok);
-    const bool stop =
-        std::find(req.stop_ids.begin(), req.stop_ids.end(), tok) != req.stop_ids.end();
-    if (on_token && !on_token(i, tok)) return false;
-    if (stop) {
-      g.stopped_by_eog = true;
-      return false;
-    }
-    return static_cast<int64_t>(g.tokens.size()) < req.max_new_tokens;
+    return emit_token(reqs[i], out.requests[i].gen, i, tok, on_token);
   };
 
   for (size_t i = 0; i < n_req; ++i) {
