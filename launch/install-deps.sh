@@ -10,6 +10,7 @@ APT_PACKAGES=(
   libboost-dev libcereal-dev libfmt-dev nlohmann-json3-dev libicu-dev
   libhwloc-dev hwloc
   libgtest-dev libgmock-dev libbenchmark-dev
+  libopenblas-dev
   unzip python3-pip
 )
 PY_PACKAGES=(numpy gguf tokenizers)
