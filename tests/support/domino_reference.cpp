@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "kernels/cpu/rowops.h"
 
@@ -81,6 +82,11 @@ DominoReference::DominoReference(const DominoCheckpoint& ck, const ModelFile& ta
   w2_ = matrix(*ck.head.w2);
   embd_ = matrix(*target.weights().token_embd);
   lm_head_ = matrix(*target.weights().output);
+  if (!cfg_.draft_vocab.empty()) {  // only the draft vocabulary's rows, in its order
+    Mat rows;
+    for (int32_t id : cfg_.draft_vocab) rows.push_back(lm_head_[id]);
+    lm_head_ = std::move(rows);
+  }
 }
 
 DominoReference::BlockOut DominoReference::block(const std::vector<float>& features,
@@ -158,7 +164,7 @@ DominoReference::BlockOut DominoReference::block(const std::vector<float>& featu
 DominoReference::WalkOut DominoReference::walk(const float* base, const float* hidden,
                                                int32_t anchor, int32_t k,
                                                const std::vector<int32_t>* forced) const {
-  const int64_t d = cfg_.target_dim, g = cfg_.gru_dim, vocab = cfg_.target_vocab;
+  const int64_t d = cfg_.target_dim, g = cfg_.gru_dim, vocab = cfg_.draft_vocab_size();
   auto gru = [&](const Vec& s, int32_t tok) {
     const Vec gi = matvec(w_ih_, embd_[tok]), gh = matvec(w_hh_, s);
     Vec out(g);
@@ -179,8 +185,14 @@ DominoReference::WalkOut DominoReference::walk(const float* base, const float* h
     for (double& v : mid) v = v / (1.0 + std::exp(-v));
     Vec logits = matvec(w2_, mid);
     for (int64_t t = 0; t < vocab; ++t) logits[t] += base[i * vocab + t];
-    const int32_t tok =
+    int32_t tok =
         static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    if (!cfg_.draft_vocab.empty()) {  // back to target ids, -inf outside the draft vocabulary
+      Vec full(cfg_.target_vocab, -std::numeric_limits<double>::infinity());
+      for (int64_t t = 0; t < vocab; ++t) full[cfg_.draft_vocab[t]] = logits[t];
+      logits = std::move(full);
+      tok = cfg_.draft_vocab[tok];
+    }
     w.tokens.push_back(tok);
     w.logits.push_back(std::move(logits));
     s = gru(s, forced ? forced->at(i) : tok);

@@ -19,16 +19,17 @@ class DominoReference {
 
   struct BlockOut {
     std::vector<std::vector<double>> hidden;  // [B - 1][d]  after the final norm, MASK rows 1..
-    std::vector<std::vector<double>> logits;  // [B - 1][V]  base logits
+    std::vector<std::vector<double>> logits;  // [B - 1][Vd] base logits (draft vocabulary)
   };
   // One block [known..., MASK x (B - 1)] after context features [n_ctx, F] (row-major floats).
   BlockOut block(const std::vector<float>& features, const std::vector<int32_t>& known) const;
 
   struct WalkOut {
-    std::vector<int32_t> tokens;              // [k] greedy choices
-    std::vector<std::vector<double>> logits;  // [k][V] final logits
+    std::vector<int32_t> tokens;              // [k] greedy choices (target ids)
+    std::vector<std::vector<double>> logits;  // [k][V] final logits over target ids (-inf
+                                              // outside a draft vocabulary)
   };
-  // The head's walk from given float base logits [k, V] and hidden states [k, d]: greedy, or
+  // The head's walk from given float base logits [k, Vd] and hidden states [k, d]: greedy, or
   // feeding the GRU the `forced` tokens (e.g. a sampled draft) while still reporting the argmax.
   WalkOut walk(const float* base, const float* hidden, int32_t anchor, int32_t k,
                const std::vector<int32_t>* forced = nullptr) const;

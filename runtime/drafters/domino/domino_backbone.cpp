@@ -28,6 +28,20 @@ DominoBackbone::DominoBackbone(const DominoCheckpoint& ck, Transformer& target)
       token_embd_(target.token_embedding()),
       lm_head_(target.lm_head()) {
   SSD_ASSERT(token_embd_.cols == cfg_.target_dim && lm_head_.rows == cfg_.target_vocab);
+  if (!cfg_.draft_vocab.empty()) {
+    // The head's rows for the draft vocabulary, in the target's dtype, prepared like any weight.
+    const uint64_t rb = lm_head_.row_bytes;
+    lm_head_rows_.resize(cfg_.draft_vocab.size() * rb);
+    for (size_t i = 0; i < cfg_.draft_vocab.size(); ++i)
+      std::copy_n(lm_head_.data + cfg_.draft_vocab[i] * rb, rb, lm_head_rows_.data() + i * rb);
+    TensorRef rows;
+    rows.name = "domino.draft_vocab_lm_head";
+    rows.type = lm_head_.type;
+    rows.ne = {static_cast<uint64_t>(lm_head_.cols), cfg_.draft_vocab.size()};
+    rows.data = lm_head_rows_.data();
+    rows.nbytes = lm_head_rows_.size();
+    lm_head_ = backend_.prepare_weight(rows);
+  }
   fc_ = backend_.prepare_weight(*ck.fc);
   fc_norm_ = decode_vector(ck.fc_norm);
   mask_ = decode_vector(ck.mask_embedding);
@@ -88,7 +102,7 @@ void DominoBackbone::append_context(KvCache& kv, SeqId seq, int64_t from,
 
 DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Block> blocks) {
   const int64_t d = cfg_.target_dim, masks = cfg_.block_size - 1;
-  const int64_t vocab = cfg_.target_vocab;
+  const int64_t vocab = cfg_.draft_vocab_size();
 
   // Row layout: block b's rows start at first[b]; its token t is row first[b] + t.
   std::vector<int64_t> first;

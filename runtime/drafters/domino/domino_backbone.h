@@ -17,7 +17,9 @@
 // at root_pos + i, where it predicts the token of position root_pos + i).
 //
 // Output per block, for MASK rows i = 1..n_out: h_i = RMSNorm(x_i) * norm (the drafter's final
-// norm) and base_i = LM_head_target(h_i).
+// norm) and base_i = LM_head_target(h_i), over the draft vocabulary when the config has one (the
+// target's LM head rows of those ids, copied once in the target's own dtype, so each logit is
+// bit-identical to the full head's for that id).
 //
 // Several blocks (many requests, or many hypothetical suffixes of one sequence) run in ONE pass:
 // each block gets a fork of its sequence's context (shared pages, no copy), its rows are appended
@@ -56,7 +58,7 @@ class DominoBackbone {
   };
   struct Result {
     std::vector<float> hidden;    // [rows, d]  h_i after the final norm
-    std::vector<float> logits;    // [rows, V]  base logits
+    std::vector<float> logits;    // [rows, Vd] base logits (Vd = config().draft_vocab_size())
     std::vector<int64_t> offset;  // [blocks + 1]: block b owns rows offset[b] .. offset[b+1]-1
   };
   Result forward(KvCache& kv, std::span<const Block> blocks);
@@ -66,7 +68,8 @@ class DominoBackbone {
   const DominoConfig& cfg_;
   Backend& backend_;
   const kernels::WeightMatrix& token_embd_;  // the target's
-  const kernels::WeightMatrix& lm_head_;     // the target's
+  kernels::WeightMatrix lm_head_;            // the target's, or its draft-vocabulary rows
+  std::vector<uint8_t> lm_head_rows_;        // [Vd, row_bytes]: those rows (draft vocab only)
   kernels::WeightMatrix fc_;
   std::vector<float> fc_norm_, mask_, final_norm_;  // [d]
   std::vector<float> inv_freq_;                     // [head_dim / 2]

@@ -22,7 +22,7 @@ std::string shape_str(const std::vector<uint64_t>& s) { return fmt::format("[{}]
 std::vector<DominoTensorSpec> domino_tensor_specs(const DominoConfig& c) {
   const uint64_t d = c.target_dim, f = c.feature_dim(), h = uint64_t(c.n_heads) * c.head_dim,
                  kv = uint64_t(c.n_kv_heads) * c.head_dim, ffn = c.ffn_dim, g = c.gru_dim,
-                 r = c.rank, v = c.target_vocab;
+                 r = c.rank, v = c.draft_vocab_size();
   std::vector<DominoTensorSpec> s = {
       {"fc.weight", {d, f}}, {"fc_norm.weight", {d}}, {"mask_embedding", {d}}};
   for (int32_t l = 0; l < c.n_layers; ++l) {

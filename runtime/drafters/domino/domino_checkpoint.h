@@ -4,7 +4,8 @@
 //
 // Tensor names and shapes (safetensors order, outermost first; a Linear weight is [out, in]).
 // d = target_dim, F = len(target_layers) * target_dim, H = heads * head_dim,
-// KV = kv_heads * head_dim, g = gru_dim, r = rank, V = target_vocab:
+// KV = kv_heads * head_dim, g = gru_dim, r = rank, V = target_vocab, Vd = draft_vocab_size()
+// (V unless the config has a draft vocabulary):
 //
 //   fc.weight                                   [d, F]      context projection (no bias)
 //   fc_norm.weight                              [d]         RMSNorm gain of the context features
@@ -24,7 +25,7 @@
 //   head.gru.bias_ih                            [3g]
 //   head.gru.bias_hh                            [3g]
 //   head.w1.weight                              [r, d + g]  input is [h_i ; s_{i-1}] (no bias)
-//   head.w2.weight                              [V, r]      (no bias)
+//   head.w2.weight                              [Vd, r]     (no bias)
 //
 // The target's token embeddings and LM head are NOT stored: the drafter uses the target's own.
 // Every tensor is required (also when drafting with the head off) and checked against the

@@ -73,6 +73,17 @@ DominoConfig DominoConfig::from_json(const std::string& text, const std::string&
               "{}: domino_config field 'target_layers' has layer {}, which no model has", src, v);
     c.target_layers.push_back(static_cast<int32_t>(v));
   }
+  if (auto it = j.find("draft_vocab"); it != j.end()) {
+    SSD_CHECK(it->is_array(), "{}: domino_config field 'draft_vocab' must be an array, got {}",
+              src, it->dump().substr(0, 80));
+    for (const json& t : *it) {
+      SSD_CHECK(t.is_number_integer() && t.get<int64_t>() >= 0 && t.get<int64_t>() < c.target_vocab,
+                "{}: domino_config field 'draft_vocab' holds {}, not a token id of the target's "
+                "vocabulary (0..{})",
+                src, t.dump(), c.target_vocab - 1);
+      c.draft_vocab.push_back(t.get<int32_t>());
+    }
+  }
   c.validate(src);
   return c;
 }
@@ -92,6 +103,7 @@ std::string DominoConfig::to_json() const {
   j["rope_theta"] = rope_theta;
   j["target_dim"] = target_dim;
   j["target_vocab"] = target_vocab;
+  if (!draft_vocab.empty()) j["draft_vocab"] = draft_vocab;
   return j.dump();
 }
 
@@ -118,6 +130,11 @@ void DominoConfig::validate(const std::string& src) const {
   SSD_CHECK(!target_layers.empty(), "{}: domino_config field 'target_layers' is empty", src);
   SSD_CHECK(std::isfinite(rms_eps) && rms_eps > 0,
             "{}: domino_config field 'rms_eps' = {} must be positive", src, rms_eps);
+  for (size_t i = 1; i < draft_vocab.size(); ++i)
+    SSD_CHECK(draft_vocab[i - 1] < draft_vocab[i],
+              "{}: domino_config field 'draft_vocab' must be strictly increasing (entry {} = {} "
+              "follows {})",
+              src, i, draft_vocab[i], draft_vocab[i - 1]);
   SSD_CHECK(std::isfinite(rope_theta) && rope_theta > 1,
             "{}: domino_config field 'rope_theta' = {} must be greater than 1", src, rope_theta);
 }

@@ -8,6 +8,12 @@
 //    "target_layers": [0, 1], "gru_dim": 64, "rank": 32, "rms_eps": 1e-5,
 //    "rope_theta": 10000.0, "target_dim": 256, "target_vocab": 261}
 //
+// Optional: "draft_vocab": [ids...], a reduced draft vocabulary (FR-Spec style: the most frequent
+// target tokens, strictly increasing ids). The drafter then scores only those ids (its LM head is
+// the target's rows for them, head.w2.weight has one row per id) and drafts only them; absent or
+// [] = the whole vocabulary. Verification is untouched: acceptance is always judged by the
+// target over its full vocabulary, so a reduced vocabulary can cost acceptance, never exactness.
+//
 // The drafter's width is target_dim (it reuses the target's token embeddings and LM head), so
 // the config has no separate "dim". RoPE is NeoX-style (rotate halves, as in Hugging Face Llama)
 // over the whole head_dim, with no frequency scaling.
@@ -33,9 +39,14 @@ struct DominoConfig {
   float rope_theta = 10000.0f;
   int64_t target_dim = 0;              // d: the target's residual width (also the drafter's)
   int64_t target_vocab = 0;
+  std::vector<int32_t> draft_vocab;    // strictly increasing target ids; empty = all of them
 
   // Width of one token's concatenated target features: target_layers.size() * target_dim.
   int64_t feature_dim() const { return static_cast<int64_t>(target_layers.size()) * target_dim; }
+  // Rows of the drafter's logits: len(draft_vocab), or target_vocab when it is empty.
+  int64_t draft_vocab_size() const {
+    return draft_vocab.empty() ? target_vocab : static_cast<int64_t>(draft_vocab.size());
+  }
 
   // Parses the JSON text; throws ssd::Error naming `source` and the field on a missing field, a
   // wrong type or an impossible value (validate()).

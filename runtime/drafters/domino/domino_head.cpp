@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "runtime/core/error.h"
 #include "runtime/model/decoder_layer.h"
@@ -52,7 +53,8 @@ void DominoHead::gru_step(const int32_t* tokens, float* s, int64_t n) {
 
 void DominoHead::add_correction(const float* h, const float* s, float* logits, int64_t n) {
   if (n == 0) return;
-  const int64_t d = cfg_.target_dim, g = cfg_.gru_dim, r = cfg_.rank, vocab = cfg_.target_vocab;
+  const int64_t d = cfg_.target_dim, g = cfg_.gru_dim, r = cfg_.rank;
+  const int64_t vocab = cfg_.draft_vocab_size();
   in_.resize(n * (d + g));
   mid_.resize(n * r);
   for (int64_t j = 0; j < n; ++j) {
@@ -69,6 +71,8 @@ void DominoHead::add_correction(const float* h, const float* s, float* logits, i
 std::vector<DraftTree> DominoHead::walk(std::span<const DominoChain> chains, bool use_head,
                                         std::vector<std::vector<float>>* final_logits) {
   const int64_t d = cfg_.target_dim, g = cfg_.gru_dim, vocab = cfg_.target_vocab;
+  const int64_t dv = cfg_.draft_vocab_size();  // columns of base / final before the scatter
+  const bool reduced = !cfg_.draft_vocab.empty();
   const int64_t nc = static_cast<int64_t>(chains.size());
   std::vector<DraftTree> trees(nc);
   if (final_logits) {
@@ -103,11 +107,11 @@ std::vector<DraftTree> DominoHead::walk(std::span<const DominoChain> chains, boo
     act.swap(next_act);
     state.swap(next_state);
     const int64_t na = static_cast<int64_t>(act.size());
-    logits.resize(na * vocab);
+    logits.resize(na * dv);
     hid.resize(na * d);
     for (int64_t j = 0; j < na; ++j) {
       const DominoChain& ch = chains[act[j]];
-      std::copy_n(ch.base + (i - 1) * vocab, vocab, logits.data() + j * vocab);
+      std::copy_n(ch.base + (i - 1) * dv, dv, logits.data() + j * dv);
       std::copy_n(ch.hidden + (i - 1) * d, d, hid.data() + j * d);
     }
     if (use_head) add_correction(hid.data(), state.data(), logits.data(), na);
@@ -115,7 +119,12 @@ std::vector<DraftTree> DominoHead::walk(std::span<const DominoChain> chains, boo
     toks.assign(na, 0);
     for (int64_t j = 0; j < na; ++j) {
       const DominoChain& ch = chains[act[j]];
-      const float* row = logits.data() + j * vocab;
+      const float* row = logits.data() + j * dv;
+      if (reduced) {  // back to target ids: tokens outside the draft vocabulary get -inf
+        full_.assign(vocab, -std::numeric_limits<float>::infinity());
+        for (int64_t t = 0; t < dv; ++t) full_[cfg_.draft_vocab[t]] = row[t];
+        row = full_.data();
+      }
       if (final_logits) std::copy_n(row, vocab, final_logits->at(act[j]).data() + (i - 1) * vocab);
       int32_t tok;
       ProcessedDist predicted;

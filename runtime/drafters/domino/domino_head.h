@@ -35,7 +35,7 @@ namespace ssd {
 
 // One chain to walk: the backbone's outputs for MASK rows 1..k of one block.
 struct DominoChain {
-  const float* base = nullptr;    // [k, V] base logits
+  const float* base = nullptr;    // [k, Vd] base logits (Vd = config's draft_vocab_size())
   const float* hidden = nullptr;  // [k, d] h_i after the backbone's final norm
   int32_t anchor = 0;             // the token before draft position 1
   int32_t k = 0;                  // tokens to draft
@@ -57,12 +57,12 @@ class DominoHead {
 
   // s <- GRU(s, emb(tokens[j])) for rows j < n.   s: [n, g]
   void gru_step(const int32_t* tokens, float* s, int64_t n);
-  // logits[j] += W2 SiLU(W1 [h_j ; s_j]) for rows j < n.   h: [n, d], s: [n, g], logits: [n, V]
+  // logits[j] += W2 SiLU(W1 [h_j ; s_j]) for rows j < n.   h: [n, d], s: [n, g], logits: [n, Vd]
   void add_correction(const float* h, const float* s, float* logits, int64_t n);
 
   // Drafts one chain per input (DraftTree chains of k nodes with their q). use_head = false
   // drafts from the base logits alone. final_logits, when given, receives each chain's final
-  // logits [k, V] (for tests and diagnostics).
+  // logits [k, V] over target ids (for tests and diagnostics; -inf outside a draft vocabulary).
   std::vector<DraftTree> walk(std::span<const DominoChain> chains, bool use_head,
                               std::vector<std::vector<float>>* final_logits = nullptr);
 
@@ -75,6 +75,7 @@ class DominoHead {
 
   // Workspace.
   std::vector<float> emb_, gi_, gh_, in_, mid_, corr_;
+  std::vector<float> full_;  // [V] one final row scattered back to target ids (draft vocab)
 };
 
 }  // namespace ssd

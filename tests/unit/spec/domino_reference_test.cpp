@@ -59,10 +59,13 @@ struct World {
   std::unique_ptr<DominoCheckpoint> ck;
   std::unique_ptr<test::DominoReference> ref;
   std::vector<float> features;  // [12, 2 * 256]: target layers 0 and 1 of kTokens[0..12)
-  World() {
+  // draft_vocab: the checkpoint's draft vocabulary (empty = the whole vocabulary).
+  explicit World(std::vector<int32_t> draft_vocab = {}) {
     target = std::make_unique<test::drafting::Engine>(
         test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32), tmp.file("t.gguf")), 2);
-    path = test::write_domino(test::tiny_domino_spec(), tmp.file("d.safetensors"));
+    test::DominoSpec spec = test::tiny_domino_spec();
+    spec.cfg.draft_vocab = std::move(draft_vocab);
+    path = test::write_domino(spec, tmp.file("d.safetensors"));
     ck = std::make_unique<DominoCheckpoint>(DominoCheckpoint::open(path));
     ref = std::make_unique<test::DominoReference>(*ck, target->file);
     std::vector<int32_t> ctx(kTokens.begin(), kTokens.end() - 1);
@@ -217,6 +220,66 @@ TEST(DominoReference, HeadWalkMatchesFloat64Reference) {
     changed += want.tokens[i] != argmax(res.logits.data() + i * 261, 261);
   }
   EXPECT_GT(changed, 0) << "the random head never changes a choice: the test would be vacuous";
+}
+
+// A draft vocabulary (every third id): the backbone scores only those ids, each with the full
+// head's logit for that id (the same target rows), the head walks over them, and the drafted
+// tokens are target ids inside the set. The random checkpoint draws head.w2 last, so every other
+// tensor equals the full-vocabulary World's (same seed) and the base logits can be compared.
+TEST(DominoReference, DraftVocabularyScoresOnlyItsIds) {
+  std::vector<int32_t> ids;
+  for (int32_t t = 0; t < 261; t += 3) ids.push_back(t);
+  const int64_t dv = static_cast<int64_t>(ids.size());
+  World w(ids), full;
+  DominoBackbone bb(*w.ck, *w.target->model), bb_full(*full.ck, *full.target->model);
+  KvCache kv(bb.kv_config(256)), kv_full(bb_full.kv_config(256));
+  const SeqId s = kv.create(), s_full = kv_full.create();
+  bb.append_context(kv, s, 0, w.features);
+  bb_full.append_context(kv_full, s_full, 0, full.features);
+  DominoBackbone::Block blk{s, 12, {kTokens.back()}, 7}, blk_full{s_full, 12, {kTokens.back()}, 7};
+  const auto res = bb.forward(kv, {&blk, 1});
+  const auto res_full = bb_full.forward(kv_full, {&blk_full, 1});
+  ASSERT_EQ(res.logits.size(), static_cast<size_t>(7 * dv));
+  const auto want = w.ref->block(w.features, {kTokens.back()});
+  for (int i = 0; i < 7; ++i) {
+    EXPECT_LT(rel_err(res.logits.data() + i * dv, want.logits[i]), 1e-4) << "position " << i + 1;
+    std::vector<float> picked;  // the full head's logits at the draft ids
+    for (int32_t id : ids) picked.push_back(res_full.logits[i * 261 + id]);
+    EXPECT_LT(rel_err(res.logits.data() + i * dv, picked.data(), dv), 1e-6) << "position " << i + 1;
+  }
+  DominoHead head(*w.ck, *w.target->model);
+  DominoChain c;
+  c.base = res.logits.data();
+  c.hidden = res.hidden.data();
+  c.anchor = kTokens.back();
+  c.k = 7;
+  std::vector<std::vector<float>> finals;
+  const auto trees = head.walk({&c, 1}, true, &finals);
+  const auto walk = w.ref->walk(res.logits.data(), res.hidden.data(), kTokens.back(), 7);
+  ASSERT_EQ(trees[0].size(), 7u);
+  for (int i = 0; i < 7; ++i) {
+    EXPECT_EQ(trees[0].tokens[i], walk.tokens[i]) << "position " << i + 1;
+    EXPECT_TRUE(std::binary_search(ids.begin(), ids.end(), trees[0].tokens[i]));
+    for (int32_t t = 0; t < 261; ++t) {
+      const float got = finals[0][i * 261 + t];
+      if (t % 3 != 0) {
+        EXPECT_TRUE(std::isinf(got) && got < 0) << "id " << t << " outside the draft vocabulary";
+      } else {
+        EXPECT_NEAR(got, walk.logits[i][t], 1e-4 * (1 + std::abs(walk.logits[i][t])));
+      }
+    }
+  }
+  // A malformed draft vocabulary is refused when the checkpoint opens.
+  test::DominoSpec bad = test::tiny_domino_spec();
+  bad.cfg.draft_vocab = {5, 3};
+  TempDir tmp;
+  const std::string bad_path = test::write_domino(bad, tmp.file("bad.safetensors"));
+  try {
+    DominoCheckpoint::open(bad_path);
+    ADD_FAILURE() << "a decreasing draft vocabulary was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("strictly increasing"), std::string::npos) << e.what();
+  }
 }
 
 TEST(DominoReference, HeadOffDraftsArgmaxOfBaseLogits) {
