@@ -33,7 +33,7 @@ uint64_t model_digest(std::string_view path) {
 }  // namespace
 
 Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_path,
-                 double watchdog_s) {
+                 double watchdog_s, const GpuLinkOptions& gpu) {
   if (!MpiSession::launched_by_launcher()) {
     SSD_CHECK(tp == 1,
               "--tp {} needs {} target ranks: launch with mpirun -n {} (or launch/ssd-launch "
@@ -47,9 +47,10 @@ Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_pa
   mpi_ = std::make_unique<MpiWorld>(tp);
   layout_ = mpi_->layout();
   dog_ = std::make_unique<Watchdog>(layout_.rank, layout_.role());
+  placement_ = place_on_gpus(mpi_->world(), layout_, gpu);
   if (layout_.world == 1) return;
-  world_ = std::make_unique<MpiTransport>(mpi_->world());
-  if (layout_.is_target() && layout_.tp > 1) tp_ = std::make_unique<MpiCollective>(mpi_->tp());
+  world_ = make_world_transport(mpi_->world(), placement_, gpu);
+  if (layout_.is_target() && layout_.tp > 1) tp_ = make_tp_collective(mpi_->tp(), placement_, gpu);
   Watchdog::Scope scope(*dog_, "the start-up handshake", watchdog_s);
   handshake(*world_, make_hello(layout_, digest64(config_text), model_digest(model_path)),
             std::chrono::milliseconds(static_cast<int64_t>(watchdog_s * 1000)));

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string_view>
 
+#include "actors/runtime/gpu_link.h"
 #include "actors/transport/rank_layout.h"
 #include "actors/transport/transport.h"
 #include "actors/transport/watchdog.h"
@@ -18,14 +19,15 @@ namespace ssd {
 
 class MpiSession;
 class MpiWorld;
-class MpiCollective;
 
 class Cluster {
  public:
   // config_text: the resolved flags (identical on every rank, or the handshake refuses the job);
   // model_path: the model every rank must have loaded the same (its size and header bytes are
-  // hashed into the model digest). watchdog_s: the deadline of the handshake.
-  Cluster(int tp, std::string_view config_text, std::string_view model_path, double watchdog_s);
+  // hashed into the model digest). watchdog_s: the deadline of the handshake. gpu: the transport
+  // and device placement flags (gpu_link.h), resolved and checked on every rank.
+  Cluster(int tp, std::string_view config_text, std::string_view model_path, double watchdog_s,
+          const GpuLinkOptions& gpu = {});
   ~Cluster();
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
@@ -37,6 +39,8 @@ class Cluster {
   // Every rank of the job (the leader <-> drafter link); null on a world of one.
   Transport* world() { return world_.get(); }
   Watchdog& dog() { return *dog_; }
+  // This rank's CUDA device (-1 when no GPU is used) and the transport ("mpi" / "nccl").
+  const GpuPlacement& placement() const { return placement_; }
   // Tells the other ranks this rank failed (best effort) and ends the job with `what`.
   [[noreturn]] void abort(const std::string& what);
 
@@ -45,7 +49,8 @@ class Cluster {
   std::unique_ptr<MpiSession> session_;
   std::unique_ptr<MpiWorld> mpi_;
   std::unique_ptr<Transport> world_;
-  std::unique_ptr<MpiCollective> tp_;
+  std::unique_ptr<Collective> tp_;
+  GpuPlacement placement_;
   std::unique_ptr<Watchdog> dog_;
 };
 

@@ -24,6 +24,9 @@ struct DistributedArgs {
   std::string miss_policy = "auto";
   std::optional<int32_t> critical_batch;
   double watchdog_s = 120;
+  std::string transport = "auto";
+  std::optional<std::string> devices;
+  bool share_devices = false;
 
   template <class V>
   void visit(V&& v) {
@@ -56,6 +59,15 @@ struct DistributedArgs {
       "deadline in seconds for any one step of a distributed run (a round, a prefill, start-up); "
       "a rank that misses it ends the job with a message",
       {.min = 0.1});
+    v(transport, "transport",
+      "what carries the drafter link and the TP collectives: mpi, nccl (GPU ranks), or auto "
+      "(nccl when built with NCCL and the backend is CUDA)",
+      {.choices = {"auto", "mpi", "nccl"}});
+    v(devices, "devices",
+      "GPU of each global rank, e.g. 0,1,2,3,4 (default: the launcher's local rank); ignored "
+      "when no GPU is used");
+    v(share_devices, "share-devices",
+      "allow two ranks of one node on one GPU (refused by default)");
   }
 };
 

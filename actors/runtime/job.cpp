@@ -11,7 +11,14 @@ namespace ssd {
 
 int run_on_cluster(const DistributedArgs& dist, std::string_view config_text,
                    const std::string& model_path, const std::function<int(Cluster&)>& body) {
-  Cluster cluster(dist.tp, config_text, model_path, dist.watchdog_s);
+  GpuLinkOptions gpu;
+  gpu.transport = dist.transport;
+  gpu.devices = dist.devices;
+  gpu.share_devices = dist.share_devices;
+  gpu.megatron = dist.tp_mode == "megatron";
+  gpu.timeout_s = dist.watchdog_s;
+  // gpu.cuda_backend: set from the backend flag when the CUDA backend lands (auto = MPI till then).
+  Cluster cluster(dist.tp, config_text, model_path, dist.watchdog_s, gpu);
   try {
     return body(cluster);
   } catch (const std::exception& e) {

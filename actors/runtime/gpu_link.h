@@ -1,0 +1,59 @@
+// The GPU side of joining a job, kept in this one shim so no other call site needs #if: which
+// transport carries the leader <-> drafter link and which collective the TP group uses (MPI, or
+// NCCL when this binary was built with it), and which GPU this rank uses (device placement,
+// topology/device_placement.h), checked on every rank at start-up.
+//
+//   --transport auto   NCCL when built with NCCL and the backend is CUDA, else MPI
+//   --transport mpi    always MPI
+//   --transport nccl   NCCL; an error (one line, non-zero exit) on a binary without NCCL or a
+//                      rank that sees no GPU
+// GPUs are placed (and the placement checked: a device past the node's count, two ranks on one
+// device without --share-devices) when the backend is CUDA or the transport is NCCL; otherwise a
+// --devices flag is ignored with a note on stderr.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "actors/transport/mpi_world.h"
+#include "actors/transport/transport.h"
+#include "runtime/parallel/collective.h"
+
+namespace ssd {
+
+struct GpuLinkOptions {
+  std::string transport = "auto";      // auto | mpi | nccl
+  std::optional<std::string> devices;  // --devices list, one per global rank
+  bool share_devices = false;
+  bool cuda_backend = false;           // the run computes on the CUDA backend
+  bool megatron = false;               // --tp-mode megatron: NCCL's own all-reduce order is fine
+  double timeout_s = 120;              // NCCL set-up and any one NCCL wait
+};
+
+// True when this binary has the NCCL transport (SSD_HAVE_NCCL).
+bool built_with_nccl();
+
+// "mpi" or "nccl" for the flag value; throws ssd::Error for nccl without NCCL in the binary or
+// without a GPU. Pure (device_count given), tested.
+std::string resolve_transport(const std::string& flag, bool have_nccl, bool cuda_backend,
+                              int device_count);
+
+struct GpuPlacement {
+  std::string transport = "mpi";
+  int device = -1;  // this rank's CUDA device, -1 when GPUs are not used
+};
+
+// Collective over `world` (every rank of the job): resolves the transport, chooses and checks
+// every rank's device (the same verdict on every rank), and makes it this process's current
+// device. Throws ssd::Error with the placement problems.
+GpuPlacement place_on_gpus(const MpiComm& world, const RankLayout& layout,
+                           const GpuLinkOptions& options);
+
+// The world transport and the TP collective for the placement (collective over their groups).
+std::unique_ptr<Transport> make_world_transport(const MpiComm& world, const GpuPlacement& p,
+                                                const GpuLinkOptions& options);
+std::unique_ptr<Collective> make_tp_collective(const MpiComm& tp, const GpuPlacement& p,
+                                               const GpuLinkOptions& options);
+
+}  // namespace ssd

@@ -1,0 +1,150 @@
+// NCCL collectives for the TP group (see nccl_collective.h).
+#include "actors/transport/nccl/nccl_collective.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "actors/transport/nccl/nccl_bootstrap.h"
+#include "actors/transport/nccl/nccl_check.h"
+#include "runtime/core/error.h"
+
+namespace ssd {
+
+void sum_in_rank_order(const float* gathered, int ranks, int64_t count, float* out) {
+  if (ranks <= 0) return;
+  std::memcpy(out, gathered, static_cast<size_t>(count) * sizeof(float));
+  for (int r = 1; r < ranks; ++r) {
+    const float* g = gathered + static_cast<int64_t>(r) * count;
+    for (int64_t i = 0; i < count; ++i) out[i] += g[i];
+  }
+}
+
+bool is_device_pointer(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+NcclCollective::NcclCollective(const MpiComm& group, NcclCollectiveOptions options)
+    : opt_(std::move(options)), rank_(group.rank()), size_(group.size()) {
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  const std::vector<ncclUniqueId> ids = broadcast_unique_ids(group, 0, 1);
+  comm_ = NcclComm::start(ids[0], size_, rank_, WaitSubject{world_rank, -1, opt_.name, {}});
+  comm_.wait_ready(opt_.timeout);
+}
+
+NcclCollective::~NcclCollective() {
+  for (void* p : scratch_)
+    if (p) cudaFree(p);
+}
+
+void* NcclCollective::scratch(int slot, size_t bytes) {
+  if (scratch_bytes_[slot] < bytes) {
+    if (scratch_[slot]) SSD_NCCL_CUDA_CHECK(cudaFree(scratch_[slot]));
+    scratch_[slot] = nullptr;
+    SSD_NCCL_CUDA_CHECK(cudaMalloc(&scratch_[slot], bytes));
+    scratch_bytes_[slot] = bytes;
+  }
+  return scratch_[slot];
+}
+
+void NcclCollective::enqueued(const std::string& what) {
+  // A non-blocking communicator may still be enqueueing when the call returns (ncclInProgress);
+  // nothing else may go on the stream until it has, or it would run before the collective.
+  comm_.wait_enqueued(what + " to be enqueued", opt_.timeout);
+}
+
+void NcclCollective::wait(const std::string& what) { comm_.wait_stream(what, opt_.timeout); }
+
+void NcclCollective::allreduce_sum(float* data, int64_t count) {
+  if (count <= 0) return;
+  const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+  const bool on_device = is_device_pointer(data);
+  cudaStream_t s = comm_.stream();
+  const std::string what = fmt::format("allreduce of {} floats", count);
+  if (opt_.order == ReduceOrder::kNccl) {
+    float* buf = on_device ? data : static_cast<float*>(scratch(0, bytes));
+    if (!on_device)
+      SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(buf, data, bytes, cudaMemcpyHostToDevice, s));
+    SSD_NCCL_CHECK(ncclAllReduce(buf, buf, static_cast<size_t>(count), ncclFloat, ncclSum,
+                                 comm_.get(), s));
+    enqueued(what);
+    if (!on_device)
+      SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(data, buf, bytes, cudaMemcpyDeviceToHost, s));
+    wait(what);
+    return;
+  }
+  // Rank order: gather every contribution, add on the host in rank order.
+  float* in = on_device ? data : static_cast<float*>(scratch(0, bytes));
+  float* all = static_cast<float*>(scratch(1, bytes * static_cast<size_t>(size_)));
+  if (!on_device) SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(in, data, bytes, cudaMemcpyHostToDevice, s));
+  SSD_NCCL_CHECK(ncclAllGather(in, all, static_cast<size_t>(count), ncclFloat, comm_.get(), s));
+  enqueued(what);
+  host_gather_.resize(static_cast<size_t>(count) * static_cast<size_t>(size_));
+  SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(host_gather_.data(), all, bytes * size_,
+                                      cudaMemcpyDeviceToHost, s));
+  wait(what);
+  if (on_device) {
+    std::vector<float> sum(static_cast<size_t>(count));
+    sum_in_rank_order(host_gather_.data(), size_, count, sum.data());
+    SSD_NCCL_CUDA_CHECK(cudaMemcpy(data, sum.data(), bytes, cudaMemcpyHostToDevice));
+  } else {
+    sum_in_rank_order(host_gather_.data(), size_, count, data);
+  }
+}
+
+void NcclCollective::allgatherv(const float* in, const int64_t* counts, float* out) {
+  int64_t total = 0;
+  for (int r = 0; r < size_; ++r) total += counts[r];
+  if (total == 0) return;
+  const bool in_dev = is_device_pointer(in), out_dev = is_device_pointer(out);
+  cudaStream_t s = comm_.stream();
+  const size_t mine = static_cast<size_t>(counts[rank_]) * sizeof(float);
+  const float* src = in;
+  if (!in_dev && mine > 0) {
+    src = static_cast<const float*>(scratch(0, mine));
+    SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(src), in, mine,
+                                        cudaMemcpyHostToDevice, s));
+  }
+  float* dst = out_dev ? out : static_cast<float*>(scratch(1, total * sizeof(float)));
+  SSD_NCCL_CHECK(ncclGroupStart());
+  int64_t at = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (counts[r] > 0)
+      SSD_NCCL_CHECK(ncclBroadcast(r == rank_ ? src : dst + at, dst + at,
+                                   static_cast<size_t>(counts[r]), ncclFloat, r, comm_.get(), s));
+    at += counts[r];
+  }
+  SSD_NCCL_CHECK(ncclGroupEnd());
+  const std::string what = fmt::format("allgatherv of {} floats", total);
+  enqueued(what);
+  if (!out_dev)
+    SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(out, dst, static_cast<size_t>(total) * sizeof(float),
+                                        cudaMemcpyDeviceToHost, s));
+  wait(what);
+}
+
+void NcclCollective::broadcast(void* data, int64_t bytes, int root) {
+  SSD_CHECK(root >= 0 && root < size_, "NCCL broadcast from rank {} of a group of {}", root,
+            size_);
+  if (bytes <= 0) return;
+  const bool on_device = is_device_pointer(data);
+  cudaStream_t s = comm_.stream();
+  void* buf = on_device ? data : scratch(0, static_cast<size_t>(bytes));
+  if (!on_device && rank_ == root)
+    SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(buf, data, bytes, cudaMemcpyHostToDevice, s));
+  SSD_NCCL_CHECK(ncclBroadcast(buf, buf, static_cast<size_t>(bytes), ncclUint8, root,
+                               comm_.get(), s));
+  const std::string what = fmt::format("broadcast of {} bytes from group rank {}", bytes, root);
+  enqueued(what);
+  if (!on_device && rank_ != root)
+    SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(data, buf, bytes, cudaMemcpyDeviceToHost, s));
+  wait(what);
+}
+
+}  // namespace ssd

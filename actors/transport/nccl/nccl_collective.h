@@ -1,0 +1,76 @@
+// The tensor-parallel group's collectives over one NCCL communicator (runtime/parallel/
+// collective.h), bootstrapped from the group's MPI communicator (nccl_bootstrap.h).
+//
+// Order and exactness. collective.h promises allreduce_sum adds the ranks' contributions in rank
+// order, bit-identical on every rank. NCCL's ncclAllReduce gives every rank the same bits in one
+// run, but its summation order depends on the algorithm (ring, tree, NVLS), the chunking and the
+// rank count, and is not rank order; so:
+//   ReduceOrder::kRankOrder (default) keeps the promise: ncclAllGather of the T contributions,
+//     then the sum in rank order on the host (T x the traffic of an all-reduce; exact).
+//   ReduceOrder::kNccl uses ncclAllReduce(ncclSum): fast, same bits on every rank, but a sum in
+//     NCCL's order; right for --tp-mode megatron, which already sums in another order.
+// allgatherv (what --tp-mode exact uses, 4 per layer) moves bytes and adds nothing, so it is
+// order-free and bit-identical to one rank with NCCL too; it is T grouped ncclBroadcasts (NCCL
+// has no all-gather with per-rank counts). broadcast is ncclBroadcast of bytes.
+//
+// Pointers may be host or device memory (cudaPointerGetAttributes decides): host data goes
+// through a device staging buffer, so the CPU backend can use this collective too. Every call
+// waits for its result with the deadline `timeout` (nccl_wait.h); a peer that never joins ends
+// the job with a message naming the operation. Unrun on a GPU by this project so far.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "actors/transport/mpi_world.h"
+#include "actors/transport/nccl/nccl_comm.h"
+#include "runtime/parallel/collective.h"
+
+namespace ssd {
+
+enum class ReduceOrder { kRankOrder, kNccl };
+
+struct NcclCollectiveOptions {
+  ReduceOrder order = ReduceOrder::kRankOrder;
+  std::chrono::milliseconds timeout{120000};  // any one collective, and the communicator's set-up
+  std::string name = "target TP group";       // for messages
+};
+
+class NcclCollective final : public Collective {
+ public:
+  // Collective over `group` (every member calls it); the current CUDA device must be set.
+  NcclCollective(const MpiComm& group, NcclCollectiveOptions options = {});
+  ~NcclCollective() override;
+  NcclCollective(const NcclCollective&) = delete;
+  NcclCollective& operator=(const NcclCollective&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void allreduce_sum(float* data, int64_t count) override;
+  void allgatherv(const float* in, const int64_t* counts, float* out) override;
+  void broadcast(void* data, int64_t bytes, int root) override;
+
+ private:
+  // Device memory for `bytes` (grow-only scratch; slot 0 input, slot 1 output).
+  void* scratch(int slot, size_t bytes);
+  void enqueued(const std::string& what);  // after each NCCL call (non-blocking enqueue)
+  void wait(const std::string& what);      // for the stream: the result is in place
+
+  NcclCollectiveOptions opt_;
+  int rank_ = 0;
+  int size_ = 1;
+  NcclComm comm_;
+  void* scratch_[2] = {nullptr, nullptr};
+  size_t scratch_bytes_[2] = {0, 0};
+  std::vector<float> host_gather_;  // [size, count] for the rank-order sum
+};
+
+// Rank-order sum of `gathered` ([ranks, count] row-major) into out ([count]): out[i] =
+// ((g[0][i] + g[1][i]) + g[2][i]) + ..., the order collective.h promises. Pure (tested).
+void sum_in_rank_order(const float* gathered, int ranks, int64_t count, float* out);
+
+// True when `p` is device (or managed) memory NCCL can use directly.
+bool is_device_pointer(const void* p);
+
+}  // namespace ssd

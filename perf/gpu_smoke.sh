@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# GPU smoke test: on a machine with GPUs, checks the CUDA/NCCL path end to end and writes one
+# markdown report. Not run on a GPU by this project yet (written on a machine without one).
+#
+#   1. the CUDA op-comparison tests (ctest -R '^cuda\.') and the NCCL tests (ctest -R '^nccl\.')
+#   2. greedy exactness: SSD on GPU ranks (target TP on GPUs 0..T-1, drafter on GPU T, NCCL
+#      transport) vs AR on one CPU process, token for token, on each prompt of a prompt file
+#   3. the AR/SD/SSD benchmark (ssd bench --modes ar,sd,ssd) with the same placement
+# Exit status: 0 all passed; 1 a mismatch or a failed step; 77 no GPU here (nothing run).
+#
+# Usage (from the repository root, after building with -DSSD_CUDA=ON into $BUILD):
+#   perf/gpu_smoke.sh [--build build] [--model M.gguf] [--tp 4] [--drafters 1]
+#                     [--prompts perf/prompts/mixed.txt] [--max-prompts 4] [-n 48]
+#                     [--backend cuda] [--out perf/out/gpu_smoke.md]
+set -uo pipefail
+
+BUILD=build
+MODEL=.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
+TP=4
+DRAFTERS=1
+PROMPTS=perf/prompts/mixed.txt
+MAX_PROMPTS=4
+N=48
+BACKEND=cuda
+OUT=perf/out/gpu_smoke.md
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build) BUILD=$2; shift 2 ;;
+    --model) MODEL=$2; shift 2 ;;
+    --tp) TP=$2; shift 2 ;;
+    --drafters) DRAFTERS=$2; shift 2 ;;
+    --prompts) PROMPTS=$2; shift 2 ;;
+    --max-prompts) MAX_PROMPTS=$2; shift 2 ;;
+    -n) N=$2; shift 2 ;;
+    --backend) BACKEND=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    -h|--help) sed -n 2,17p "$0"; exit 0 ;;
+    *) echo "gpu_smoke: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "gpu_smoke: no GPU here (nvidia-smi finds none): nothing run" >&2
+  exit 77
+fi
+NGPU=$(nvidia-smi -L | grep -c '^GPU')
+RANKS=$((TP + DRAFTERS))
+if (( NGPU < RANKS )); then
+  echo "gpu_smoke: $RANKS ranks (tp $TP + $DRAFTERS drafter) need $RANKS GPUs, this node has" \
+       "$NGPU (use --tp/--drafters)" >&2
+  exit 1
+fi
+SSD=$BUILD/bin/ssd
+for f in "$SSD" "$MODEL" "$PROMPTS"; do
+  [[ -e $f ]] || { echo "gpu_smoke: missing $f" >&2; exit 1; }
+done
+mkdir -p "$(dirname "$OUT")"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+DEVICES=$(seq -s, 0 $((RANKS - 1)))
+MPIRUN=(mpirun -n "$RANKS" --bind-to none)
+[[ $(id -u) == 0 ]] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+FAILED=0
+
+{
+  echo "# GPU smoke report"
+  echo
+  echo "- date: $(date -u +%FT%TZ)"
+  echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "- host: $(hostname)"
+  echo "- GPUs: $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | xargs)"
+  echo "- driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
+  echo "- CUDA toolkit: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo unknown)"
+  echo "- model: $MODEL; placement: target TP $TP on GPUs 0..$((TP - 1)), $DRAFTERS drafter" \
+       "rank(s) after; --devices $DEVICES --transport nccl --backend $BACKEND"
+  echo
+} >"$OUT"
+
+step() {  # step NAME: appends a result line
+  if [[ $2 == 0 ]]; then
+    echo "- $1: **pass**" >>"$OUT"
+  else
+    echo "- $1: **FAIL** ($2)" >>"$OUT"
+    FAILED=1
+  fi
+}
+
+echo "## Tests" >>"$OUT"
+(cd "$BUILD" && ctest -R '^(cuda|nccl)\.' --output-on-failure) >"$WORK/ctest.log" 2>&1
+rc=$?
+step "ctest -R '^(cuda|nccl)\\.'" $rc
+echo '```' >>"$OUT"; tail -5 "$WORK/ctest.log" >>"$OUT"; echo '```' >>"$OUT"
+if grep -q "Skipped" "$WORK/ctest.log" && grep -q "no CUDA device" "$WORK/ctest.log"; then
+  echo "- warning: some GPU cases skipped although nvidia-smi sees GPUs" >>"$OUT"; FAILED=1
+fi
+
+printf '\n## Greedy exactness: SSD on GPU ranks vs AR on one CPU process\n' >>"$OUT"
+i=0
+while IFS= read -r prompt && (( i < MAX_PROMPTS )); do
+  [[ -z $prompt ]] && continue
+  i=$((i + 1))
+  "$SSD" generate -m "$MODEL" -p "$prompt" -n "$N" --mode ar --stats-json "$WORK/ar$i.json" \
+      >/dev/null 2>"$WORK/ar$i.err"
+  rc_ar=$?
+  "${MPIRUN[@]}" "$SSD" generate -m "$MODEL" -p "$prompt" -n "$N" --mode ssd --tp "$TP" \
+      --drafter "model:$MODEL" --k 4 --transport nccl --devices "$DEVICES" --backend "$BACKEND" \
+      --stats-json "$WORK/ssd$i.json" >/dev/null 2>"$WORK/ssd$i.err"
+  rc_ssd=$?
+  if [[ $rc_ar != 0 || $rc_ssd != 0 ]]; then
+    step "prompt $i (AR rc $rc_ar, SSD rc $rc_ssd: $(tail -1 "$WORK/ssd$i.err"))" 1
+    continue
+  fi
+  if python3 - "$WORK/ar$i.json" "$WORK/ssd$i.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))["output_token_ids"]
+s = json.load(open(sys.argv[2]))["output_token_ids"]
+first = next((j for j, (x, y) in enumerate(zip(a, s)) if x != y), None)
+if a != s:
+    print(f"mismatch at token {first if first is not None else min(len(a), len(s))}: "
+          f"AR {len(a)} tokens, SSD {len(s)} tokens", file=sys.stderr)
+    sys.exit(1)
+PY
+  then
+    n_tok=$(python3 -c "import json, sys
+print(len(json.load(open(sys.argv[1]))['output_token_ids']))" "$WORK/ar$i.json")
+    step "prompt $i: $n_tok tokens equal" 0
+  else step "prompt $i: SSD != AR" 1
+  fi
+done <"$PROMPTS"
+
+echo >>"$OUT"; echo "## AR / SD / SSD benchmark" >>"$OUT"
+"${MPIRUN[@]}" "$SSD" bench -m "$MODEL" --prompt-file "$PROMPTS" --max-prompts "$MAX_PROMPTS" \
+    -n "$N" --modes ar,sd,ssd --drafters "model:$MODEL" --k 4 --tp "$TP" --transport nccl \
+    --devices "$DEVICES" --backend "$BACKEND" --out-md "$WORK/bench.md" >"$WORK/bench.log" 2>&1
+rc=$?
+step "ssd bench --modes ar,sd,ssd" $rc
+if [[ -f $WORK/bench.md ]]; then
+  cat "$WORK/bench.md" >>"$OUT"
+else
+  tail -5 "$WORK/bench.log" >>"$OUT"
+fi
+
+echo >>"$OUT"
+RESULT=pass
+[[ $FAILED == 0 ]] || RESULT=FAIL
+echo "**Result: $RESULT**" >>"$OUT"
+echo "gpu_smoke: report in $OUT"
+exit $FAILED
