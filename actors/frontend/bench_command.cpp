@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "actors/frontend/backend_choice.h"
 #include "actors/frontend/build_info.h"
 #include "actors/frontend/drafter_factory.h"
 #include "actors/frontend/flags.h"
@@ -15,6 +16,7 @@
 #include "runtime/generate/generation.h"
 #include "runtime/core/error.h"
 #include "runtime/tokenizer/chat_template.h"
+#include "runtime/train/prompt_set.h"
 
 namespace ssd {
 namespace {
@@ -38,6 +40,7 @@ struct BenchArgs {
   std::string modes = "ar,sd";
   int32_t batch = 1;
   DistributedArgs dist;
+  BackendArgs backend;
 
   template <class V>
   void visit(V&& v) {
@@ -64,6 +67,7 @@ struct BenchArgs {
     v(batch, "batch", "requests decoded together (prompts are taken in groups of this size)",
       {.min = 1, .max = 256});
     dist.visit(v);
+    backend.visit(v);
   }
 };
 
@@ -72,28 +76,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   std::stringstream ss(s);
   for (std::string item; std::getline(ss, item, sep);)
     if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-std::vector<std::string> read_prompts(const std::filesystem::path& p, int32_t max) {
-  std::ifstream in(p);
-  SSD_CHECK(in.good(), "--prompt-file: cannot read '{}'", p.string());
-  std::vector<std::string> out;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    std::string text;
-    for (size_t i = 0; i < line.size(); ++i) {
-      if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == 'n') {
-        text += '\n';
-        ++i;
-      } else {
-        text += line[i];
-      }
-    }
-    out.push_back(text);
-    if (max > 0 && static_cast<int32_t>(out.size()) == max) break;
-  }
-  SSD_CHECK(!out.empty(), "--prompt-file '{}' has no prompts", p.string());
   return out;
 }
 
@@ -130,7 +112,7 @@ namespace {
 
 int run_bench(const BenchArgs& args, Cluster& cluster) {
   const RankLayout& layout = cluster.layout();
-  const auto prompts = read_prompts(args.prompt_file, args.max_prompts);
+  const auto prompts = read_prompt_file(args.prompt_file.string(), args.max_prompts);
   std::vector<int32_t> ks;
   for (const auto& s : split(args.k, ',')) {
     int32_t v = 0;
@@ -157,7 +139,9 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
             "drafter): got {} and {}",
             specs.size(), ks.size());
 
-  ModelSession session(session_options(cluster, args.model.string(), args.threads, 0, args.dist));
+  SessionOptions so = session_options(cluster, args.model.string(), args.threads, 0, args.dist);
+  so.backend = args.backend.backend;
+  ModelSession session(so);
   JobSpec spec;
   spec.mode = has_mode("ssd") ? "ssd" : "ar";
   spec.drafter = split(args.drafters, ',').front();
@@ -173,7 +157,8 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
   TargetModel& target = job.target();
 
   const Tokenizer& tok = session.tokenizer();
-  fmt::print(stderr, "model: {}\n{}\n", session.file().summary(), build_description());
+  fmt::print(stderr, "model: {} | {}\n{}\n", session.file().summary(), session.backend_summary(),
+             build_description());
   if (cluster.distributed()) fmt::print(stderr, "ranks: {}\n", layout.summary());
   // Build every local drafter before running anything: a bad spec fails before minutes of work.
   std::vector<std::unique_ptr<Drafter>> drafters;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <thread>
 
+#include "actors/frontend/backend_choice.h"
 #include "actors/frontend/build_info.h"
 #include "actors/frontend/drafter_factory.h"
 #include "actors/frontend/flags.h"
@@ -51,6 +52,7 @@ struct GenerateArgs {
   bool quiet = false;
   std::optional<std::filesystem::path> stats_json;
   DistributedArgs dist;
+  BackendArgs backend;
 
   template <class V>
   void visit(V&& v) {
@@ -85,6 +87,7 @@ struct GenerateArgs {
     v(quiet, "quiet", "do not stream the generated text to stdout", {.short_name = 'q'});
     v(stats_json, "stats-json", "write the run's figures and output as JSON to this path");
     dist.visit(v);
+    backend.visit(v);
   }
 };
 
@@ -133,8 +136,10 @@ namespace {
 
 int run_generate(const GenerateArgs& args, Cluster& cluster) {
   const RankLayout& layout = cluster.layout();
-  ModelSession session(
-      session_options(cluster, args.model.string(), args.threads, args.ctx_size, args.dist));
+  SessionOptions so =
+      session_options(cluster, args.model.string(), args.threads, args.ctx_size, args.dist);
+  so.backend = args.backend.backend;
+  ModelSession session(so);
   JobSpec spec;
   spec.mode = args.mode;
   spec.drafter = args.drafter;
@@ -148,7 +153,7 @@ int run_generate(const GenerateArgs& args, Cluster& cluster) {
   if (!layout.is_target_leader()) return serve_rank(cluster, session, spec);
 
   const Tokenizer& tok = session.tokenizer();
-  fmt::print(stderr, "model: {}\n", session.file().summary());
+  fmt::print(stderr, "model: {} | {}\n", session.file().summary(), session.backend_summary());
   if (cluster.distributed()) fmt::print(stderr, "ranks: {}\n", layout.summary());
   LeaderJob job(cluster, session, spec);
 

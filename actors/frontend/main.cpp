@@ -10,8 +10,10 @@
 #include "actors/frontend/bench_command.h"
 #include "actors/frontend/bench_kernels_command.h"
 #include "actors/frontend/build_info.h"
+#include "actors/frontend/distill_command.h"
 #include "actors/frontend/generate_command.h"
 #include "actors/frontend/info_command.h"
+#include "actors/frontend/train_domino_command.h"
 #include "runtime/core/error.h"
 #include "topology/binding.h"
 
@@ -30,6 +32,10 @@ constexpr Command kCommands[] = {
     {"info", "print a model file's architecture, tensors and tokenizer", ssd::run_info_command},
     {"bench-kernels", "measure bandwidth, decode roofline, verify cost and prefill of the kernels",
      ssd::run_bench_kernels_command},
+    {"distill", "build a self-distillation dataset (target responses + hidden states) for drafters",
+     ssd::run_distill_command},
+    {"train-domino", "train a Domino drafter for a target from `ssd distill` data",
+     ssd::run_train_domino_command},
 };
 
 void print_usage() {

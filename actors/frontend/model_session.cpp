@@ -1,8 +1,11 @@
 #include "actors/frontend/model_session.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 
+#include "actors/frontend/backend_choice.h"
 #include "runtime/core/error.h"
 #include "runtime/tokenizer/gguf_tokenizer.h"
 #include "runtime/tokenizer/hf_tokenizer.h"
@@ -18,6 +21,11 @@ Tokenizer load_tokenizer(const ModelFile& file) {
 }
 
 ModelSession::ModelSession(const SessionOptions& opts) {
+  std::string note;  // resolved first: `--backend cuda` without a GPU fails before any work
+  const BackendKind kind = resolve_backend(opts.backend, &note);
+  backend_summary_ = kind == BackendKind::Cuda ? fmt::format("backend cuda:{}", opts.device)
+                                               : std::string("backend cpu");
+  if (!note.empty()) backend_summary_ += " (" + note + ")";
   file_ = std::make_unique<ModelFile>(ModelFile::open(opts.model_path));
   tokenizer_ = std::make_unique<Tokenizer>(load_tokenizer(*file_));
   const ModelConfig& c = file_->config();
@@ -29,7 +37,7 @@ ModelSession::ModelSession(const SessionOptions& opts) {
   SSD_CHECK(ctx_size_ <= c.context_length,
             "--ctx-size {} exceeds the model's trained context length {}", ctx_size_,
             c.context_length);
-  backend_ = make_cpu_backend(opts.threads);
+  backend_ = make_backend(kind, opts.threads, opts.device);
   if (opts.tp_group)
     model_ = std::make_unique<Transformer>(*file_, *backend_,
                                            make_tp_context(*file_, *opts.tp_group, opts.tp_mode));

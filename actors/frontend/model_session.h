@@ -23,6 +23,9 @@ struct SessionOptions {
   // of the target (Transformer's TP constructor; collective over the group).
   Collective* tp_group = nullptr;
   TpMode tp_mode = TpMode::Exact;
+  // --backend (actors/frontend/backend_choice.h): auto, cpu or cuda; the CUDA device to use.
+  std::string backend = "cpu";
+  int device = 0;
 };
 
 class ModelSession {
@@ -37,6 +40,9 @@ class ModelSession {
   Transformer& model() { return *model_; }
   KvCache& kv() { return *kv_; }
   int64_t ctx_size() const { return ctx_size_; }
+  // "backend cpu" / "backend cuda:D", with why when --backend auto fell back to the CPU; printed
+  // on the model summary line (so a run's stderr keeps its line count).
+  const std::string& backend_summary() const { return backend_summary_; }
 
  private:
   std::unique_ptr<ModelFile> file_;
@@ -45,6 +51,7 @@ class ModelSession {
   std::unique_ptr<Transformer> model_;
   std::unique_ptr<KvCache> kv_;
   int64_t ctx_size_ = 0;
+  std::string backend_summary_;
 };
 
 // The tokenizer of a model file: GGUF metadata, or tokenizer.json in the checkpoint directory.

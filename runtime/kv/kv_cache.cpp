@@ -109,6 +109,7 @@ int32_t KvCache::make_private(Seq& s, int64_t page_index) {
   if (refcount_[p] > 1) {
     const int32_t fresh = alloc_page();
     std::memcpy(page_ptr(fresh), page_ptr(p), page_floats_ * sizeof(float));
+    if (observer_) observer_->page_copied(p, fresh);
     unref_page(p);
     p = fresh;
   }
@@ -134,6 +135,11 @@ void KvCache::compact(SeqId id, int64_t start, std::span<const int32_t> keep) {
       // Source read before the destination page is made private: both may share a page.
       std::memmove(key_mut(l, id, dst), key(l, id, src), row * sizeof(float));
       std::memmove(value_mut(l, id, dst), value(l, id, src), row * sizeof(float));
+    }
+    if (observer_) {  // dst's page is private by now (key_mut above)
+      const Seq& sq = seqs_[id];
+      observer_->slot_copied(sq.pages[src / cfg_.page_tokens], src % cfg_.page_tokens,
+                             sq.pages[dst / cfg_.page_tokens], dst % cfg_.page_tokens);
     }
   }
   truncate(id, start + static_cast<int64_t>(keep.size()));

@@ -10,6 +10,11 @@
 //   - compact(seq, start, keep): after tree verification, move the accepted path's entries to
 //     consecutive positions and drop the rest.
 // Memory is reserved page by page as sequences grow, up to `max_tokens` positions in total.
+//
+// Device mirrors: a device backend (kernels/cuda) keeps its own copy of every page, indexed by
+// the same page ids, and reads this object's page tables. The cache's own data moves (the copy
+// of a shared page on first write, compact()'s position moves) are reported to a KvPageObserver
+// so the mirror repeats them on the device; with no observer (the CPU path) it is one null test.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +32,18 @@ struct KvCacheConfig {
   int64_t head_dim = 0;
   int64_t page_tokens = 16;
   int64_t max_tokens = 0;  // capacity in positions over all pages
+};
+
+// Told of the data moves the cache makes on its own (see the top of the file). Page ids are
+// those of SeqView::pages; a slot is a position within its page (pos % page_tokens).
+class KvPageObserver {
+ public:
+  virtual ~KvPageObserver() = default;
+  // Page dst became a copy of page src (every layer, K and V).
+  virtual void page_copied(int32_t src, int32_t dst) = 0;
+  // Slot src_slot of src_page was copied to dst_slot of dst_page (every layer, K and V).
+  virtual void slot_copied(int32_t src_page, int64_t src_slot, int32_t dst_page,
+                           int64_t dst_slot) = 0;
 };
 
 class KvCache {
@@ -72,6 +89,11 @@ class KvCache {
   SeqView view(SeqId seq) const;
 
   int64_t pages_in_use() const;
+  // The most pages the cache can ever hold (page ids are below this).
+  int64_t max_pages() const { return (cfg_.max_tokens + cfg_.page_tokens - 1) / cfg_.page_tokens; }
+  // One observer at a time (null to detach); it must outlive its registration.
+  void set_page_observer(KvPageObserver* o) { observer_ = o; }
+  KvPageObserver* page_observer() const { return observer_; }
   int64_t capacity_tokens() const { return cfg_.max_tokens; }
 
  private:
@@ -100,6 +122,7 @@ class KvCache {
   std::vector<int32_t> refcount_;
   std::vector<int32_t> free_pages_;
   std::vector<Seq> seqs_;
+  KvPageObserver* observer_ = nullptr;
 };
 
 }  // namespace ssd

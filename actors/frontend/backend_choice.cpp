@@ -1,0 +1,60 @@
+// Backend resolution (see backend_choice.h). The only SSD_HAVE_CUDA test of the front end.
+#include "actors/frontend/backend_choice.h"
+
+#include "runtime/core/error.h"
+
+#if defined(SSD_HAVE_CUDA)
+#include "kernels/cuda/cuda_backend.h"
+#endif
+
+namespace ssd {
+namespace {
+
+int device_count() {
+#if defined(SSD_HAVE_CUDA)
+  return cuda_device_count();
+#else
+  return 0;
+#endif
+}
+
+}  // namespace
+
+bool cuda_backend_built() {
+#if defined(SSD_HAVE_CUDA)
+  return true;
+#else
+  return false;
+#endif
+}
+
+BackendKind resolve_backend(const std::string& choice, std::string* note) {
+  if (note) note->clear();
+  if (choice == "cpu") return BackendKind::Cpu;
+  SSD_CHECK(choice == "auto" || choice == "cuda",
+            "--backend {}: expected auto, cpu or cuda", choice);
+  if (choice == "cuda") {
+    SSD_CHECK(cuda_backend_built(),
+              "--backend cuda: this ssd was built without CUDA (configure with nvcc present and "
+              "-DSSD_CUDA=ON or AUTO); use --backend cpu");
+    SSD_CHECK(device_count() > 0,
+              "--backend cuda: no CUDA device is available (no driver or no GPU); use --backend "
+              "cpu");
+    return BackendKind::Cuda;
+  }
+  if (device_count() > 0) return BackendKind::Cuda;
+  if (cuda_backend_built() && note)
+    *note = "auto: no CUDA device found, running on the CPU";
+  return BackendKind::Cpu;
+}
+
+std::unique_ptr<Backend> make_backend(BackendKind kind, int threads, int device) {
+  if (kind == BackendKind::Cpu) return make_cpu_backend(threads);
+#if defined(SSD_HAVE_CUDA)
+  return make_cuda_backend(device);
+#else
+  fail("the CUDA backend is not built into this ssd");
+#endif
+}
+
+}  // namespace ssd

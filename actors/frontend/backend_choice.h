@@ -1,0 +1,45 @@
+// Which compute backend a session runs on: the one `--backend auto|cpu|cuda` flag (declared here
+// once; generate and bench visit BackendArgs in their own flag lists) and the one place that
+// knows whether this binary was built with CUDA (backend_choice.cpp is the only file of the
+// front end that tests SSD_HAVE_CUDA).
+//   auto  CUDA when this binary has the CUDA backend and a device is present; otherwise the CPU,
+//         with a note when a CUDA-built binary finds no device (printed on the model summary
+//         line, ModelSession::backend_summary(), so stderr keeps its line count).
+//   cpu   always the CPU backend.
+//   cuda  the CUDA backend, or a clear ssd::Error (no device, or a CPU-only build): never a crash.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "actors/frontend/flags.h"
+#include "runtime/backend/backend.h"
+
+namespace ssd {
+
+struct BackendArgs {
+  std::string backend = "auto";
+
+  template <class V>
+  void visit(V&& v) {
+    v(backend, "backend",
+      "compute backend: cpu, cuda, or auto (cuda when this binary was built with CUDA and a GPU "
+      "is present, else cpu)",
+      {.choices = {"auto", "cpu", "cuda"}});
+  }
+};
+
+enum class BackendKind { Cpu, Cuda };
+
+// True when this binary contains the CUDA backend.
+bool cuda_backend_built();
+
+// `choice` (auto, cpu or cuda) resolved on this machine. Sets *note to a one-line explanation
+// when auto falls back to the CPU in a CUDA build (empty otherwise). Throws ssd::Error for cuda
+// without a device or without a CUDA build, and for an unknown choice.
+BackendKind resolve_backend(const std::string& choice, std::string* note);
+
+// The backend of that kind: the CPU with `threads` workers, or CUDA device `device`.
+std::unique_ptr<Backend> make_backend(BackendKind kind, int threads, int device);
+
+}  // namespace ssd

@@ -1,0 +1,82 @@
+// Launchers of the CUDA kernels (defined in the .cu files beside this one). Each launches on the
+// given stream and checks the launch (SSD_CUDA_LAUNCHED); none synchronises. Pointers are device
+// pointers; shapes as in runtime/backend/backend.h. The arithmetic of every kernel is a
+// kernels/common function with a CPU twin test in tests/unit/device_math.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "runtime/core/dtype.h"
+
+namespace ssd::cuda {
+
+// out[r, c] = bf16(decode(row r of `data`, value c)).   out: [rows, cols] BF16 bit patterns.
+void launch_dequant_to_bf16(DType type, const uint8_t* data, uint64_t row_bytes, int64_t rows,
+                            int64_t cols, uint16_t* out, cudaStream_t s);
+// out[i, :] = decode(row tokens[i] of the table).   out: [n, cols]
+void launch_embed(DType type, const uint8_t* table, uint64_t row_bytes, int64_t cols,
+                  const int32_t* tokens, int64_t n, float* out, cudaStream_t s);
+void launch_rmsnorm(const float* x, const float* g, float* y, int64_t rows, int64_t dim,
+                    float eps, cudaStream_t s);
+void launch_rope(float* x, int64_t n, int64_t n_heads, int64_t head_dim, int64_t rot_dim,
+                 const int32_t* positions, const float* inv_freq, bool neox, cudaStream_t s);
+void launch_swiglu(const float* gate, const float* up, float* out, int64_t count, cudaStream_t s);
+void launch_add(float* y, const float* x, int64_t count, cudaStream_t s);
+void launch_add_bias(float* y, const float* b, int64_t rows, int64_t cols, cudaStream_t s);
+void launch_f32_to_bf16(const float* x, uint16_t* y, int64_t count, cudaStream_t s);
+// Writes row i of k and v (row floats each) at pool + k_off[i] and pool + k_off[i] + v_off.
+void launch_store_kv(float* pool, const int64_t* k_off, int64_t v_off, const float* k,
+                     const float* v, int64_t n, int64_t row, cudaStream_t s);
+
+// y[t, r] = sum_c W[r, c] x[t, c], W BF16 [rows, cols], FP32 accumulation in a fixed order per
+// output (one warp per (t, r)): the result of row t does not depend on n.
+void launch_matmul_invariant(const uint16_t* w, const float* x, float* y, int64_t n,
+                             int64_t rows, int64_t cols, cudaStream_t s);
+
+// One query's view of the paged KV cache (AttentionCall flattened for the device).
+struct QueryDesc {
+  int64_t page_table = 0;  // offset of its sequence's page table in the call's table array
+  int64_t prefix = 0;      // positions [0, prefix) visible
+  int64_t visible = 0;     // offset of its visible list in the call's list array
+  int64_t n_visible = 0;
+};
+struct PagedKv {
+  const float* pool = nullptr;  // page p at pool + p * page_floats
+  int64_t page_floats = 0, layer_stride = 0, v_offset = 0, row = 0, page_tokens = 0;
+};
+// out[i, h, :] = softmax(scale q[i, h] . K^T) V over query i's visible positions.
+// head_dim <= kMaxHeadDim.
+inline constexpr int64_t kMaxHeadDim = 256;
+void launch_attention(const float* q, float* out, int64_t n, int64_t n_heads, int64_t n_kv_heads,
+                      int64_t head_dim, const int32_t* kv_head_of, int64_t layer, float scale,
+                      const PagedKv& kv, const int32_t* page_tables, const QueryDesc* queries,
+                      const int64_t* visible, cudaStream_t s);
+
+// out[r] = index of the largest of logits[r, 0..vocab) (lowest index on ties, NaN skipped, -1
+// when every value is NaN): ssd::argmax per row.
+void launch_argmax_rows(const float* logits, int64_t rows, int32_t vocab, int32_t* out,
+                        cudaStream_t s);
+// u[i] = philox_uniform(seed, stream, first_step + i, lane) for i < count.
+void launch_philox_uniforms(uint64_t seed, uint64_t stream, uint32_t first_step, uint32_t lane,
+                            int64_t count, double* u, cudaStream_t s);
+// Greedy chain verification on the device: with argmax[0..k] the target's argmax after the
+// root and after each draft token, accepted = the length of the prefix of draft[0..k) equal to
+// argmax[0..k); emitted = draft[0..accepted) then argmax[accepted]. out: [k + 1] emitted tokens,
+// *n_emitted = accepted + 1. One thread.
+void launch_verify_greedy_chain(const int32_t* draft, const int32_t* argmax, int32_t k,
+                                int32_t* out, int32_t* n_emitted, cudaStream_t s);
+// Domino correction step for n chains (runtime/drafters/domino/domino_head.cpp), fused:
+// s[j, u] = gru_unit(gi[j, u], gi[j, g+u], gi[j, 2g+u], gh[j, u], gh[j, g+u], gh[j, 2g+u], s[j, u])
+// with gi = W_ih x + b_ih and gh = W_hh s + b_hh computed before (matmul + add_bias).
+void launch_gru_update(const float* gi, const float* gh, float* state, int64_t n, int64_t g,
+                       cudaStream_t s);
+// logits[j, :] = base[j, :] + corr[j, :]; next[j] = argmax of logits row j (the Domino head's
+// base add + greedy pick, one block per row).
+void launch_add_argmax(const float* base, const float* corr, float* logits, int64_t n,
+                       int32_t vocab, int32_t* next, cudaStream_t s);
+// m[i] = silu(m[i]) (the low-rank head's activation).
+void launch_silu(float* m, int64_t count, cudaStream_t s);
+
+}  // namespace ssd::cuda

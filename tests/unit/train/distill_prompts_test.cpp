@@ -1,0 +1,96 @@
+// Prompt files (runtime/train/prompt_set.h) and the project's distillation prompt sets
+// (perf/prompts/distill-{train,heldout}.txt): the parser's format, and the split the trained
+// drafter's figures depend on: the held-out prompts never appear in the training file (compared
+// case- and whitespace-insensitively), neither file repeats a prompt, and both hold the intended
+// mix of kinds at the intended sizes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "runtime/core/error.h"
+#include "runtime/train/prompt_set.h"
+#include "tests/support/temp_dir.h"
+
+namespace ssd {
+namespace {
+
+TEST(PromptSet, ParsesCommentsEscapesAndLineEnds) {
+  const auto p = parse_prompt_lines("# comment\nfirst\n\nsecond\\nline\r\nkeep \\t and \\\\n?\n"
+                                    "  # not a comment\nlast");
+  ASSERT_EQ(p.size(), 5u);
+  EXPECT_EQ(p[0], "first");
+  EXPECT_EQ(p[1], "second\nline");  // "\n" escape; the CR of a CRLF file dropped
+  EXPECT_EQ(p[2], "keep \\t and \\\n?");  // other backslashes kept as they are
+  EXPECT_EQ(p[3], "  # not a comment");    // only a '#' in column 0 starts a comment
+  EXPECT_EQ(p[4], "last");                 // no final newline needed
+  EXPECT_TRUE(parse_prompt_lines("# only comments\n\n").empty());
+}
+
+TEST(PromptSet, ReadsFilesAndRefusesMissingOrEmptyOnes) {
+  test::TempDir tmp;
+  std::ofstream(tmp.file("p.txt")) << "# x\na\nb\nc\n";
+  EXPECT_EQ(read_prompt_file(tmp.file("p.txt")), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(read_prompt_file(tmp.file("p.txt"), 2), (std::vector<std::string>{"a", "b"}));
+  std::ofstream(tmp.file("empty.txt")) << "# nothing\n\n";
+  try {
+    read_prompt_file(tmp.file("empty.txt"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no prompts"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(read_prompt_file(tmp.file("missing.txt")), Error);
+  EXPECT_THROW(read_prompt_file(tmp.path()), Error);  // a directory
+}
+
+std::string normalised(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+size_t count_containing(const std::vector<std::string>& ps, const std::string& word) {
+  return static_cast<size_t>(std::count_if(ps.begin(), ps.end(), [&](const std::string& p) {
+    return p.find(word) != std::string::npos;
+  }));
+}
+
+TEST(DistillPrompts, HeldOutSplitIsDisjointFromTrainingAndVaried) {
+  const char* src = std::getenv("SSD_SOURCE_DIR");
+  if (src == nullptr) GTEST_SKIP() << "SSD_SOURCE_DIR unset (run through ctest)";
+  const std::string dir = std::string(src) + "/perf/prompts/";
+  const auto train = read_prompt_file(dir + "distill-train.txt");
+  const auto held = read_prompt_file(dir + "distill-heldout.txt");
+
+  std::set<std::string> seen_train, seen_held;
+  for (const auto& p : train)
+    EXPECT_TRUE(seen_train.insert(normalised(p)).second) << "repeated in train: " << p;
+  for (const auto& p : held) {
+    EXPECT_TRUE(seen_held.insert(normalised(p)).second) << "repeated in held-out: " << p;
+    EXPECT_EQ(seen_train.count(normalised(p)), 0u) << "held-out prompt also in train: " << p;
+  }
+  // About 400 prompts in all, about 60 of them held out.
+  EXPECT_GE(train.size(), 300u);
+  EXPECT_GE(held.size(), 50u);
+  EXPECT_LE(held.size(), train.size() / 4);
+  // The mix (both splits): code in several languages, math, JSON, stories, how-tos, comparisons.
+  for (const auto* ps : {&train, &held}) {
+    for (const char* w : {"Python", "JavaScript", "SQL", "Rust", "JSON", "What is the difference",
+                          "Write a short", "How do I", "List ", "Compare", "Solve", "Summarize"})
+      EXPECT_GE(count_containing(*ps, w), 1u) << "no prompt with '" << w << "'";
+    EXPECT_GE(count_containing(*ps, "\n"), 1u) << "no multi-line prompt";
+  }
+}
+
+}  // namespace
+}  // namespace ssd
