@@ -6,6 +6,10 @@
 //   oracle:ALPHA      RESEARCH ONLY: proposes the target's own token with probability ALPHA
 // A spec that cannot work with this target (unknown kind, bad argument, a vocabulary or layer
 // mismatch) is an ssd::Error before any generation.
+// Backend: every model-based drafter (model:, early-exit:, domino:) computes through the
+// session's backend, so on a CUDA session (a drafter rank placed on a GPU) its forwards run on
+// that GPU. Host-side pieces stay on the host whatever the backend: the early-exit LoRA head and
+// its DVI trainer, the Domino GRU's gate arithmetic between its matmuls, and sampling.
 #pragma once
 
 #include <memory>

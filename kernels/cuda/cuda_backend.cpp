@@ -11,6 +11,9 @@
 //     max_pages x page bytes) and observes the cache (KvPageObserver) to repeat copy-on-write page
 //     copies and compaction moves on the device, in stream order before the next kernel.
 // Every op runs on the backend's one stream, so ops are ordered as the Transformer calls them.
+// The current CUDA device is per host thread, and a drafter rank drafts on its compute thread,
+// not the thread that built the backend: every op (and every KV page copy) first makes this
+// backend's device current, so a rank on device 4 never launches on device 0.
 // Compiled here against CUDA 13 (no GPU on the build machine): not yet run on a device.
 #include "kernels/cuda/cuda_backend.h"
 
@@ -111,7 +114,8 @@ class Staging {
 // Device mirror of one KvCache's pages.
 class DeviceKv final : public KvPageObserver {
  public:
-  DeviceKv(KvCache& cache, cudaStream_t s) : cache_(cache), stream_(s) {
+  DeviceKv(KvCache& cache, int device, cudaStream_t s)
+      : cache_(cache), device_(device), stream_(s) {
     const KvCacheConfig& c = cache.config();
     geo_.row = c.n_kv_heads * c.head_dim;
     geo_.page_tokens = c.page_tokens;
@@ -129,12 +133,14 @@ class DeviceKv final : public KvPageObserver {
   DeviceKv& operator=(const DeviceKv&) = delete;
 
   void page_copied(int32_t src, int32_t dst) override {
+    SSD_CUDA_CHECK(cudaSetDevice(device_));
     const size_t bytes = static_cast<size_t>(geo_.page_floats) * sizeof(float);
     SSD_CUDA_CHECK(cudaMemcpyAsync(page(dst), page(src), bytes, cudaMemcpyDeviceToDevice,
                                    stream_));
   }
   void slot_copied(int32_t src_page, int64_t src_slot, int32_t dst_page,
                    int64_t dst_slot) override {
+    SSD_CUDA_CHECK(cudaSetDevice(device_));
     const size_t bytes = static_cast<size_t>(geo_.row) * sizeof(float);
     for (int64_t l = 0; l < cache_.config().n_layers; ++l) {
       for (int64_t kv = 0; kv < 2; ++kv) {
@@ -156,6 +162,7 @@ class DeviceKv final : public KvPageObserver {
   float* page(int32_t p) { return pool_.get<float>() + p * geo_.page_floats; }
 
   KvCache& cache_;
+  int device_;
   cudaStream_t stream_;
   DeviceBuffer pool_;  // [max_pages, page_floats]
   cuda::PagedKv geo_;
@@ -192,6 +199,7 @@ class CudaBackend final : public Backend {
 
   kernels::WeightMatrix prepare_weight(const TensorRef& t) override {
     SSD_ASSERT(t.ne.size() == 2);
+    SSD_CUDA_CHECK(cudaSetDevice(opts_.device));
     kernels::WeightMatrix w;
     w.type = t.type;
     w.rows = static_cast<int64_t>(t.ne[1]);
@@ -218,7 +226,7 @@ class CudaBackend final : public Backend {
   }
 
   void matmul(const kernels::WeightMatrix& w, const float* x, float* y, int64_t n) override {
-    staging_->begin();
+    enter();
     const DeviceWeight& dw = weight(w);
     const float* dx = staging_->in(x, static_cast<size_t>(n * w.cols));
     float* dy = staging_->out(y, static_cast<size_t>(n * w.rows));
@@ -241,7 +249,7 @@ class CudaBackend final : public Backend {
 
   void embed(const kernels::WeightMatrix& table, const int32_t* tokens, int64_t n,
              float* out) override {
-    staging_->begin();
+    enter();
     if (!is_device_pointer(tokens))
       for (int64_t i = 0; i < n; ++i)
         SSD_CHECK(tokens[i] >= 0 && tokens[i] < table.rows,
@@ -255,7 +263,7 @@ class CudaBackend final : public Backend {
 
   void rmsnorm(const float* x, const float* g, float* y, int64_t rows, int64_t dim,
                float eps) override {
-    staging_->begin();
+    enter();
     SSD_CHECK(dim > 0, "rmsnorm: dim must be positive, got {}", dim);
     const size_t count = static_cast<size_t>(rows * dim);
     float* dy = staging_->out(y, count);  // first: an in-place call maps x onto the same buffer
@@ -270,7 +278,7 @@ class CudaBackend final : public Backend {
 
   void rope(float* x, int64_t n, int64_t n_heads, int64_t head_dim, int64_t rot_dim,
             const int32_t* positions, const float* inv_freq, kernels::RopeLayout layout) override {
-    staging_->begin();
+    enter();
     SSD_CHECK(rot_dim % 2 == 0 && rot_dim >= 0 && rot_dim <= head_dim,
               "rope: rot_dim {} must be even and at most head_dim {}", rot_dim, head_dim);
     float* dx = staging_->inout(x, static_cast<size_t>(n * n_heads * head_dim));
@@ -283,7 +291,7 @@ class CudaBackend final : public Backend {
 
   void store_kv(KvCache& cache, int64_t layer, const SeqId* seqs, const int64_t* cache_pos,
                 const float* k, const float* v, int64_t n) override {
-    staging_->begin();
+    enter();
     DeviceKv& dkv = mirror(cache);
     const int64_t row = cache.config().n_kv_heads * cache.config().head_dim;
     k_off_.resize(static_cast<size_t>(n));
@@ -304,7 +312,7 @@ class CudaBackend final : public Backend {
   void attention(const AttentionCall& c) override;
 
   void swiglu(const float* gate, const float* up, float* out, int64_t count) override {
-    staging_->begin();
+    enter();
     float* dout = staging_->out(out, static_cast<size_t>(count));
     const float* dg = gate == out ? dout : staging_->in(gate, static_cast<size_t>(count));
     const float* du = up == out ? dout : staging_->in(up, static_cast<size_t>(count));
@@ -316,7 +324,7 @@ class CudaBackend final : public Backend {
   }
 
   void add(float* y, const float* x, int64_t count) override {
-    staging_->begin();
+    enter();
     float* dy = staging_->inout(y, static_cast<size_t>(count));
     const float* dx = staging_->in(x, static_cast<size_t>(count));
     cuda::launch_add(dy, dx, count, stream_);
@@ -324,7 +332,7 @@ class CudaBackend final : public Backend {
   }
 
   void add_bias(float* y, const float* b, int64_t rows, int64_t cols) override {
-    staging_->begin();
+    enter();
     float* dy = staging_->inout(y, static_cast<size_t>(rows * cols));
     const float* db = staging_->in(b, static_cast<size_t>(cols));
     cuda::launch_add_bias(dy, db, rows, cols, stream_);
@@ -332,6 +340,12 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // First call of every op: this backend's device current on the calling thread, no staged
+  // pointers left from a previous op.
+  void enter() {
+    SSD_CUDA_CHECK(cudaSetDevice(opts_.device));
+    staging_->begin();
+  }
   const DeviceWeight& weight(const kernels::WeightMatrix& w) const {
     auto it = weights_.find(w.data);
     SSD_CHECK(it != weights_.end(),
@@ -341,7 +355,8 @@ class CudaBackend final : public Backend {
   }
   DeviceKv& mirror(KvCache& cache) {
     auto it = kv_.find(&cache);
-    if (it == kv_.end()) it = kv_.emplace(&cache, std::make_unique<DeviceKv>(cache, stream_)).first;
+    if (it == kv_.end())
+      it = kv_.emplace(&cache, std::make_unique<DeviceKv>(cache, opts_.device, stream_)).first;
     return *it->second;
   }
 
@@ -361,7 +376,7 @@ class CudaBackend final : public Backend {
 };
 
 void CudaBackend::attention(const AttentionCall& c) {
-  staging_->begin();
+  enter();
   SSD_CHECK(c.n >= 0 && c.n_heads > 0 && c.n_kv_heads > 0 && c.head_dim > 0,
             "attention: bad shape n={} heads={} kv_heads={} head_dim={}", c.n, c.n_heads,
             c.n_kv_heads, c.head_dim);

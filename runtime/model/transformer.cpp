@@ -33,7 +33,7 @@ Transformer::Transformer(const ModelFile& model, Backend& backend, const TpConte
 
 Transformer::Transformer(const ModelFile& model, Backend& backend, int64_t layers,
                          const TpContext* tp)
-    : cfg_(model.config()), backend_(backend) {
+    : file_(model), cfg_(model.config()), backend_(backend) {
   SSD_CHECK(layers >= 0 && layers <= cfg_.n_layers,
             "{}: cannot run {} layers of a {}-layer model", model.path(), layers, cfg_.n_layers);
   const int64_t n_run = layers > 0 ? layers : cfg_.n_layers;

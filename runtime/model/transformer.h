@@ -53,6 +53,9 @@ class Transformer {
   Transformer& operator=(const Transformer&) = delete;
 
   const ModelConfig& config() const { return cfg_; }
+  // The model file the weights come from: host bytes, for a drafter that repacks a weight (the
+  // prepared WeightMatrix data may live on a device, see Backend::prepare_weight).
+  const ModelFile& file() const { return file_; }
   int64_t layers() const { return static_cast<int64_t>(layers_.size()); }
   // The LM head and final norm, for drafters that put their own head on a hidden state. Under
   // TP the head is this rank's vocab rows only (tp()->shard.vocab_begin ..).
@@ -75,6 +78,7 @@ class Transformer {
   void run(const Batch& b, KvCache& kv, const std::vector<int64_t>& cache_pos,
            const std::vector<int64_t>& prefix, ForwardResult& out);
 
+  const ModelFile& file_;
   const ModelConfig& cfg_;
   Backend& backend_;
   kernels::WeightMatrix token_embd_, output_;

@@ -30,10 +30,13 @@ DominoBackbone::DominoBackbone(const DominoCheckpoint& ck, Transformer& target)
   SSD_ASSERT(token_embd_.cols == cfg_.target_dim && lm_head_.rows == cfg_.target_vocab);
   if (!cfg_.draft_vocab.empty()) {
     // The head's rows for the draft vocabulary, in the target's dtype, prepared like any weight.
-    const uint64_t rb = lm_head_.row_bytes;
+    // Copied from the file's bytes: the prepared head's data may be device memory (CUDA).
+    const TensorRef& head = *target.file().weights().output;
+    const uint64_t rb = head.row_bytes();
+    SSD_ASSERT(rb == lm_head_.row_bytes);
     lm_head_rows_.resize(cfg_.draft_vocab.size() * rb);
     for (size_t i = 0; i < cfg_.draft_vocab.size(); ++i)
-      std::copy_n(lm_head_.data + cfg_.draft_vocab[i] * rb, rb, lm_head_rows_.data() + i * rb);
+      std::copy_n(head.data + cfg_.draft_vocab[i] * rb, rb, lm_head_rows_.data() + i * rb);
     TensorRef rows;
     rows.name = "domino.draft_vocab_lm_head";
     rows.type = lm_head_.type;
