@@ -1,6 +1,8 @@
 // Backend resolution (see backend_choice.h). The only SSD_HAVE_CUDA test of the front end.
 #include "actors/frontend/backend_choice.h"
 
+#include <fmt/format.h>
+
 #include "runtime/core/error.h"
 
 #if defined(SSD_HAVE_CUDA)
@@ -48,10 +50,17 @@ BackendKind resolve_backend(const std::string& choice, std::string* note) {
   return BackendKind::Cpu;
 }
 
-std::unique_ptr<Backend> make_backend(BackendKind kind, int threads, int device) {
-  if (kind == BackendKind::Cpu) return make_cpu_backend(threads);
+std::string BackendChoice::summary() const {
+  std::string s = kind == BackendKind::Cuda ? fmt::format("backend cuda:{}", device)
+                                            : std::string("backend cpu");
+  if (!note.empty()) s += " (" + note + ")";
+  return s;
+}
+
+std::unique_ptr<Backend> make_backend(const BackendChoice& choice, int threads) {
+  if (choice.kind == BackendKind::Cpu) return make_cpu_backend(threads);
 #if defined(SSD_HAVE_CUDA)
-  return make_cuda_backend(device);
+  return make_cuda_backend(choice.device);
 #else
   fail("the CUDA backend is not built into this ssd");
 #endif

@@ -7,6 +7,9 @@
 //         line, ModelSession::backend_summary(), so stderr keeps its line count).
 //   cpu   always the CPU backend.
 //   cuda  the CUDA backend, or a clear ssd::Error (no device, or a CPU-only build): never a crash.
+// A command resolves the flag once, on every rank, before it joins the job (run_on_cluster); the
+// Cluster agrees on it over the ranks and picks each rank's device (actors/runtime/gpu_link.h),
+// and the result reaches the ModelSession as a BackendChoice: nothing downstream re-resolves.
 #pragma once
 
 #include <memory>
@@ -31,6 +34,16 @@ struct BackendArgs {
 
 enum class BackendKind { Cpu, Cuda };
 
+// What one session computes on, decided at start-up and passed down.
+struct BackendChoice {
+  BackendKind kind = BackendKind::Cpu;
+  int device = 0;    // the CUDA device when kind == Cuda
+  std::string note;  // why --backend auto chose the CPU ("" otherwise)
+
+  // "backend cpu" / "backend cuda:D", with the note in parentheses.
+  std::string summary() const;
+};
+
 // True when this binary contains the CUDA backend.
 bool cuda_backend_built();
 
@@ -39,7 +52,7 @@ bool cuda_backend_built();
 // without a device or without a CUDA build, and for an unknown choice.
 BackendKind resolve_backend(const std::string& choice, std::string* note);
 
-// The backend of that kind: the CPU with `threads` workers, or CUDA device `device`.
-std::unique_ptr<Backend> make_backend(BackendKind kind, int threads, int device);
+// The chosen backend: the CPU with `threads` workers, or CUDA device `choice.device`.
+std::unique_ptr<Backend> make_backend(const BackendChoice& choice, int threads);
 
 }  // namespace ssd

@@ -104,7 +104,7 @@ int run_bench_command(int argc, const char* const* argv) {
                                "for several drafters and draft lengths."));
     return 0;
   }
-  return run_on_cluster(args.dist, resolved_text(args), args.model.string(),
+  return run_on_cluster(args.dist, args.backend.backend, resolved_text(args), args.model.string(),
                         [&](Cluster& cluster) { return run_bench(args, cluster); });
 }
 
@@ -140,7 +140,6 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
             specs.size(), ks.size());
 
   SessionOptions so = session_options(cluster, args.model.string(), args.threads, 0, args.dist);
-  so.backend = args.backend.backend;
   ModelSession session(so);
   JobSpec spec;
   spec.mode = has_mode("ssd") ? "ssd" : "ar";

@@ -128,7 +128,7 @@ int run_generate_command(int argc, const char* const* argv) {
   SSD_CHECK(args.prompt.empty() != !args.prompt_file.has_value(),
             "give exactly one of --prompt and --prompt-file");
 
-  return run_on_cluster(args.dist, resolved_text(args), args.model.string(),
+  return run_on_cluster(args.dist, args.backend.backend, resolved_text(args), args.model.string(),
                         [&](Cluster& cluster) { return run_generate(args, cluster); });
 }
 
@@ -138,7 +138,6 @@ int run_generate(const GenerateArgs& args, Cluster& cluster) {
   const RankLayout& layout = cluster.layout();
   SessionOptions so =
       session_options(cluster, args.model.string(), args.threads, args.ctx_size, args.dist);
-  so.backend = args.backend.backend;
   ModelSession session(so);
   JobSpec spec;
   spec.mode = args.mode;
@@ -200,6 +199,7 @@ int run_generate(const GenerateArgs& args, Cluster& cluster) {
     j["model"] = args.model.string();
     j["model_summary"] = session.file().summary();
     j["backend"] = session.backend().name();
+    j["transport"] = cluster.placement().transport;
     j["ranks"] = layout.summary();
     j["tp"] = layout.tp;
     j["drafter_ranks"] = layout.n_drafters();

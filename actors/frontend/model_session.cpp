@@ -21,11 +21,7 @@ Tokenizer load_tokenizer(const ModelFile& file) {
 }
 
 ModelSession::ModelSession(const SessionOptions& opts) {
-  std::string note;  // resolved first: `--backend cuda` without a GPU fails before any work
-  const BackendKind kind = resolve_backend(opts.backend, &note);
-  backend_summary_ = kind == BackendKind::Cuda ? fmt::format("backend cuda:{}", opts.device)
-                                               : std::string("backend cpu");
-  if (!note.empty()) backend_summary_ += " (" + note + ")";
+  backend_summary_ = opts.backend.summary();
   file_ = std::make_unique<ModelFile>(ModelFile::open(opts.model_path));
   tokenizer_ = std::make_unique<Tokenizer>(load_tokenizer(*file_));
   const ModelConfig& c = file_->config();
@@ -37,7 +33,7 @@ ModelSession::ModelSession(const SessionOptions& opts) {
   SSD_CHECK(ctx_size_ <= c.context_length,
             "--ctx-size {} exceeds the model's trained context length {}", ctx_size_,
             c.context_length);
-  backend_ = make_backend(kind, opts.threads, opts.device);
+  backend_ = make_backend(opts.backend, opts.threads);
   if (opts.tp_group)
     model_ = std::make_unique<Transformer>(*file_, *backend_,
                                            make_tp_context(*file_, *opts.tp_group, opts.tp_mode));

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "actors/frontend/backend_choice.h"
 #include "runtime/backend/backend.h"
 #include "runtime/model/transformer.h"
 #include "runtime/parallel/collective.h"
@@ -23,9 +24,9 @@ struct SessionOptions {
   // of the target (Transformer's TP constructor; collective over the group).
   Collective* tp_group = nullptr;
   TpMode tp_mode = TpMode::Exact;
-  // --backend (actors/frontend/backend_choice.h): auto, cpu or cuda; the CUDA device to use.
-  std::string backend = "cpu";
-  int device = 0;
+  // The backend resolved at start-up (actors/frontend/backend_choice.h; in a job, agreed over
+  // the ranks with this rank's device: session_options in actors/runtime/job.h).
+  BackendChoice backend;
 };
 
 class ModelSession {

@@ -41,13 +41,14 @@ Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_pa
               tp, tp, tp, tp);
     layout_ = RankLayout::make(1, 0, 1);
     dog_ = std::make_unique<Watchdog>(0, Role::kTarget);
+    placement_ = place_on_gpus(nullptr, layout_, gpu);
     return;
   }
   session_ = std::make_unique<MpiSession>(nullptr, nullptr);
   mpi_ = std::make_unique<MpiWorld>(tp);
   layout_ = mpi_->layout();
   dog_ = std::make_unique<Watchdog>(layout_.rank, layout_.role());
-  placement_ = place_on_gpus(mpi_->world(), layout_, gpu);
+  placement_ = place_on_gpus(&mpi_->world(), layout_, gpu);
   if (layout_.world == 1) return;
   world_ = make_world_transport(mpi_->world(), placement_, gpu);
   if (layout_.is_target() && layout_.tp > 1) tp_ = make_tp_collective(mpi_->tp(), placement_, gpu);

@@ -39,7 +39,8 @@ class Cluster {
   // Every rank of the job (the leader <-> drafter link); null on a world of one.
   Transport* world() { return world_.get(); }
   Watchdog& dog() { return *dog_; }
-  // This rank's CUDA device (-1 when no GPU is used) and the transport ("mpi" / "nccl").
+  // The job's backend (CUDA only when every rank resolved it), this rank's CUDA device (-1 when
+  // no GPU is used) and the transport ("mpi" / "nccl").
   const GpuPlacement& placement() const { return placement_; }
   // Tells the other ranks this rank failed (best effort) and ends the job with `what`.
   [[noreturn]] void abort(const std::string& what);

@@ -70,19 +70,68 @@ std::string resolve_transport(const std::string& flag, bool have_nccl, bool cuda
   return "nccl";
 }
 
-GpuPlacement place_on_gpus(const MpiComm& world, const RankLayout& layout,
+bool agree_cuda_backend(const std::vector<bool>& cuda_of_rank, std::string* note) {
+  std::string without;
+  bool any = false;
+  for (size_t r = 0; r < cuda_of_rank.size(); ++r) {
+    if (cuda_of_rank[r]) {
+      any = true;
+      continue;
+    }
+    without += fmt::format("{}{}", without.empty() ? "" : ",", r);
+  }
+  if (without.empty()) return !cuda_of_rank.empty();
+  if (any && note)
+    *note = fmt::format("auto: rank(s) {} found no CUDA device, so every rank runs on the CPU",
+                        without);
+  return false;
+}
+
+GpuPlacement place_on_gpus(const MpiComm* world, const RankLayout& layout,
                            const GpuLinkOptions& options) {
+  // This rank's facts, gathered from every rank so that all reach the same verdict: its node,
+  // its device count (asked only when a GPU may be used), its backend, its device choice.
+  struct Entry {
+    char host[64];
+    int device, devices, cuda, failed;
+  } mine{};
+  gethostname(mine.host, sizeof mine.host - 1);
+  const bool may_use_gpu = options.cuda_backend || options.transport == "nccl";
+  mine.devices = may_use_gpu ? device_count() : 0;
+  mine.cuda = options.cuda_backend ? 1 : 0;
+  std::string choose_error;
+  try {
+    const std::optional<std::vector<int>> list =
+        options.devices ? std::optional(parse_device_list(*options.devices)) : std::nullopt;
+    mine.device = choose_device(list, layout.rank, layout.world, launcher_local_rank());
+  } catch (const Error& e) {
+    choose_error = e.what();
+    mine.device = -1;
+  }
+  std::vector<Entry> entries(static_cast<size_t>(layout.world));
+  if (world) {
+    SSD_MPI_CHECK(MPI_Allgather(&mine, sizeof(Entry), MPI_BYTE, entries.data(), sizeof(Entry),
+                                MPI_BYTE, world->get()));
+  } else {
+    SSD_ASSERT(layout.world == 1);
+    entries[0] = mine;
+  }
+
   GpuPlacement p;
-  const int n_dev = device_count();
-  // Every rank resolves; a rank whose answer differs (a node without GPUs) is caught below.
+  std::vector<bool> cuda_of_rank;
+  for (const Entry& e : entries) cuda_of_rank.push_back(e.cuda != 0);
+  p.note = options.backend_note;
+  p.cuda_backend = agree_cuda_backend(cuda_of_rank, &p.note);
+  // Every rank resolves the transport against the agreed backend; a rank whose answer fails (a
+  // node without GPUs under --transport nccl) is named on the others.
   std::string error;
   try {
-    p.transport = resolve_transport(options.transport, built_with_nccl(), options.cuda_backend,
-                                    n_dev);
+    p.transport = resolve_transport(options.transport, built_with_nccl(), p.cuda_backend,
+                                    mine.devices);
   } catch (const Error& e) {
     error = e.what();
   }
-  const bool use_gpus = options.cuda_backend || options.transport == "nccl";
+  const bool use_gpus = p.cuda_backend || options.transport == "nccl";
   if (!use_gpus) {
     if (options.devices && layout.rank == 0)
       std::fprintf(stderr, "ssd: note: --devices ignored (the backend is the CPU and the "
@@ -90,31 +139,15 @@ GpuPlacement place_on_gpus(const MpiComm& world, const RankLayout& layout,
     SSD_CHECK(error.empty(), "{}", error);
     return p;
   }
-  // Choose this rank's device; gather (host, device, count) of every rank and check them all.
-  int device = -1;
-  if (error.empty()) {
-    try {
-      const std::optional<std::vector<int>> list =
-          options.devices ? std::optional(parse_device_list(*options.devices)) : std::nullopt;
-      device = choose_device(list, layout.rank, layout.world, launcher_local_rank());
-    } catch (const Error& e) {
-      error = e.what();
-    }
-  }
-  char host[64] = {};
-  gethostname(host, sizeof host - 1);
-  struct Entry {
-    char host[64];
-    int device, devices, failed;
-  } mine{}, *all = nullptr;
-  std::memcpy(mine.host, host, sizeof host);
-  mine.device = device;
-  mine.devices = n_dev;
+  if (error.empty()) error = choose_error;
+  // A second exchange of the per-rank verdicts: which ranks failed, so every rank names them.
   mine.failed = error.empty() ? 0 : 1;
-  std::vector<Entry> entries(static_cast<size_t>(layout.world));
-  all = entries.data();
-  SSD_MPI_CHECK(MPI_Allgather(&mine, sizeof(Entry), MPI_BYTE, all, sizeof(Entry), MPI_BYTE,
-                              world.get()));
+  if (world) {
+    SSD_MPI_CHECK(MPI_Allgather(&mine, sizeof(Entry), MPI_BYTE, entries.data(), sizeof(Entry),
+                                MPI_BYTE, world->get()));
+  } else {
+    entries[0] = mine;
+  }
   std::vector<RankDevice> ranks;
   std::string failed;
   for (int r = 0; r < layout.world; ++r) {
@@ -127,8 +160,8 @@ GpuPlacement place_on_gpus(const MpiComm& world, const RankLayout& layout,
   SSD_CHECK(failed.empty(), "GPU set-up failed on {} (see that rank's message)", failed);
   const std::string problems = check_device_placement(ranks, options.share_devices);
   SSD_CHECK(problems.empty(), "device placement: {}", problems);
-  set_device(device);
-  p.device = device;
+  set_device(mine.device);
+  p.device = mine.device;
   return p;
 }
 

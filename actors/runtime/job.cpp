@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "actors/frontend/backend_choice.h"
 #include "actors/runtime/drafter_actor.h"
 #include "actors/transport/frame.h"
 #include "runtime/core/error.h"
@@ -9,15 +10,16 @@
 
 namespace ssd {
 
-int run_on_cluster(const DistributedArgs& dist, std::string_view config_text,
-                   const std::string& model_path, const std::function<int(Cluster&)>& body) {
+int run_on_cluster(const DistributedArgs& dist, const std::string& backend_flag,
+                   std::string_view config_text, const std::string& model_path,
+                   const std::function<int(Cluster&)>& body) {
   GpuLinkOptions gpu;
+  gpu.cuda_backend = resolve_backend(backend_flag, &gpu.backend_note) == BackendKind::Cuda;
   gpu.transport = dist.transport;
   gpu.devices = dist.devices;
   gpu.share_devices = dist.share_devices;
   gpu.megatron = dist.tp_mode == "megatron";
   gpu.timeout_s = dist.watchdog_s;
-  // gpu.cuda_backend: set from the backend flag when the CUDA backend lands (auto = MPI till then).
   Cluster cluster(dist.tp, config_text, model_path, dist.watchdog_s, gpu);
   try {
     return body(cluster);
@@ -32,6 +34,10 @@ SessionOptions session_options(Cluster& cluster, const std::string& model_path, 
   SessionOptions so{model_path, threads, ctx_size};
   if (cluster.layout().is_target()) so.tp_group = cluster.tp_group();
   so.tp_mode = dist.tp_mode == "megatron" ? TpMode::Megatron : TpMode::Exact;
+  const GpuPlacement& p = cluster.placement();
+  so.backend.kind = p.cuda_backend ? BackendKind::Cuda : BackendKind::Cpu;
+  so.backend.device = p.cuda_backend ? p.device : 0;
+  so.backend.note = p.note;
   return so;
 }
 

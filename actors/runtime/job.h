@@ -34,12 +34,17 @@ struct JobSpec {
   DistributedArgs dist;
 };
 
-// Joins the job (Cluster) and runs a command's body on this rank; an error on any rank of a
-// distributed job ends the whole job with the message (no rank is left waiting for it).
-int run_on_cluster(const DistributedArgs& dist, std::string_view config_text,
-                   const std::string& model_path, const std::function<int(Cluster&)>& body);
+// Resolves `backend_flag` (--backend auto|cpu|cuda) on this rank, joins the job (Cluster: the
+// ranks agree on the backend and each gets its device) and runs a command's body on this rank.
+// `--backend cuda` on a rank without a device fails there with one line before MPI starts (the
+// launcher ends the others). An error on any rank of a distributed job ends the whole job with
+// the message (no rank is left waiting for it).
+int run_on_cluster(const DistributedArgs& dist, const std::string& backend_flag,
+                   std::string_view config_text, const std::string& model_path,
+                   const std::function<int(Cluster&)>& body);
 
-// What this rank loads: the whole model, or its shard on a target rank of a TP group.
+// What this rank loads: the whole model, or its shard on a target rank of a TP group, on the
+// backend and device the Cluster agreed on.
 SessionOptions session_options(Cluster& cluster, const std::string& model_path, int threads,
                                int64_t ctx_size, const DistributedArgs& dist);
 

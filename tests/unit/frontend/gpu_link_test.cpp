@@ -1,7 +1,7 @@
 // --transport resolution (actors/runtime/gpu_link.h) without a GPU: auto is MPI unless the binary
 // has NCCL, the backend is CUDA and a GPU is visible; nccl without NCCL or without a GPU is an
 // error naming why; mpi is always MPI. Also: this binary's answer to "built with NCCL?" agrees
-// with the build (SSD_HAVE_NCCL).
+// with the build (SSD_HAVE_NCCL); the job's backend is CUDA only when every rank resolved CUDA.
 #include <gtest/gtest.h>
 
 #include "actors/runtime/gpu_link.h"
@@ -33,6 +33,17 @@ TEST(GpuLink, NcclWithoutItsPartsIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("sees no GPU"), std::string::npos);
   }
   EXPECT_THROW(resolve_transport("tcp", true, true, 1), Error);
+}
+
+TEST(GpuLink, TheJobComputesOnCudaOnlyWhenEveryRankCan) {
+  std::string note;
+  EXPECT_TRUE(agree_cuda_backend({true, true, true}, &note));
+  EXPECT_TRUE(note.empty());
+  EXPECT_FALSE(agree_cuda_backend({false, false}, &note));
+  EXPECT_TRUE(note.empty()) << "every rank chose the CPU itself: nothing to add";
+  EXPECT_FALSE(agree_cuda_backend({true, false, true, false}, &note));
+  EXPECT_EQ(note, "auto: rank(s) 1,3 found no CUDA device, so every rank runs on the CPU");
+  EXPECT_FALSE(agree_cuda_backend({}, nullptr));
 }
 
 TEST(GpuLink, KnowsHowItWasBuilt) {
