@@ -19,6 +19,7 @@
 #include "actors/transport/nccl/nccl_collective.h"
 #include "actors/transport/nccl/nccl_comm.h"
 #include "actors/transport/nccl/nccl_transport.h"
+#include "kernels/cuda/cuda_backend.h"
 #include <cuda_runtime_api.h>
 #endif
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
-#include <thread>
 
 #include "actors/transport/mpi_check.h"
 
@@ -123,15 +122,6 @@ size_t MpiTransport::pending_sends() {
   std::lock_guard lock(mutex_);
   reap_sends_locked();
   return sends_.size();
-}
-
-bool MpiTransport::flush(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    if (pending_sends() == 0) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
 }
 
 }  // namespace ssd

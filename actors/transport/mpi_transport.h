@@ -37,10 +37,8 @@ class MpiTransport final : public Transport {
   std::optional<Envelope> try_recv() override;
   void send_frame(int peer, std::vector<std::byte> frame) override;
 
-  // Sends not yet complete (each holds its buffer).
-  size_t pending_sends();
-  // Waits until every send has completed or `timeout` passes; returns whether all completed.
-  bool flush(std::chrono::milliseconds timeout);
+  // Sends not yet complete (each holds its buffer); flush() is Transport's.
+  size_t pending_sends() override;
 
  private:
   struct PendingSend {

@@ -1,5 +1,6 @@
 // The parts of Transport every implementation shares: a blocking receive built on try_recv(),
-// peer checks, and sequence-number bookkeeping.
+// the flush with a deadline built on pending_sends(), peer checks, and sequence-number
+// bookkeeping.
 #include "actors/transport/transport.h"
 
 #include <fmt/format.h>
@@ -31,6 +32,15 @@ Envelope Transport::poll_until(std::chrono::steady_clock::time_point deadline,
       std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(sleep, deadline - now));
       sleep = std::min(sleep * 2, max_sleep);
     }
+  }
+}
+
+bool Transport::flush(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (pending_sends() == 0) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
 

@@ -58,6 +58,13 @@ class Transport {
   // Sends a frame built by build_frame()/encode_frame(); the transport stamps its sequence number.
   virtual void send_frame(int peer, std::vector<std::byte> frame) = 0;
 
+  // Sends handed to this transport that have not completed yet (advancing them as it counts).
+  virtual size_t pending_sends() = 0;
+  // Waits until every send has completed or `timeout` has passed; true when all completed. The
+  // one flush-with-deadline of every transport (a closing transport calls it before it frees
+  // the buffers the network may still read).
+  bool flush(std::chrono::milliseconds timeout);
+
  protected:
   // Polls try_recv() with a growing sleep (0 .. max_sleep) until `deadline`.
   Envelope poll_until(std::chrono::steady_clock::time_point deadline,

@@ -45,9 +45,9 @@ NcclCollective::~NcclCollective() {
 
 void* NcclCollective::scratch(int slot, size_t bytes) {
   if (scratch_bytes_[slot] < bytes) {
-    if (scratch_[slot]) SSD_NCCL_CUDA_CHECK(cudaFree(scratch_[slot]));
+    if (scratch_[slot]) SSD_CUDA_CHECK(cudaFree(scratch_[slot]));
     scratch_[slot] = nullptr;
-    SSD_NCCL_CUDA_CHECK(cudaMalloc(&scratch_[slot], bytes));
+    SSD_CUDA_CHECK(cudaMalloc(&scratch_[slot], bytes));
     scratch_bytes_[slot] = bytes;
   }
   return scratch_[slot];
@@ -70,29 +70,29 @@ void NcclCollective::allreduce_sum(float* data, int64_t count) {
   if (opt_.order == ReduceOrder::kNccl) {
     float* buf = on_device ? data : static_cast<float*>(scratch(0, bytes));
     if (!on_device)
-      SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(buf, data, bytes, cudaMemcpyHostToDevice, s));
+      SSD_CUDA_CHECK(cudaMemcpyAsync(buf, data, bytes, cudaMemcpyHostToDevice, s));
     SSD_NCCL_CHECK(ncclAllReduce(buf, buf, static_cast<size_t>(count), ncclFloat, ncclSum,
                                  comm_.get(), s));
     enqueued(what);
     if (!on_device)
-      SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(data, buf, bytes, cudaMemcpyDeviceToHost, s));
+      SSD_CUDA_CHECK(cudaMemcpyAsync(data, buf, bytes, cudaMemcpyDeviceToHost, s));
     wait(what);
     return;
   }
   // Rank order: gather every contribution, add on the host in rank order.
   float* in = on_device ? data : static_cast<float*>(scratch(0, bytes));
   float* all = static_cast<float*>(scratch(1, bytes * static_cast<size_t>(size_)));
-  if (!on_device) SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(in, data, bytes, cudaMemcpyHostToDevice, s));
+  if (!on_device) SSD_CUDA_CHECK(cudaMemcpyAsync(in, data, bytes, cudaMemcpyHostToDevice, s));
   SSD_NCCL_CHECK(ncclAllGather(in, all, static_cast<size_t>(count), ncclFloat, comm_.get(), s));
   enqueued(what);
   host_gather_.resize(static_cast<size_t>(count) * static_cast<size_t>(size_));
-  SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(host_gather_.data(), all, bytes * size_,
+  SSD_CUDA_CHECK(cudaMemcpyAsync(host_gather_.data(), all, bytes * size_,
                                       cudaMemcpyDeviceToHost, s));
   wait(what);
   if (on_device) {
     std::vector<float> sum(static_cast<size_t>(count));
     sum_in_rank_order(host_gather_.data(), size_, count, sum.data());
-    SSD_NCCL_CUDA_CHECK(cudaMemcpy(data, sum.data(), bytes, cudaMemcpyHostToDevice));
+    SSD_CUDA_CHECK(cudaMemcpy(data, sum.data(), bytes, cudaMemcpyHostToDevice));
   } else {
     sum_in_rank_order(host_gather_.data(), size_, count, data);
   }
@@ -108,7 +108,7 @@ void NcclCollective::allgatherv(const float* in, const int64_t* counts, float* o
   const float* src = in;
   if (!in_dev && mine > 0) {
     src = static_cast<const float*>(scratch(0, mine));
-    SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(src), in, mine,
+    SSD_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(src), in, mine,
                                         cudaMemcpyHostToDevice, s));
   }
   float* dst = out_dev ? out : static_cast<float*>(scratch(1, total * sizeof(float)));
@@ -124,7 +124,7 @@ void NcclCollective::allgatherv(const float* in, const int64_t* counts, float* o
   const std::string what = fmt::format("allgatherv of {} floats", total);
   enqueued(what);
   if (!out_dev)
-    SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(out, dst, static_cast<size_t>(total) * sizeof(float),
+    SSD_CUDA_CHECK(cudaMemcpyAsync(out, dst, static_cast<size_t>(total) * sizeof(float),
                                         cudaMemcpyDeviceToHost, s));
   wait(what);
 }
@@ -137,13 +137,13 @@ void NcclCollective::broadcast(void* data, int64_t bytes, int root) {
   cudaStream_t s = comm_.stream();
   void* buf = on_device ? data : scratch(0, static_cast<size_t>(bytes));
   if (!on_device && rank_ == root)
-    SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(buf, data, bytes, cudaMemcpyHostToDevice, s));
+    SSD_CUDA_CHECK(cudaMemcpyAsync(buf, data, bytes, cudaMemcpyHostToDevice, s));
   SSD_NCCL_CHECK(ncclBroadcast(buf, buf, static_cast<size_t>(bytes), ncclUint8, root,
                                comm_.get(), s));
   const std::string what = fmt::format("broadcast of {} bytes from group rank {}", bytes, root);
   enqueued(what);
   if (!on_device && rank_ != root)
-    SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(data, buf, bytes, cudaMemcpyDeviceToHost, s));
+    SSD_CUDA_CHECK(cudaMemcpyAsync(data, buf, bytes, cudaMemcpyDeviceToHost, s));
   wait(what);
 }
 

@@ -13,25 +13,6 @@
 
 namespace ssd {
 
-void throw_nccl_error(ncclResult_t code, const char* call, const char* file, int line) {
-  fail(fmt::format("NCCL error {} ({}) in {} at {}:{}", static_cast<int>(code),
-                   ncclGetErrorString(code), call, file, line));
-}
-
-void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
-  fail(fmt::format("CUDA error {} ({}) in {} at {}:{}", static_cast<int>(code),
-                   cudaGetErrorString(code), call, file, line));
-}
-
-int cuda_device_count() noexcept {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();  // clear the sticky "no device" error
-    return 0;
-  }
-  return n;
-}
-
 NcclComm::NcclComm(NcclComm&& o) noexcept
     : comm_(std::exchange(o.comm_, nullptr)),
       stream_(std::exchange(o.stream_, nullptr)),
@@ -70,8 +51,8 @@ NcclComm::~NcclComm() {
 NcclComm NcclComm::start(const ncclUniqueId& id, int nranks, int rank, WaitSubject subject) {
   NcclComm c;
   c.subject_ = std::move(subject);
-  SSD_NCCL_CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream_, cudaStreamNonBlocking));
-  SSD_NCCL_CUDA_CHECK(cudaEventCreateWithFlags(&c.event_, cudaEventDisableTiming));
+  SSD_CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream_, cudaStreamNonBlocking));
+  SSD_CUDA_CHECK(cudaEventCreateWithFlags(&c.event_, cudaEventDisableTiming));
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   SSD_NCCL_CHECK(ncclCommInitRankConfig(&c.comm_, nranks, id, rank, &config));
@@ -114,7 +95,7 @@ void NcclComm::wait_enqueued(const std::string& what, std::chrono::milliseconds 
 }
 
 void NcclComm::wait_stream(const std::string& what, std::chrono::milliseconds timeout) {
-  SSD_NCCL_CUDA_CHECK(cudaEventRecord(event_, stream_));
+  SSD_CUDA_CHECK(cudaEventRecord(event_, stream_));
   WaitSubject s = subject_;
   s.waiting_for = what;
   wait_until_done([this] { return op_status(event_); }, timeout, s,

@@ -61,7 +61,4 @@ class NcclComm {
   bool aborted_ = false;
 };
 
-// Devices visible to this process (0 when the CUDA driver or any GPU is missing; never throws).
-int cuda_device_count() noexcept;
-
 }  // namespace ssd

@@ -7,7 +7,6 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 #include "actors/transport/mpi_check.h"
 #include "actors/transport/nccl/nccl_bootstrap.h"
@@ -37,9 +36,9 @@ struct NcclTransport::Lane {
   void ensure_staging(size_t bytes) {
     if (device) return;
     chunk_bytes = bytes;
-    SSD_NCCL_CUDA_CHECK(cudaMalloc(&device, bytes));
-    SSD_NCCL_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host), bytes));
-    SSD_NCCL_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    SSD_CUDA_CHECK(cudaMalloc(&device, bytes));
+    SSD_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host), bytes));
+    SSD_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   }
   // Polls the chunk in flight: true when it completed; ends the job on error or timeout.
   bool chunk_done(std::chrono::milliseconds timeout, const std::string& what) {
@@ -123,7 +122,7 @@ NcclTransport::NcclTransport(const MpiComm& comm, NcclTransportOptions options)
   }
   // Warm-up: one byte each way on every lane, in one group, so every connection is set up now.
   void* probe = nullptr;
-  SSD_NCCL_CUDA_CHECK(cudaMalloc(&probe, 2));
+  SSD_CUDA_CHECK(cudaMalloc(&probe, 2));
   SSD_NCCL_CHECK(ncclGroupStart());
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
@@ -140,7 +139,7 @@ NcclTransport::NcclTransport(const MpiComm& comm, NcclTransportOptions options)
       l->comm.wait_stream("the lane's warm-up byte", opt_.timeout);
     }
   }
-  SSD_NCCL_CUDA_CHECK(cudaFree(probe));
+  SSD_CUDA_CHECK(cudaFree(probe));
 }
 
 NcclTransport::~NcclTransport() {
@@ -215,11 +214,11 @@ void NcclTransport::progress_out_lane_locked(int peer) {
     const std::string what = frame_what(true, f.frame, lane.comm.subject().peer, c);
     std::memcpy(lane.host, f.frame.data() + sizeof(WireHeader) + c.offset, c.bytes);
     cudaStream_t s = lane.comm.stream();
-    SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(lane.device, lane.host, c.bytes, cudaMemcpyHostToDevice,
+    SSD_CUDA_CHECK(cudaMemcpyAsync(lane.device, lane.host, c.bytes, cudaMemcpyHostToDevice,
                                         s));
     SSD_NCCL_CHECK(ncclSend(lane.device, c.bytes, ncclUint8, 1, lane.comm.get(), s));
     lane.comm.wait_enqueued(what + " to be enqueued", opt_.timeout);
-    SSD_NCCL_CUDA_CHECK(cudaEventRecord(lane.event, s));
+    SSD_CUDA_CHECK(cudaEventRecord(lane.event, s));
     lane.in_flight = true;
     lane.started = std::chrono::steady_clock::now();
     return;
@@ -252,9 +251,9 @@ void NcclTransport::progress_in_lane_locked(int peer) {
     cudaStream_t s = lane.comm.stream();
     SSD_NCCL_CHECK(ncclRecv(lane.device, c.bytes, ncclUint8, 0, lane.comm.get(), s));
     lane.comm.wait_enqueued(what + " to be enqueued", opt_.timeout);
-    SSD_NCCL_CUDA_CHECK(cudaMemcpyAsync(lane.host, lane.device, c.bytes, cudaMemcpyDeviceToHost,
+    SSD_CUDA_CHECK(cudaMemcpyAsync(lane.host, lane.device, c.bytes, cudaMemcpyDeviceToHost,
                                         s));
-    SSD_NCCL_CUDA_CHECK(cudaEventRecord(lane.event, s));
+    SSD_CUDA_CHECK(cudaEventRecord(lane.event, s));
     lane.in_flight = true;
     lane.started = std::chrono::steady_clock::now();
     return;
@@ -346,15 +345,6 @@ size_t NcclTransport::pending_sends() {
   std::lock_guard lock(mutex_);
   progress_locked();
   return sends_.size();
-}
-
-bool NcclTransport::flush(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    if (pending_sends() == 0) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
 }
 
 }  // namespace ssd

@@ -58,8 +58,9 @@ class NcclTransport final : public Transport {
   std::optional<Envelope> try_recv() override;
   void send_frame(int peer, std::vector<std::byte> frame) override;
 
-  size_t pending_sends();
-  bool flush(std::chrono::milliseconds timeout);
+  // Frames whose MPI part or NCCL payload is not done (advances the lanes); flush() is
+  // Transport's.
+  size_t pending_sends() override;
 
  private:
   struct Lane;

@@ -13,6 +13,7 @@
 #include "actors/transport/nccl/nccl_collective.h"
 #include "actors/transport/nccl/nccl_comm.h"
 #include "actors/transport/nccl/nccl_transport.h"
+#include "kernels/cuda/cuda_backend.h"
 
 namespace ssd {
 namespace {
