@@ -33,15 +33,7 @@ namespace ssd {
 namespace {
 
 using cuda::DeviceBuffer;
-
-bool is_device_pointer(const void* p) {
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
-}
+using cuda::is_device_pointer;
 
 // Per-op mapping of host pointers to device scratch (see the top of the file).
 class Staging {

@@ -18,6 +18,10 @@
 //   activations  the Backend interface passes float pointers; device pointers are used in place,
 //             host pointers are staged (copied in and out around the op). The Transformer keeps
 //             its activations on the host today, so a whole forward works but pays a copy per op.
+//   sampling  not a Backend op: the decoding loops sample from the host logits the forward
+//             returns. DeviceSampler (device_sampler.h) does top-k / top-p / min-p / temperature
+//             sampling on the device with the CPU sampler's exact result, ready for when the
+//             logits stay on the device.
 // Status: compiled and linked here (CUDA 13, sm_80 / sm_90); never run on a GPU by this project.
 #pragma once
 

@@ -1,5 +1,7 @@
 // RAII device memory: one cudaMalloc'd block, movable, not copyable (a hidden deep copy of device
-// memory would be a cost nobody sees). grow() reallocates without preserving contents.
+// memory would be a cost nobody sees). grow() reallocates without preserving contents. Also the
+// one test of whether a pointer the caller gave is device memory (used in place) or host memory
+// (staged).
 #pragma once
 
 #include <cstddef>
@@ -8,6 +10,16 @@
 #include "kernels/cuda/cuda_check.h"
 
 namespace ssd::cuda {
+
+// True for device (or managed) memory; false for host memory and for anything CUDA does not know.
+inline bool is_device_pointer(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
 
 class DeviceBuffer {
  public:

@@ -1,0 +1,162 @@
+// The kernels of device sampling (kernels/cuda/device_sampler.h): ssd::process() and the token
+// draw for one row of logits, following the plan of kernels/common/process_math.h step by step
+// with its SSD_HD functions (whose CPU twin test, tests/unit/device_math/process_twin_test.cpp,
+// checks that the plan gives the CPU sampler's list bit for bit):
+//   row_stats  one block: l_max (NaN ignored), valid logits, the first +inf (the caller's error);
+//   keys       one thread per token: e_i and its candidate key (kNoKey when not a candidate);
+//   sort       CUB radix sort of the n keys (unique keys: every correct sort agrees);
+//   select     four threads: Z's lane partials (whole-vocabulary path); then thread 0: Z, the
+//              kept count and the kept sum, all in the CPU's order;
+//   probs      one thread per kept entry: id and e / sum;
+//   draw       one thread: the inverse CDF at philox_uniform(seed, stream, step, lane).
+// An invalid row (no valid logit, or a +inf) keeps nothing; the host reads RowStats and throws
+// the CPU sampler's message. Nothing here synchronises. Not yet run on a GPU.
+#include <cub/device/device_radix_sort.cuh>
+
+#include <climits>
+
+#include "kernels/common/process_math.h"
+#include "kernels/common/row_math.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_sampler_kernels.cuh"
+
+namespace ssd::cuda {
+namespace {
+
+namespace hd = kernels::hd;
+constexpr int kThreads = hd::kRowThreads;
+
+__global__ void row_stats_kernel(const float* logits, int32_t n, RowStats* stats) {
+  __shared__ float s_max[kThreads];
+  __shared__ int32_t s_valid[kThreads], s_inf[kThreads];
+  const int t = static_cast<int>(threadIdx.x);
+  float m = -hd::f32_from_bits(0x7f800000u);
+  int32_t valid = 0, inf_at = INT_MAX;
+  for (int32_t i = t; i < n; i += kThreads) {
+    const float x = logits[i];
+    if (x > m) m = x;  // NaN never wins (as max_logit)
+    valid += hd::valid_logit(x) ? 1 : 0;
+    if (x == hd::f32_from_bits(0x7f800000u) && i < inf_at) inf_at = i;
+  }
+  s_max[t] = m;
+  s_valid[t] = valid;
+  s_inf[t] = inf_at;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s /= 2) {
+    if (t < s) {
+      if (s_max[t + s] > s_max[t]) s_max[t] = s_max[t + s];
+      s_valid[t] += s_valid[t + s];
+      if (s_inf[t + s] < s_inf[t]) s_inf[t] = s_inf[t + s];
+    }
+    __syncthreads();
+  }
+  if (t == 0) {
+    stats->l_max = s_max[0];
+    stats->n_valid = s_valid[0];
+    stats->inf_at = s_inf[0] == INT_MAX ? -1 : s_inf[0];
+  }
+}
+
+__global__ void keys_kernel(const float* logits, int32_t n, double t, int32_t top_k, double min_p,
+                            const RowStats* stats, double* e, uint64_t* keys) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const bool top_k_path = hd::use_top_k_path(top_k, stats->n_valid);
+  const double ei = hd::relative_exp_one(logits[i], stats->l_max, t);
+  e[i] = ei;
+  keys[i] = hd::candidate_key(logits[i], static_cast<int32_t>(i), ei, top_k_path, min_p);
+}
+
+// The number of real keys in a sorted key array (kNoKey sorts last).
+__device__ int64_t count_real_keys(const uint64_t* sorted, int64_t n) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (sorted[mid] == hd::kNoKey) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+__global__ void select_kernel(const double* e, const uint64_t* sorted, int32_t n, int32_t top_k,
+                              double top_p, double min_p, RowStats* stats) {
+  __shared__ double s4[4];
+  const int lane = static_cast<int>(threadIdx.x);
+  const bool ok = stats->n_valid > 0 && stats->inf_at < 0;
+  const bool top_k_path = hd::use_top_k_path(top_k, stats->n_valid);
+  auto e_by_id = [e](int64_t i) { return e[i]; };
+  if (ok && !top_k_path) s4[lane] = hd::z_lane_partial(n, e_by_id, lane);
+  __syncthreads();
+  if (lane != 0) return;
+  if (!ok) {
+    stats->keep = 0;
+    stats->sum = 0;
+    return;
+  }
+  auto e_of = [e, sorted](int64_t i) { return e[hd::order_key_id(sorted[i])]; };
+  const int64_t n_cand = top_k_path ? top_k : count_real_keys(sorted, n);
+  const double z = top_k_path ? hd::list_sum(n_cand, e_of) : hd::z_combine(s4, n, e_by_id);
+  const int64_t keep = hd::kept_count(n_cand, e_of, top_p, z, min_p, top_k_path && min_p > 0);
+  stats->keep = keep;
+  stats->sum = hd::list_sum(keep, e_of);
+}
+
+__global__ void probs_kernel(const double* e, const uint64_t* sorted, const RowStats* stats,
+                             int32_t* ids, double* probs) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= stats->keep) return;
+  const int32_t id = hd::order_key_id(sorted[i]);
+  ids[i] = id;
+  probs[i] = e[id] / stats->sum;
+}
+
+__global__ void draw_kernel(const double* probs, const int32_t* ids, const RowStats* stats,
+                            uint64_t seed, uint64_t stream, uint32_t step, uint32_t lane,
+                            int32_t* token) {
+  const int64_t keep = stats->keep;
+  if (keep == 0) {
+    *token = -1;
+    return;
+  }
+  auto p = [probs](int64_t i) { return probs[i]; };
+  const double total = hd::list_sum(keep, p);
+  const double u = hd::philox_uniform(seed, stream, step, lane);
+  *token = ids[hd::inverse_cdf(keep, p, u, total)];
+}
+
+unsigned blocks_for(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
+
+}  // namespace
+
+size_t process_sort_scratch_bytes(int32_t n) {
+  size_t bytes = 0;
+  SSD_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, bytes, static_cast<uint64_t*>(nullptr),
+                                                static_cast<uint64_t*>(nullptr), n, 0, 64));
+  return bytes;
+}
+
+void launch_process_row(const float* logits, int32_t n, double temperature, int32_t top_k,
+                        double top_p, double min_p, const ProcessScratch& s, int32_t* ids,
+                        double* probs, cudaStream_t st) {
+  row_stats_kernel<<<1, kThreads, 0, st>>>(logits, n, s.stats);
+  SSD_CUDA_LAUNCHED();
+  keys_kernel<<<blocks_for(n), kThreads, 0, st>>>(logits, n, temperature, top_k, min_p, s.stats,
+                                                  s.e, s.keys);
+  SSD_CUDA_LAUNCHED();
+  size_t bytes = s.sort_bytes;
+  SSD_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(s.sort_tmp, bytes, s.keys, s.sorted, n, 0, 64,
+                                                st));
+  select_kernel<<<1, 4, 0, st>>>(s.e, s.sorted, n, top_k, top_p, min_p, s.stats);
+  SSD_CUDA_LAUNCHED();
+  probs_kernel<<<blocks_for(n), kThreads, 0, st>>>(s.e, s.sorted, s.stats, ids, probs);
+  SSD_CUDA_LAUNCHED();
+}
+
+void launch_draw_row(const double* probs, const int32_t* ids, const RowStats* stats,
+                     uint64_t seed, uint64_t stream, uint32_t step, uint32_t lane,
+                     int32_t* token, cudaStream_t st) {
+  draw_kernel<<<1, 1, 0, st>>>(probs, ids, stats, seed, stream, step, lane, token);
+  SSD_CUDA_LAUNCHED();
+}
+
+}  // namespace ssd::cuda
