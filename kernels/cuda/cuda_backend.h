@@ -22,6 +22,24 @@
 //             returns. DeviceSampler (device_sampler.h) does top-k / top-p / min-p / temperature
 //             sampling on the device with the CPU sampler's exact result, ready for when the
 //             logits stay on the device.
+// CUDA graphs (cuda_graphs.h) are not in the forward yet. What blocks capture, op by op:
+//   - staging: every op asks cudaPointerGetAttributes, copies host activations in and out from
+//     pageable memory and ends with cudaStreamSynchronize; capture forbids all three;
+//   - the Transformer's residual stream, scratch and logits are host std::vectors, so every op
+//     receives host pointers;
+//   - per-step inputs are built on the host inside the ops (store_kv's copy-on-write bookkeeping
+//     and pool offsets, attention's flattened page tables / QueryDesc / visible lists) and
+//     uploaded through staging buffers whose addresses change; a graph bakes addresses in;
+//   - tensor parallelism exchanges between ops through Collective on host buffers (MPI), which
+//     cannot be captured (NCCL collectives on the backend's stream could be).
+// The plan: (1) a Backend call that allocates activation memory (host on the CPU, device here),
+// so the Transformer's buffers live on the device and every op takes them in place; (2) split
+// store_kv / attention into a host prepare, run once per step before any kernel (CoW page
+// copies enqueued, tables and offsets written into fixed pinned buffers, one async upload into
+// fixed device buffers), and a device part that only reads those buffers; (3) one sync per
+// forward instead of per op, logits left on the device for DeviceSampler; (4) then capture the
+// device part once per size of CudaGraphSet::decoder_sizes(K's, tree batches) at start-up and
+// replay it (n <= invariant_max_tokens, so no cuBLAS in the captured sizes); prefill stays eager.
 // Status: compiled and linked here (CUDA 13, sm_80 / sm_90); never run on a GPU by this project.
 #pragma once
 
