@@ -43,7 +43,7 @@ struct DistillArgs {
       {.required = true});
     v(out, "out", "dataset file to write", {.required = true, .short_name = 'o'});
     v(layers, "layers",
-      "comma-separated target layers to capture (default: 1, depth/2, depth-2)");
+      "comma-separated target layers to capture (default: 1, depth/2, depth-3)");
     v(n_predict, "n", "response budget per prompt (tokens)", {.short_name = 'n', .min = 1});
     v(batch, "batch", "prompts decoded together", {.min = 1, .max = 256});
     v(max_prompts, "max-prompts", "use only the first N prompts; 0 = all", {.min = 0});

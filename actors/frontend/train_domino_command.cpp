@@ -29,7 +29,7 @@ struct TrainDominoArgs {
   std::optional<float> gamma, lambda_fixed;
   int64_t steps = 2000, batch_seqs = 4, anchors = 8;
   double lr = 3e-4, warmup_frac = 0.03, curriculum_frac = 0.5, weight_decay = 0.01, clip = 1.0;
-  std::string head_inputs = "teacher";
+  std::string head_inputs = "teacher", fc_init = "deepest";
   int64_t draft_vocab = 0;
   uint64_t seed = 1;
   int32_t threads = 2;
@@ -75,7 +75,12 @@ struct TrainDominoArgs {
     v(draft_vocab, "draft-vocab",
       "reduced draft vocabulary: the N most frequent response tokens (0 = full)", {.min = 0});
     v(init_layers, "init-layers",
-      "target layers copied into the backbone layers (default: the target's last ones)");
+      "target layers copied into the backbone layers (default: the ones right after the deepest "
+      "feature layer, else the target's last ones)");
+    v(fc_init, "fc-init",
+      "context projection at step 0: deepest (identity on the deepest feature layer, so the first "
+      "copied layer sees that layer's context K/V) or random",
+      {.choices = {"deepest", "random"}});
     v(seed, "seed", "random seed (initialisation, sequences, anchors)");
     v(threads, "threads", "OpenBLAS threads", {.min = 1, .max = 256});
     v(resume, "resume", "checkpoint to resume from (needs its PATH.optim)", {.must_exist = true});
@@ -172,9 +177,9 @@ int run_train_domino_command(int argc, const char* const* argv) {
     SSD_CHECK(static_cast<int32_t>(o.init_layers.size()) == c.n_layers,
               "--init-layers lists {} layers for --layers {}", o.init_layers.size(), c.n_layers);
   } else {
-    for (int32_t l = 0; l < c.n_layers; ++l)
-      o.init_layers.push_back(static_cast<int32_t>(tc.n_layers - c.n_layers + l));
+    o.init_layers = train::default_init_layers(c, tc.n_layers);
   }
+  o.fc_init = a.fc_init == "random" ? train::FcInit::Random : train::FcInit::Deepest;
   o.seed = a.seed;
   o.out = a.out.string();
   o.resume = a.resume ? a.resume->string() : "";

@@ -11,7 +11,7 @@ namespace ssd {
 std::vector<int32_t> default_distill_layers(int64_t n_layers) {
   SSD_CHECK(n_layers >= 1, "a target with {} layers", n_layers);
   std::vector<int32_t> out;
-  for (int64_t l : {int64_t{1}, n_layers / 2, n_layers - 2}) {
+  for (int64_t l : {int64_t{1}, n_layers / 2, n_layers - 3}) {
     const auto c = static_cast<int32_t>(std::clamp<int64_t>(l, 0, n_layers - 1));
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   }

@@ -37,8 +37,10 @@ struct DistillProgress {
 
 using DistillProgressFn = std::function<void(const DistillProgress&)>;
 
-// The default layers for a target of `n_layers`: 1, n_layers / 2, n_layers - 2 (deduplicated and
-// clamped for tiny models).
+// The default layers for a target of `n_layers`: 1, n_layers / 2, n_layers - 3 (deduplicated and
+// clamped for tiny models). The deepest is the input of the target's last two layers, which the
+// default 2-layer Domino backbone starts as copies of (param_init.h), so its first layer's
+// context keys and values start exact.
 std::vector<int32_t> default_distill_layers(int64_t n_layers);
 
 // The hidden states of `tokens` (one fresh target sequence, released afterwards) at `layers`:

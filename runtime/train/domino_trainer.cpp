@@ -114,7 +114,7 @@ TrainSummary train_domino(const ModelFile& target, const TrainData& data, const 
     wall_before = st.wall_seconds;
   } else {
     for (const std::string& line :
-         init_params(layout, cfg, o.seed, &target, o.init_layers, params.data()))
+         init_params(layout, cfg, o.seed, &target, o.init_layers, o.fc_init, params.data()))
       if (log) fmt::print(log, "init: {}\n", line);
   }
   if (log)

@@ -21,6 +21,7 @@
 #include "runtime/model/model_file.h"
 #include "runtime/train/adamw.h"
 #include "runtime/train/domino_train_model.h"
+#include "runtime/train/param_init.h"
 
 namespace ssd::train {
 
@@ -43,6 +44,7 @@ struct TrainOptions {
   HeadInputs head_inputs = HeadInputs::Teacher;
   AdamWOptions adam;                 // lr, weight_decay, clip (warm-up/total filled in here)
   std::vector<int32_t> init_layers;  // one per backbone layer; empty = random layers
+  FcInit fc_init = FcInit::Deepest;  // param_init.h
   uint64_t seed = 1;
   std::string out;                   // checkpoint path; the sidecar is out + ".optim"
   std::string resume;                // checkpoint to resume from (its .optim sidecar too)

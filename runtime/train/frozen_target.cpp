@@ -90,4 +90,11 @@ bool copy_target_layer(const ModelFile& model, int64_t target_layer, const Domin
   return true;
 }
 
+bool copy_target_output_norm(const ModelFile& model, int64_t dim, float* out) {
+  const TensorRef* norm = model.weights().output_norm;
+  if (!norm || model.config().dim != dim || static_cast<int64_t>(norm->ne[0]) != dim) return false;
+  kernels::dequantize_row(norm->type, norm->data, out, dim);
+  return true;
+}
+
 }  // namespace ssd::train

@@ -46,4 +46,8 @@ class FrozenTarget {
 bool copy_target_layer(const ModelFile& model, int64_t target_layer, const DominoConfig& cfg,
                        DominoView& p, int64_t l);
 
+// Copies the target's output norm gain [dim] into out; false (nothing copied) when the target's
+// dim is not `dim` or it has no output norm.
+bool copy_target_output_norm(const ModelFile& model, int64_t dim, float* out);
+
 }  // namespace ssd::train

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/core/error.h"
@@ -11,9 +12,20 @@
 
 namespace ssd::train {
 
+std::vector<int32_t> default_init_layers(const DominoConfig& cfg, int64_t target_layers) {
+  const int32_t deepest = *std::max_element(cfg.target_layers.begin(), cfg.target_layers.end());
+  const int64_t first =
+      deepest + 1 + cfg.n_layers <= target_layers ? deepest + 1 : target_layers - cfg.n_layers;
+  std::vector<int32_t> out;
+  for (int32_t l = 0; l < cfg.n_layers; ++l)
+    out.push_back(static_cast<int32_t>(std::max<int64_t>(0, first + l)));
+  return out;
+}
+
 std::vector<std::string> init_params(const ParamLayout& layout, const DominoConfig& cfg,
                                      uint64_t seed, const ModelFile* target,
-                                     const std::vector<int32_t>& init_layers, float* params) {
+                                     const std::vector<int32_t>& init_layers, FcInit fc_init,
+                                     float* params) {
   std::vector<std::string> log;
   const double g = cfg.gru_dim;
   for (size_t ti = 0; ti < layout.tensors().size(); ++ti) {
@@ -38,11 +50,22 @@ std::vector<std::string> init_params(const ParamLayout& layout, const DominoConf
       normal(1.0 / std::sqrt(static_cast<double>(t.shape.at(1))));
     }
   }
+  DominoView v = make_view(layout, cfg, params);
+  const int64_t d = cfg.target_dim;
+  if (fc_init == FcInit::Deepest) {
+    // fc [d, F]: row i reads column slice * d + i of the deepest layer's block.
+    const auto deepest = std::max_element(cfg.target_layers.begin(), cfg.target_layers.end());
+    const int64_t slice = deepest - cfg.target_layers.begin(), F = cfg.feature_dim();
+    std::fill(v.fc, v.fc + d * F, 0.0f);
+    for (int64_t i = 0; i < d; ++i) v.fc[i * F + slice * d + i] = 1.0f;
+    log.push_back(fmt::format("fc <- identity on the features of target layer {}", *deepest));
+  }
+  if (target && copy_target_output_norm(*target, d, v.norm))
+    log.push_back("norm <- the target's output norm");
   if (init_layers.empty()) return log;
   SSD_CHECK(static_cast<int32_t>(init_layers.size()) == cfg.n_layers,
             "--init-layers: {} layers given for a backbone of {} layers", init_layers.size(),
             cfg.n_layers);
-  DominoView v = make_view(layout, cfg, params);
   for (int32_t l = 0; l < cfg.n_layers; ++l) {
     if (target && copy_target_layer(*target, init_layers[l], cfg, v, l))
       log.push_back(fmt::format("backbone layer {} <- target layer {}", l, init_layers[l]));

@@ -99,8 +99,8 @@ class RecordingDrafter final : public Drafter {
 };
 
 TEST(Distill, DefaultLayersAreSpreadAndInRange) {
-  EXPECT_EQ(default_distill_layers(30), (std::vector<int32_t>{1, 15, 28}));
-  EXPECT_EQ(default_distill_layers(3), (std::vector<int32_t>{1}));
+  EXPECT_EQ(default_distill_layers(30), (std::vector<int32_t>{1, 15, 27}));
+  EXPECT_EQ(default_distill_layers(3), (std::vector<int32_t>{0, 1}));
   EXPECT_EQ(default_distill_layers(2), (std::vector<int32_t>{0, 1}));
   EXPECT_EQ(default_distill_layers(1), (std::vector<int32_t>{0}));
 }

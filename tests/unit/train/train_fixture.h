@@ -12,26 +12,19 @@
 #include "runtime/train/frozen_target.h"
 #include "runtime/train/param_init.h"
 #include "runtime/train/train_rng.h"
+#include "tests/support/domino_writer.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_model.h"
 
 namespace ssd::train::test {
 
+// The drafter of tests/support/domino_writer.h with a narrower head (cheaper finite differences)
+// and the block size the caller wants.
 inline DominoConfig tiny_train_config(int32_t block = 6) {
-  DominoConfig c;
+  DominoConfig c = ssd::test::tiny_domino_spec().cfg;
   c.block_size = block;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.head_dim = 64;
-  c.ffn_dim = 512;
-  c.target_layers = {0, 1};
   c.gru_dim = 32;
   c.rank = 16;
-  c.rms_eps = 1e-5f;
-  c.rope_theta = 10000.0f;
-  c.target_dim = 256;
-  c.target_vocab = 261;
   return c;
 }
 
@@ -51,7 +44,7 @@ struct TinyWorld {
     frozen = std::make_unique<FrozenTarget>(*file, cfg.draft_vocab);
     layout = std::make_unique<ParamLayout>(cfg);
     params.resize(layout->total());
-    init_params(*layout, cfg, 5, file.get(), {1, 0}, params.data());
+    init_params(*layout, cfg, 5, file.get(), {1, 0}, FcInit::Random, params.data());
     const ParamTensor& w2 = layout->find("head.w2.weight");
     for (int64_t i = 0; i < w2.size; ++i)
       params[w2.offset + i] = static_cast<float>(w2_scale * rng_normal(99, 1, i));
