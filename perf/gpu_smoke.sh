@@ -3,9 +3,15 @@
 # markdown report. Not run on a GPU by this project yet (written on a machine without one).
 #
 #   1. the CUDA op-comparison tests (ctest -R '^cuda\.') and the NCCL tests (ctest -R '^nccl\.')
-#   2. greedy exactness: SSD on GPU ranks (target TP on GPUs 0..T-1, drafter on GPU T, NCCL
-#      transport) vs AR on one CPU process, token for token, on each prompt of a prompt file
-#   3. the AR/SD/SSD benchmark (ssd bench --modes ar,sd,ssd) with the same placement
+#   2. greedy exactness, what losslessness promises: on each prompt of a prompt file, SSD and SD
+#      on the GPU ranks (target TP on GPUs 0..T-1, drafter on GPU T, NCCL transport) equal AR on
+#      the same GPU ranks and backend, token for token (a mismatch fails the run)
+#   3. information only, never a failure: AR on one CPU process (--backend cpu) against AR on
+#      the GPUs. They are not expected to agree token for token: the GPU multiplies BF16-decoded
+#      weights by float activations, the CPU kernels round activations to 8 bits; the report says
+#      where the two token streams first diverge (no ssd command prints logits, so the logits'
+#      agreement is not measured here: the op-comparison tests of step 1 bound it per op)
+#   4. the AR/SD/SSD benchmark (ssd bench --modes ar,sd,ssd) with the same placement
 # Exit status: 0 all passed; 1 a mismatch or a failed step; 77 no GPU here (nothing run).
 #
 # Usage (from the repository root, after building with -DSSD_CUDA=ON into $BUILD):
@@ -34,7 +40,7 @@ while [[ $# -gt 0 ]]; do
     -n) N=$2; shift 2 ;;
     --backend) BACKEND=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    -h|--help) sed -n 2,17p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,20p "$0"; exit 0 ;;
     *) echo "gpu_smoke: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -94,39 +100,70 @@ if grep -q "Skipped" "$WORK/ctest.log" && grep -q "no CUDA device" "$WORK/ctest.
   echo "- warning: some GPU cases skipped although nvidia-smi sees GPUs" >>"$OUT"; FAILED=1
 fi
 
-printf '\n## Greedy exactness: SSD on GPU ranks vs AR on one CPU process\n' >>"$OUT"
-i=0
-while IFS= read -r prompt && (( i < MAX_PROMPTS )); do
-  [[ -z $prompt ]] && continue
-  i=$((i + 1))
-  "$SSD" generate -m "$MODEL" -p "$prompt" -n "$N" --mode ar --stats-json "$WORK/ar$i.json" \
-      >/dev/null 2>"$WORK/ar$i.err"
-  rc_ar=$?
-  "${MPIRUN[@]}" "$SSD" generate -m "$MODEL" -p "$prompt" -n "$N" --mode ssd --tp "$TP" \
-      --drafter "model:$MODEL" --k 4 --transport nccl --devices "$DEVICES" --backend "$BACKEND" \
-      --stats-json "$WORK/ssd$i.json" >/dev/null 2>"$WORK/ssd$i.err"
-  rc_ssd=$?
-  if [[ $rc_ar != 0 || $rc_ssd != 0 ]]; then
-    step "prompt $i (AR rc $rc_ar, SSD rc $rc_ssd: $(tail -1 "$WORK/ssd$i.err"))" 1
-    continue
-  fi
-  if python3 - "$WORK/ar$i.json" "$WORK/ssd$i.json" <<'PY'
+# first_divergence A.json B.json: "equal (N tokens)" or where the token streams first differ.
+first_divergence() {
+  python3 - "$1" "$2" <<'PY'
 import json, sys
 a = json.load(open(sys.argv[1]))["output_token_ids"]
-s = json.load(open(sys.argv[2]))["output_token_ids"]
-first = next((j for j, (x, y) in enumerate(zip(a, s)) if x != y), None)
-if a != s:
-    print(f"mismatch at token {first if first is not None else min(len(a), len(s))}: "
-          f"AR {len(a)} tokens, SSD {len(s)} tokens", file=sys.stderr)
-    sys.exit(1)
+b = json.load(open(sys.argv[2]))["output_token_ids"]
+if a == b:
+    print(f"equal ({len(a)} tokens)")
+    sys.exit(0)
+first = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+print(f"first differ at token {first} ({len(a)} vs {len(b)} tokens)")
+sys.exit(1)
 PY
-  then
-    n_tok=$(python3 -c "import json, sys
-print(len(json.load(open(sys.argv[1]))['output_token_ids']))" "$WORK/ar$i.json")
-    step "prompt $i: $n_tok tokens equal" 0
-  else step "prompt $i: SSD != AR" 1
-  fi
+}
+
+# gpu_run MODE I PROMPT: one generate on the GPU ranks, stats in $WORK/MODE$I.json.
+gpu_run() {
+  "${MPIRUN[@]}" "$SSD" generate -m "$MODEL" -p "$3" -n "$N" --mode "$1" --tp "$TP" \
+      --drafter "model:$MODEL" --k 4 --transport nccl --devices "$DEVICES" --backend "$BACKEND" \
+      --stats-json "$WORK/$1$2.json" >/dev/null 2>"$WORK/$1$2.err"
+}
+
+printf '\n## Greedy exactness: SSD and SD vs AR, all on the GPU ranks (--backend %s)\n' \
+  "$BACKEND" >>"$OUT"
+PROMPT_LIST=()
+while IFS= read -r prompt && (( ${#PROMPT_LIST[@]} < MAX_PROMPTS )); do
+  [[ -n $prompt ]] && PROMPT_LIST+=("$prompt")
 done <"$PROMPTS"
+declare -A GPU_AR_OK=()
+for ((i = 1; i <= ${#PROMPT_LIST[@]}; ++i)); do
+  prompt=${PROMPT_LIST[i - 1]}
+  if ! gpu_run ar "$i" "$prompt"; then
+    step "prompt $i: AR on GPU failed ($(tail -1 "$WORK/ar$i.err"))" 1
+    continue
+  fi
+  GPU_AR_OK[$i]=1
+  for mode in ssd sd; do
+    if ! gpu_run "$mode" "$i" "$prompt"; then
+      step "prompt $i: ${mode^^} on GPU failed ($(tail -1 "$WORK/$mode$i.err"))" 1
+      continue
+    fi
+    if verdict=$(first_divergence "$WORK/ar$i.json" "$WORK/$mode$i.json"); then
+      step "prompt $i: ${mode^^} == AR on GPU, $verdict" 0
+    else
+      step "prompt $i: ${mode^^} != AR on GPU, $verdict" 1
+    fi
+  done
+done
+
+printf '\n## Information (not a pass/fail gate): AR on one CPU process vs AR on the GPUs\n' \
+  >>"$OUT"
+echo "Not expected to agree token for token (BF16-decoded weights on the GPU, 8-bit activations" \
+     "in the CPU kernels); no ssd command prints logits, so only the token streams are compared." \
+     >>"$OUT"
+for ((i = 1; i <= ${#PROMPT_LIST[@]}; ++i)); do
+  [[ -n ${GPU_AR_OK[$i]:-} ]] || { echo "- prompt $i: no GPU AR run to compare" >>"$OUT"; continue; }
+  if "$SSD" generate -m "$MODEL" -p "${PROMPT_LIST[i - 1]}" -n "$N" --mode ar --backend cpu \
+      --stats-json "$WORK/cpu$i.json" >/dev/null 2>"$WORK/cpu$i.err"; then
+    echo "- prompt $i: CPU AR vs GPU AR: $(first_divergence "$WORK/cpu$i.json" "$WORK/ar$i.json")" \
+      >>"$OUT"
+  else
+    echo "- prompt $i: CPU AR failed ($(tail -1 "$WORK/cpu$i.err")); not counted" >>"$OUT"
+  fi
+done
 
 echo >>"$OUT"; echo "## AR / SD / SSD benchmark" >>"$OUT"
 "${MPIRUN[@]}" "$SSD" bench -m "$MODEL" --prompt-file "$PROMPTS" --max-prompts "$MAX_PROMPTS" \
