@@ -1,9 +1,15 @@
 // CudaBackend: the Backend interface on one CUDA device (see cuda_backend.h for what runs where
 // and why). Structure:
+//   - Activations: allocate() is device memory, upload / copy are async on the stream, download
+//     waits for the stream. The Transformer keeps its activations there, so its ops get device
+//     pointers and a forward enqueues kernels without waiting until it downloads the logits.
 //   - Staging: every float / int pointer an op receives is looked up with
 //     cudaPointerGetAttributes; device (or managed) pointers are used in place, host pointers are
-//     copied to per-op device scratch (inputs before, outputs after, then a stream sync). The same
-//     host pointer given twice in one op (rmsnorm in place) maps to one device buffer.
+//     copied to per-op device scratch (inputs before, outputs after). An op waits for the stream
+//     only when it has a host output to copy back (or with sync_each_op). The same host pointer
+//     given twice in one op (rmsnorm in place) maps to one device buffer. Reusing a staging buffer
+//     for the next op is safe without a wait: its upload is in stream order after the kernel that
+//     read it, and cudaMemcpyAsync from pageable host memory has taken the bytes when it returns.
 //   - Weights: raw file bytes uploaded once (embedding rows decode them exactly as the CPU does,
 //     kernels/common/dequant.h) plus a BF16 copy decoded on the device for the GEMMs. A tensor
 //     prepared twice (tied embeddings / LM head) is uploaded once.
@@ -38,7 +44,7 @@ using cuda::is_device_pointer;
 // Per-op mapping of host pointers to device scratch (see the top of the file).
 class Staging {
  public:
-  explicit Staging(cudaStream_t s) : stream_(s) {}
+  Staging(cudaStream_t s, bool sync_each_op) : stream_(s), sync_each_op_(sync_each_op) {}
 
   // Device view of `bytes` at p: copied in when `in`, copied back at finish() when `out`.
   template <class T>
@@ -55,7 +61,10 @@ class Staging {
     }
     if (used_ == buffers_.size()) buffers_.emplace_back();
     DeviceBuffer& b = buffers_[used_++];
-    b.grow(bytes);
+    if (b.bytes() < bytes) {  // an earlier op's kernel may still read the old buffer
+      SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      b.grow(bytes);
+    }
     if (in) SSD_CUDA_CHECK(cudaMemcpyAsync(b.get(), p, bytes, cudaMemcpyHostToDevice, stream_));
     entries_.push_back({const_cast<T*>(p), b.get(), bytes, out});
     return b.get<T>();
@@ -80,12 +89,16 @@ class Staging {
     used_ = 0;
   }
 
-  // Copies outputs back and waits for the stream (always, so errors surface at the op).
+  // Copies host outputs back and waits for them; an op on device memory only returns at once
+  // (its errors surface at the next wait: a download, or every op with sync_each_op).
   void finish() {
-    for (const Entry& e : entries_)
-      if (e.out)
-        SSD_CUDA_CHECK(cudaMemcpyAsync(e.host, e.dev, e.bytes, cudaMemcpyDeviceToHost, stream_));
-    SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    bool wait = sync_each_op_;
+    for (const Entry& e : entries_) {
+      if (!e.out) continue;
+      SSD_CUDA_CHECK(cudaMemcpyAsync(e.host, e.dev, e.bytes, cudaMemcpyDeviceToHost, stream_));
+      wait = true;
+    }
+    if (wait) SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));
     entries_.clear();
     used_ = 0;
   }
@@ -98,6 +111,7 @@ class Staging {
     bool out;
   };
   cudaStream_t stream_;
+  bool sync_each_op_;
   std::vector<DeviceBuffer> buffers_;  // grown, reused across ops
   size_t used_ = 0;
   std::vector<Entry> entries_;
@@ -160,6 +174,9 @@ class DeviceKv final : public KvPageObserver {
   cuda::PagedKv geo_;
 };
 
+// BackendBuffer's free function: needs no backend (a buffer may outlive it); never throws.
+void free_device(void* p) noexcept { (void)cudaFree(p); }
+
 struct DeviceWeight {
   DeviceBuffer raw;   // the file's bytes, [rows, row_bytes]
   DeviceBuffer bf16;  // [rows, cols] BF16
@@ -176,9 +193,10 @@ class CudaBackend final : public Backend {
     SSD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     SSD_CUBLAS_CHECK(cublasCreate(&blas_));
     SSD_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
-    staging_ = std::make_unique<Staging>(stream_);
+    staging_ = std::make_unique<Staging>(stream_, o.sync_each_op);
   }
   ~CudaBackend() override {
+    if (stream_) (void)cudaStreamSynchronize(stream_);  // nothing in flight reads what we free
     kv_.clear();
     weights_.clear();
     staging_.reset();
@@ -188,6 +206,31 @@ class CudaBackend final : public Backend {
 
   const char* name() const override { return "cuda"; }
   int threads() const override { return 1; }
+
+  BackendBuffer allocate(size_t bytes) override {
+    SSD_CUDA_CHECK(cudaSetDevice(opts_.device));
+    void* p = nullptr;
+    SSD_CUDA_CHECK(cudaMalloc(&p, bytes));
+    BackendBuffer buf(p, bytes, &free_device);
+    SSD_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
+    return buf;
+  }
+  void upload(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    SSD_CUDA_CHECK(cudaSetDevice(opts_.device));
+    SSD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+  }
+  void download(void* dst, const void* src, size_t bytes) override {
+    SSD_CUDA_CHECK(cudaSetDevice(opts_.device));
+    if (bytes > 0)
+      SSD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0 || dst == src) return;
+    SSD_CUDA_CHECK(cudaSetDevice(opts_.device));
+    SSD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
 
   kernels::WeightMatrix prepare_weight(const TensorRef& t) override {
     SSD_ASSERT(t.ne.size() == 2);
@@ -226,7 +269,11 @@ class CudaBackend final : public Backend {
       cuda::launch_matmul_invariant(dw.bf16.get<uint16_t>(), dx, dy, n, w.rows, w.cols, stream_);
     } else {
       // y^T [rows, n] = W [rows, cols] x^T: column-major GEMM with W^T stored row-major.
-      xb_.grow(static_cast<size_t>(n * w.cols) * sizeof(uint16_t));
+      const size_t xb_bytes = static_cast<size_t>(n * w.cols) * sizeof(uint16_t);
+      if (xb_.bytes() < xb_bytes) {  // an earlier GEMM may still read the old buffer
+        SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        xb_.grow(xb_bytes);
+      }
       cuda::launch_f32_to_bf16(dx, xb_.get<uint16_t>(), n * w.cols, stream_);
       const float one = 1.0f, zero = 0.0f;
       SSD_CUBLAS_CHECK(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.rows),

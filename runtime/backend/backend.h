@@ -3,6 +3,14 @@
 // reference (and runs everything here); the CUDA backend implements the same calls on device
 // memory. All activations are float32, laid out row-major with the shapes given per call.
 //
+// Activation memory belongs to the backend (allocate(): host memory on the CPU, device memory on
+// a GPU), and the transformer keeps its residual stream and scratch there, so a forward on a
+// device never leaves it. Moving bytes between the host and backend memory is always an explicit
+// call (upload / download / copy) so the model code shows where it pays for a transfer; on the
+// CPU backend they are plain copies, so its results are the same bits as when the activations
+// were host vectors. Ops still accept host pointers too (the CUDA backend stages those), which is
+// how small host inputs (positions, norm gains, page tables) reach them.
+//
 // Weights enter through prepare_weight(): the CPU backend uses the mapped file in place; a device
 // backend uploads (and may repack) once at start-up. After that, a forward is only these ops.
 #pragma once
@@ -12,6 +20,7 @@
 
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
+#include "runtime/backend/backend_buffer.h"
 #include "runtime/io/tensor_ref.h"
 #include "runtime/kv/kv_cache.h"
 
@@ -47,6 +56,17 @@ class Backend {
   virtual const char* name() const = 0;
   virtual int threads() const = 0;
 
+  // At least `bytes` of this backend's memory (zeroed), for activations and scratch.
+  virtual BackendBuffer allocate(size_t bytes) = 0;
+  // dst (backend memory) <- src (host), `bytes` bytes. May return before the copy is done on a
+  // device, but src may be reused at once.
+  virtual void upload(void* dst, const void* src, size_t bytes) = 0;
+  // dst (host) <- src (backend memory); returns when the bytes are on the host (on a device this
+  // waits for every op before it: the one synchronisation a forward needs).
+  virtual void download(void* dst, const void* src, size_t bytes) = 0;
+  // dst <- src, both backend memory, in order with the ops.
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+
   // A weight matrix (ne = {cols, rows}) ready for matmul on this backend.
   virtual kernels::WeightMatrix prepare_weight(const TensorRef& t) = 0;
 
@@ -74,6 +94,12 @@ class Backend {
   // y[r, :] += b   for r < rows.   y: [rows, cols]
   virtual void add_bias(float* y, const float* b, int64_t rows, int64_t cols) = 0;
 };
+
+// buf holds at least `count` floats of be's memory (regrown, contents lost, when smaller).
+inline void reserve_floats(Backend& be, BackendBuffer& buf, int64_t count) {
+  const size_t bytes = static_cast<size_t>(count > 0 ? count : 1) * sizeof(float);
+  if (buf.bytes() < bytes) buf = be.allocate(bytes);
+}
 
 // The CPU backend with `threads` workers (>= 1).
 std::unique_ptr<Backend> make_cpu_backend(int threads);

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "kernels/cpu/attention.h"
@@ -48,6 +49,11 @@ struct SeqRows {
   std::vector<const float*> k, v;  // [length]
 };
 
+void free_host(void* p) noexcept { ::operator delete(p, std::align_val_t{64}); }
+void copy_bytes(void* dst, const void* src, size_t bytes) {
+  if (bytes > 0 && dst != src) std::memmove(dst, src, bytes);
+}
+
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const CpuBackendOptions& o)
@@ -56,6 +62,16 @@ class CpuBackend final : public Backend {
 
   const char* name() const override { return "cpu"; }
   int threads() const override { return pool_.size(); }
+
+  // Host memory, 64-byte aligned and zeroed; the transfers are memcpy.
+  BackendBuffer allocate(size_t bytes) override {
+    void* p = ::operator new(bytes, std::align_val_t{64});
+    std::memset(p, 0, bytes);
+    return BackendBuffer(p, bytes, &free_host);
+  }
+  void upload(void* dst, const void* src, size_t bytes) override { copy_bytes(dst, src, bytes); }
+  void download(void* dst, const void* src, size_t bytes) override { copy_bytes(dst, src, bytes); }
+  void copy(void* dst, const void* src, size_t bytes) override { copy_bytes(dst, src, bytes); }
 
   // The file's bytes described in place, plus kernels/cpu's one-time repacking for its integer
   // matmul path where the type has one (matmul.h); embedding lookups still read the file rows.

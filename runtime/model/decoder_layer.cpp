@@ -8,16 +8,16 @@
 
 namespace ssd {
 
-void DecoderScratch::reserve(int64_t n, const DecoderShape& s) {
+void DecoderScratch::reserve(Backend& be, int64_t n, const DecoderShape& s) {
   const int64_t q_w = s.n_heads * s.head_dim, kv_w = s.n_kv_heads * s.head_dim;
-  h.resize(n * s.dim);
-  q.resize(n * q_w);
-  k.resize(n * kv_w);
-  v.resize(n * kv_w);
-  attn.resize(n * q_w);
-  o.resize(n * s.dim);
-  gate.resize(n * s.ffn_dim);
-  up.resize(n * s.ffn_dim);
+  reserve_floats(be, h, n * s.dim);
+  reserve_floats(be, q, n * q_w);
+  reserve_floats(be, k, n * kv_w);
+  reserve_floats(be, v, n * kv_w);
+  reserve_floats(be, attn, n * q_w);
+  reserve_floats(be, o, n * s.dim);
+  reserve_floats(be, gate, n * s.ffn_dim);
+  reserve_floats(be, up, n * s.ffn_dim);
 }
 
 std::vector<float> decode_vector(const TensorRef* t) {
@@ -59,18 +59,32 @@ void project_out(Backend& be, const kernels::WeightMatrix& w, const float* in, i
     be.matmul(w, in, y, n);
     return;
   }
+  const size_t f = sizeof(float);
   if (tp->mode == TpMode::Megatron) {
     be.matmul(w, in, y, n);
-    tp->comm->allreduce_sum(y, n * tp->out_rows.back());
+    const int64_t count = n * tp->out_rows.back();
+    sc.host_out.resize(count);
+    be.download(sc.host_out.data(), y, count * f);
+    tp->comm->allreduce_sum(sc.host_out.data(), count);
+    be.upload(y, sc.host_out.data(), count * f);
     return;
   }
   const int r = tp->comm->rank();
   SSD_ASSERT((*in_cols)[r + 1] - (*in_cols)[r] == in_width);
-  sc.whole.resize(n * in_cols->back());
-  sc.part.resize(n * (tp->out_rows[r + 1] - tp->out_rows[r]));
-  gather_columns(*tp->comm, in, n, *in_cols, sc.gathered, sc.whole.data());
+  const int64_t whole_w = in_cols->back(), part_w = tp->out_rows[r + 1] - tp->out_rows[r];
+  reserve_floats(be, sc.whole, n * whole_w);
+  reserve_floats(be, sc.part, n * part_w);
+  sc.host_in.resize(n * in_width);
+  sc.host_out.resize(n * whole_w);
+  be.download(sc.host_in.data(), in, n * in_width * f);
+  gather_columns(*tp->comm, sc.host_in.data(), n, *in_cols, sc.gathered, sc.host_out.data());
+  be.upload(sc.whole.data(), sc.host_out.data(), n * whole_w * f);
   be.matmul(w, sc.whole.data(), sc.part.data(), n);
-  gather_columns(*tp->comm, sc.part.data(), n, tp->out_rows, sc.gathered, y);
+  sc.host_in.resize(n * part_w);
+  sc.host_out.resize(n * tp->out_rows.back());
+  be.download(sc.host_in.data(), sc.part.data(), n * part_w * f);
+  gather_columns(*tp->comm, sc.host_in.data(), n, tp->out_rows, sc.gathered, sc.host_out.data());
+  be.upload(y, sc.host_out.data(), n * tp->out_rows.back() * f);
 }
 
 // K and V of the normed rows hn into scratch.k / scratch.v (bias, per-head norm, RoPE applied).
@@ -94,7 +108,7 @@ void project_kv(Backend& be, const DecoderLayerWeights& w, const DecoderShape& s
 void store_layer_kv(Backend& be, const DecoderLayerWeights& w, const DecoderShape& s,
                     int64_t layer, KvCache& kv, const BatchView& b, const float* hn,
                     DecoderScratch& sc) {
-  sc.reserve(b.n, s);
+  sc.reserve(be, b.n, s);
   project_kv(be, w, s, b, hn, sc);
   be.store_kv(kv, layer, b.seqs, b.cache_pos, sc.k.data(), sc.v.data(), b.n);
 }
@@ -103,7 +117,7 @@ void run_decoder_layer(Backend& be, const DecoderLayerWeights& w, const DecoderS
                        int64_t layer, KvCache& kv, const BatchView& b, float* x,
                        DecoderScratch& sc, const DecoderTp* tp) {
   const int64_t n = b.n, q_w = s.n_heads * s.head_dim;
-  sc.reserve(n, s);
+  sc.reserve(be, n, s);
   // --- attention block ---
   be.rmsnorm(x, w.attn_norm.data(), sc.h.data(), n, s.dim, s.rms_eps);
   be.matmul(w.wq, sc.h.data(), sc.q.data(), n);

@@ -66,11 +66,19 @@ struct DecoderTp {
   std::vector<int64_t> out_rows;   // o_proj / down_proj output rows (of dim)
 };
 
-// Activation buffers of one batch, grown to the largest batch seen (one per model instance).
+// Activation buffers of one batch in the backend's memory (device memory on a GPU), grown to
+// the largest batch seen (one per model instance).
 struct DecoderScratch {
-  std::vector<float> h, q, k, v, attn, o, gate, up;
-  std::vector<float> whole, part, gathered;  // exact TP: gathered input, own output rows, blocks
-  void reserve(int64_t n, const DecoderShape& s);
+  BackendBuffer h;           // [n, dim] normed input
+  BackendBuffer q, attn;     // [n, n_heads * head_dim]
+  BackendBuffer k, v;        // [n, n_kv_heads * head_dim]
+  BackendBuffer o;           // [n, dim] projection output
+  BackendBuffer gate, up;    // [n, ffn_dim]
+  BackendBuffer whole, part; // exact TP: gathered input [n, in cols], own output rows
+  // TP exchanges run on the host (Collective takes host buffers): what is exchanged is
+  // downloaded into these, exchanged, and uploaded back (on the CPU backend: plain copies).
+  std::vector<float> host_in, host_out, gathered;
+  void reserve(Backend& be, int64_t n, const DecoderShape& s);
 };
 
 // x: [n, dim], updated in place. Layer `layer` of `kv` receives the batch's K/V. With `tp`, the

@@ -149,8 +149,9 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
     offsets[i + 1] = static_cast<int64_t>(visible.size());
   }
 
-  x_.resize(n * dim);
-  scratch_.reserve(n, shape_);
+  const size_t f = sizeof(float);
+  reserve_floats(backend_, x_, n * dim);
+  scratch_.reserve(backend_, n, shape_);
   out.vocab = cfg_.vocab;
   out.dim = dim;
   out.hidden.assign(b.hidden_layers.size(), {});
@@ -161,26 +162,34 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
   for (int64_t l = 0; l < layers(); ++l) {
     run_decoder_layer(backend_, layers_[l], shape_, l, kv, view, x_.data(), scratch_,
                       tp_ ? &block_tp_ : nullptr);
-    for (size_t hl = 0; hl < b.hidden_layers.size(); ++hl)
-      if (b.hidden_layers[hl] == l) out.hidden[hl].assign(x_.begin(), x_.begin() + n * dim);
+    for (size_t hl = 0; hl < b.hidden_layers.size(); ++hl) {
+      if (b.hidden_layers[hl] != l) continue;
+      out.hidden[hl].resize(n * dim);
+      backend_.download(out.hidden[hl].data(), x_.data(), n * dim * f);
+    }
   }
 
   // --- LM head over the requested rows only ---
   const int64_t rows = static_cast<int64_t>(b.logits_rows.size());
   if (rows == 0) return;
+  float* head_in = scratch_.h.data();  // [rows, dim] (rows <= n)
   for (int64_t r = 0; r < rows; ++r)
-    std::copy_n(x_.data() + b.logits_rows[r] * dim, dim, scratch_.h.data() + r * dim);
-  backend_.rmsnorm(scratch_.h.data(), output_norm_.data(), scratch_.h.data(), rows, dim,
-                   cfg_.rms_eps);
+    backend_.copy(head_in + r * dim, x_.data() + b.logits_rows[r] * dim, dim * f);
+  backend_.rmsnorm(head_in, output_norm_.data(), head_in, rows, dim, cfg_.rms_eps);
   out.logits.resize(rows * cfg_.vocab);
   if (!tp_) {
-    backend_.matmul(output_, scratch_.h.data(), out.logits.data(), rows);
+    reserve_floats(backend_, logits_, rows * cfg_.vocab);
+    backend_.matmul(output_, head_in, logits_.data(), rows);
+    backend_.download(out.logits.data(), logits_.data(), rows * cfg_.vocab * f);
     return;
   }
   // Vocab-parallel head: this rank's vocab rows, then every rank gathers the whole rows.
   const int r = tp_->comm->rank();
-  local_logits_.resize(rows * (vocab_offsets_[r + 1] - vocab_offsets_[r]));
-  backend_.matmul(output_, scratch_.h.data(), local_logits_.data(), rows);
+  const int64_t local = rows * (vocab_offsets_[r + 1] - vocab_offsets_[r]);
+  reserve_floats(backend_, logits_, local);
+  local_logits_.resize(local);
+  backend_.matmul(output_, head_in, logits_.data(), rows);
+  backend_.download(local_logits_.data(), logits_.data(), local * f);
   gather_columns(*tp_->comm, local_logits_.data(), rows, vocab_offsets_, gather_scratch_,
                  out.logits.data());
 }

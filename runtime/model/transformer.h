@@ -2,7 +2,10 @@
 // residual -> RMSNorm -> SwiGLU MLP -> residual; final RMSNorm and LM head), written against the
 // Backend interface. Its one entry point is forward(Batch): see batch.h for what a batch can be.
 //
-// Each block runs through run_decoder_layer (decoder_layer.h).
+// Each block runs through run_decoder_layer (decoder_layer.h). The activations live in the
+// backend's memory (Backend::allocate); a forward's only transfers to the host are the named
+// downloads of the logits rows and of the hidden layers the batch asks for (and, under TP, the
+// exchanges, which run on host buffers).
 //
 // Tensor parallelism, when constructed with a TpContext: this object is one rank of a group of
 // T, holding only its shard of the weights (runtime/parallel/tp_weights.h): its query heads and
@@ -95,8 +98,10 @@ class Transformer {
   std::vector<float> local_logits_;     // [rows, this rank's vocab rows]
   std::vector<float> gather_scratch_;   // [rows, vocab] in rank-block order
 
-  // Workspace, grown to the largest batch seen.
-  std::vector<float> x_;  // [n, dim] residual stream
+  // Workspace in the backend's memory (device memory on a GPU), grown to the largest batch
+  // seen. A forward reads back only the logits rows and the hidden layers asked for.
+  BackendBuffer x_;       // [n, dim] residual stream
+  BackendBuffer logits_;  // [rows, this rank's vocab rows]
   DecoderScratch scratch_;
 };
 
