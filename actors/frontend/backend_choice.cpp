@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <string_view>
+
 #include "runtime/core/error.h"
 
 #if defined(SSD_HAVE_CUDA)
@@ -60,7 +63,11 @@ std::string BackendChoice::summary() const {
 std::unique_ptr<Backend> make_backend(const BackendChoice& choice, int threads) {
   if (choice.kind == BackendKind::Cpu) return make_cpu_backend(threads);
 #if defined(SSD_HAVE_CUDA)
-  return make_cuda_backend(choice.device);
+  CudaBackendOptions opts{.device = choice.device};
+  // SSD_CUDA_GRAPHS=off (or 0): every op eager, for comparing with and without CUDA graphs.
+  if (const char* g = std::getenv("SSD_CUDA_GRAPHS"))
+    opts.graphs = std::string_view(g) != "off" && std::string_view(g) != "0";
+  return make_cuda_backend(opts);
 #else
   fail("the CUDA backend is not built into this ssd");
 #endif

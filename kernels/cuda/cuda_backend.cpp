@@ -3,13 +3,16 @@
 //   - Activations: allocate() is device memory, upload / copy are async on the stream, download
 //     waits for the stream. The Transformer keeps its activations there, so its ops get device
 //     pointers and a forward enqueues kernels without waiting until it downloads the logits.
-//   - Staging: every float / int pointer an op receives is looked up with
-//     cudaPointerGetAttributes; device (or managed) pointers are used in place, host pointers are
-//     copied to per-op device scratch (inputs before, outputs after). An op waits for the stream
-//     only when it has a host output to copy back (or with sync_each_op). The same host pointer
-//     given twice in one op (rmsnorm in place) maps to one device buffer. Reusing a staging buffer
-//     for the next op is safe without a wait: its upload is in stream order after the kernel that
-//     read it, and cudaMemcpyAsync from pageable host memory has taken the bytes when it returns.
+//   - Staging (staging.h): device pointers are used in place, host pointers staged.
+//   - Replayable regions (Backend::begin_replayable; the Transformer's forward without TP and
+//     without hidden layers): per ReplayKey, the first region runs eagerly and measures the input
+//     arena it needs (Measure); the next one is captured as a CUDA graph (Capture) and each one
+//     after that replayed (Replay): the ops run only their host parts (KV bookkeeping, page
+//     tables, inputs written into the pinned arena), then at end_replayable the deferred KV page
+//     copies are enqueued, the arena uploaded in one copy, and the graph launched. A graph bakes
+//     in buffer addresses, so any allocate() (a buffer regrown) makes every graph stale: it is
+//     captured again at its next use. Batches above invariant_max_tokens (cuBLAS) and sizes
+//     outside CudaBackendOptions::graph_sizes stay eager.
 //   - Weights: raw file bytes uploaded once (embedding rows decode them exactly as the CPU does,
 //     kernels/common/dequant.h) plus a BF16 copy decoded on the device for the GEMMs. A tensor
 //     prepared twice (tied embeddings / LM head) is uploaded once.
@@ -25,14 +28,17 @@
 
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_graphs.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/kernels.cuh"
+#include "kernels/cuda/staging.h"
 #include "runtime/core/error.h"
 
 namespace ssd {
@@ -40,82 +46,7 @@ namespace {
 
 using cuda::DeviceBuffer;
 using cuda::is_device_pointer;
-
-// Per-op mapping of host pointers to device scratch (see the top of the file).
-class Staging {
- public:
-  Staging(cudaStream_t s, bool sync_each_op) : stream_(s), sync_each_op_(sync_each_op) {}
-
-  // Device view of `bytes` at p: copied in when `in`, copied back at finish() when `out`.
-  template <class T>
-  T* map(const T* p, size_t count, bool in, bool out) {
-    const size_t bytes = count * sizeof(T);
-    if (p == nullptr || bytes == 0) return const_cast<T*>(p);
-    if (is_device_pointer(p)) return const_cast<T*>(p);
-    for (Entry& e : entries_) {
-      if (e.host == p) {
-        SSD_ASSERT(bytes <= e.bytes);
-        e.out = e.out || out;
-        return static_cast<T*>(e.dev);
-      }
-    }
-    if (used_ == buffers_.size()) buffers_.emplace_back();
-    DeviceBuffer& b = buffers_[used_++];
-    if (b.bytes() < bytes) {  // an earlier op's kernel may still read the old buffer
-      SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      b.grow(bytes);
-    }
-    if (in) SSD_CUDA_CHECK(cudaMemcpyAsync(b.get(), p, bytes, cudaMemcpyHostToDevice, stream_));
-    entries_.push_back({const_cast<T*>(p), b.get(), bytes, out});
-    return b.get<T>();
-  }
-  template <class T>
-  const T* in(const T* p, size_t count) {
-    return map(p, count, true, false);
-  }
-  template <class T>
-  T* out(T* p, size_t count) {
-    return map(static_cast<const T*>(p), count, false, true);
-  }
-  template <class T>
-  T* inout(T* p, size_t count) {
-    return map(static_cast<const T*>(p), count, true, true);
-  }
-
-  // Forgets the previous op's mappings (called first by every op, so an op that threw halfway
-  // leaves nothing behind).
-  void begin() {
-    entries_.clear();
-    used_ = 0;
-  }
-
-  // Copies host outputs back and waits for them; an op on device memory only returns at once
-  // (its errors surface at the next wait: a download, or every op with sync_each_op).
-  void finish() {
-    bool wait = sync_each_op_;
-    for (const Entry& e : entries_) {
-      if (!e.out) continue;
-      SSD_CUDA_CHECK(cudaMemcpyAsync(e.host, e.dev, e.bytes, cudaMemcpyDeviceToHost, stream_));
-      wait = true;
-    }
-    if (wait) SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    entries_.clear();
-    used_ = 0;
-  }
-
- private:
-  struct Entry {
-    void* host;
-    void* dev;
-    size_t bytes;
-    bool out;
-  };
-  cudaStream_t stream_;
-  bool sync_each_op_;
-  std::vector<DeviceBuffer> buffers_;  // grown, reused across ops
-  size_t used_ = 0;
-  std::vector<Entry> entries_;
-};
+using cuda::Staging;
 
 // Device mirror of one KvCache's pages.
 class DeviceKv final : public KvPageObserver {
@@ -139,39 +70,63 @@ class DeviceKv final : public KvPageObserver {
   DeviceKv& operator=(const DeviceKv&) = delete;
 
   void page_copied(int32_t src, int32_t dst) override {
-    SSD_CUDA_CHECK(cudaSetDevice(device_));
     const size_t bytes = static_cast<size_t>(geo_.page_floats) * sizeof(float);
-    SSD_CUDA_CHECK(cudaMemcpyAsync(page(dst), page(src), bytes, cudaMemcpyDeviceToDevice,
-                                   stream_));
+    enqueue_copy(page(dst), page(src), bytes);
   }
   void slot_copied(int32_t src_page, int64_t src_slot, int32_t dst_page,
                    int64_t dst_slot) override {
-    SSD_CUDA_CHECK(cudaSetDevice(device_));
     const size_t bytes = static_cast<size_t>(geo_.row) * sizeof(float);
     for (int64_t l = 0; l < cache_.config().n_layers; ++l) {
       for (int64_t kv = 0; kv < 2; ++kv) {
         const int64_t off = l * geo_.layer_stride + kv * geo_.v_offset;
-        SSD_CUDA_CHECK(cudaMemcpyAsync(page(dst_page) + off + dst_slot * geo_.row,
-                                       page(src_page) + off + src_slot * geo_.row, bytes,
-                                       cudaMemcpyDeviceToDevice, stream_));
+        enqueue_copy(page(dst_page) + off + dst_slot * geo_.row,
+                     page(src_page) + off + src_slot * geo_.row, bytes);
       }
     }
   }
 
+  // Inside a captured or replayed region the copies wait (a graph must not contain them) and
+  // are enqueued by flush(), before the graph: copy-on-write happens at a step's first KV write,
+  // before any of the step's kernels touches the cache, so the order is the eager one.
+  void set_deferred(bool on) { deferred_ = on; }
+  void flush() {
+    if (pending_.empty()) return;
+    SSD_CUDA_CHECK(cudaSetDevice(device_));
+    for (const PendingCopy& c : pending_)
+      SSD_CUDA_CHECK(cudaMemcpyAsync(c.dst, c.src, c.bytes, cudaMemcpyDeviceToDevice, stream_));
+    pending_.clear();
+  }
+
   const cuda::PagedKv& geometry() const { return geo_; }
+  int64_t max_pages() const { return cache_.max_pages(); }
   // Float offset of K of (layer, page, slot) in the pool.
   int64_t k_offset(int64_t layer, int32_t page_id, int64_t slot) const {
     return page_id * geo_.page_floats + layer * geo_.layer_stride + slot * geo_.row;
   }
 
  private:
+  struct PendingCopy {
+    float* dst;
+    const float* src;
+    size_t bytes;
+  };
   float* page(int32_t p) { return pool_.get<float>() + p * geo_.page_floats; }
+  void enqueue_copy(float* dst, const float* src, size_t bytes) {
+    if (deferred_) {
+      pending_.push_back({dst, src, bytes});
+      return;
+    }
+    SSD_CUDA_CHECK(cudaSetDevice(device_));
+    SSD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
 
   KvCache& cache_;
   int device_;
   cudaStream_t stream_;
   DeviceBuffer pool_;  // [max_pages, page_floats]
   cuda::PagedKv geo_;
+  bool deferred_ = false;
+  std::vector<PendingCopy> pending_;
 };
 
 // BackendBuffer's free function: needs no backend (a buffer may outlive it); never throws.
@@ -194,12 +149,17 @@ class CudaBackend final : public Backend {
     SSD_CUBLAS_CHECK(cublasCreate(&blas_));
     SSD_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
     staging_ = std::make_unique<Staging>(stream_, o.sync_each_op);
+    graphs_ = std::make_unique<cuda::CudaGraphSet>(stream_);
+    SSD_CUDA_CHECK(cudaEventCreateWithFlags(&arena_free_, cudaEventDisableTiming));
   }
   ~CudaBackend() override {
     if (stream_) (void)cudaStreamSynchronize(stream_);  // nothing in flight reads what we free
     kv_.clear();
     weights_.clear();
     staging_.reset();
+    graphs_.reset();
+    if (arena_host_) (void)cudaFreeHost(arena_host_);
+    if (arena_free_) (void)cudaEventDestroy(arena_free_);
     if (blas_) (void)cublasDestroy(blas_);
     if (stream_) (void)cudaStreamDestroy(stream_);
   }
@@ -212,22 +172,27 @@ class CudaBackend final : public Backend {
     void* p = nullptr;
     SSD_CUDA_CHECK(cudaMalloc(&p, bytes));
     BackendBuffer buf(p, bytes, &free_device);
+    ++epoch_;  // graphs captured before may read a buffer this one replaces
     SSD_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
     return buf;
   }
   void upload(void* dst, const void* src, size_t bytes) override {
+    SSD_CHECK(staging_->mode() != Staging::Mode::Record,
+              "cuda backend: upload inside a replayable region");
     if (bytes == 0) return;
     SSD_CUDA_CHECK(cudaSetDevice(opts_.device));
     SSD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
   }
   void download(void* dst, const void* src, size_t bytes) override {
+    SSD_CHECK(staging_->mode() != Staging::Mode::Record,
+              "cuda backend: download inside a replayable region");
     SSD_CUDA_CHECK(cudaSetDevice(opts_.device));
     if (bytes > 0)
       SSD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
     SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   void copy(void* dst, const void* src, size_t bytes) override {
-    if (bytes == 0 || dst == src) return;
+    if (bytes == 0 || dst == src || !live()) return;
     SSD_CUDA_CHECK(cudaSetDevice(opts_.device));
     SSD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
@@ -265,7 +230,9 @@ class CudaBackend final : public Backend {
     const DeviceWeight& dw = weight(w);
     const float* dx = staging_->in(x, static_cast<size_t>(n * w.cols));
     float* dy = staging_->out(y, static_cast<size_t>(n * w.rows));
-    if (n <= opts_.invariant_max_tokens) {
+    if (!live()) {
+      SSD_ASSERT(n <= opts_.invariant_max_tokens);  // regions never reach the cuBLAS path
+    } else if (n <= opts_.invariant_max_tokens) {
       cuda::launch_matmul_invariant(dw.bf16.get<uint16_t>(), dx, dy, n, w.rows, w.cols, stream_);
     } else {
       // y^T [rows, n] = W [rows, cols] x^T: column-major GEMM with W^T stored row-major.
@@ -296,7 +263,7 @@ class CudaBackend final : public Backend {
     weight(table);
     const int32_t* dt = staging_->in(tokens, static_cast<size_t>(n));
     float* dout = staging_->out(out, static_cast<size_t>(n * table.cols));
-    cuda::launch_embed(table.type, table.data, table.row_bytes, table.cols, dt, n, dout, stream_);
+    if (live()) cuda::launch_embed(table.type, table.data, table.row_bytes, table.cols, dt, n, dout, stream_);
     staging_->finish();
   }
 
@@ -311,7 +278,7 @@ class CudaBackend final : public Backend {
       SSD_CUDA_CHECK(cudaMemcpyAsync(dy, x, count * sizeof(float), cudaMemcpyHostToDevice,
                                      stream_));
     const float* dg = staging_->in(g, static_cast<size_t>(dim));
-    cuda::launch_rmsnorm(dx, dg, dy, rows, dim, eps, stream_);
+    if (live()) cuda::launch_rmsnorm(dx, dg, dy, rows, dim, eps, stream_);
     staging_->finish();
   }
 
@@ -323,7 +290,7 @@ class CudaBackend final : public Backend {
     float* dx = staging_->inout(x, static_cast<size_t>(n * n_heads * head_dim));
     const int32_t* dp = staging_->in(positions, static_cast<size_t>(n));
     const float* df = staging_->in(inv_freq, static_cast<size_t>(rot_dim / 2));
-    cuda::launch_rope(dx, n, n_heads, head_dim, rot_dim, dp, df,
+    if (live()) cuda::launch_rope(dx, n, n_heads, head_dim, rot_dim, dp, df,
                       layout == kernels::RopeLayout::NeoX, stream_);
     staging_->finish();
   }
@@ -343,12 +310,16 @@ class CudaBackend final : public Backend {
     const int64_t* doff = staging_->in(k_off_.data(), k_off_.size());
     const float* dk = staging_->in(k, static_cast<size_t>(n * row));
     const float* dv = staging_->in(v, static_cast<size_t>(n * row));
-    cuda::launch_store_kv(const_cast<float*>(dkv.geometry().pool), doff,
+    if (live()) cuda::launch_store_kv(const_cast<float*>(dkv.geometry().pool), doff,
                           dkv.geometry().v_offset, dk, dv, n, row, stream_);
     staging_->finish();
   }
 
   void attention(const AttentionCall& c) override;
+
+  void begin_replayable(const ReplayKey& key) override;
+  void end_replayable() override;
+  void abort_replayable() noexcept override;
 
   void swiglu(const float* gate, const float* up, float* out, int64_t count) override {
     enter();
@@ -358,7 +329,7 @@ class CudaBackend final : public Backend {
     if (!is_device_pointer(out) && (gate == out || up == out))
       SSD_CUDA_CHECK(cudaMemcpyAsync(dout, out, count * sizeof(float), cudaMemcpyHostToDevice,
                                      stream_));
-    cuda::launch_swiglu(dg, du, dout, count, stream_);
+    if (live()) cuda::launch_swiglu(dg, du, dout, count, stream_);
     staging_->finish();
   }
 
@@ -366,7 +337,7 @@ class CudaBackend final : public Backend {
     enter();
     float* dy = staging_->inout(y, static_cast<size_t>(count));
     const float* dx = staging_->in(x, static_cast<size_t>(count));
-    cuda::launch_add(dy, dx, count, stream_);
+    if (live()) cuda::launch_add(dy, dx, count, stream_);
     staging_->finish();
   }
 
@@ -374,11 +345,41 @@ class CudaBackend final : public Backend {
     enter();
     float* dy = staging_->inout(y, static_cast<size_t>(rows * cols));
     const float* db = staging_->in(b, static_cast<size_t>(cols));
-    cuda::launch_add_bias(dy, db, rows, cols, stream_);
+    if (live()) cuda::launch_add_bias(dy, db, rows, cols, stream_);
     staging_->finish();
   }
 
  private:
+  enum class Region { None, Eager, Measure, Capture, Replay };
+  // What the graph of one ReplayKey needs (see the top of the file).
+  struct StepGraph {
+    int64_t id = 0;          // its CudaGraphSet size key
+    size_t arena_bytes = 0;  // measured; 0 = not yet
+    bool captured = false;
+    uint64_t epoch = 0;  // allocation epoch it was captured in
+    bool eager_only = false;  // its capture or replay failed once: never graphed again
+  };
+  // False while a region replays: ops run their host part only (the graph has the kernels).
+  bool live() const { return region_ != Region::Replay; }
+  bool graph_size_allowed(int64_t n) const {
+    if (!opts_.graphs || n > opts_.invariant_max_tokens) return false;
+    return opts_.graph_sizes.empty() ||
+           std::find(opts_.graph_sizes.begin(), opts_.graph_sizes.end(), n) !=
+               opts_.graph_sizes.end();
+  }
+  void set_kv_deferred(bool on) {
+    for (auto& [cache, dkv] : kv_) dkv->set_deferred(on);
+  }
+  void flush_kv() {
+    for (auto& [cache, dkv] : kv_) dkv->flush();
+  }
+  void leave_region() noexcept {
+    region_ = Region::None;
+    step_ = nullptr;
+    staging_->set_mode(Staging::Mode::Eager);
+    set_kv_deferred(false);
+  }
+
   // First call of every op: this backend's device current on the calling thread, no staged
   // pointers left from a previous op.
   void enter() {
@@ -406,6 +407,18 @@ class CudaBackend final : public Backend {
   std::map<std::tuple<const void*, DType, int64_t, int64_t>, const uint8_t*> by_host_;
   std::map<const uint8_t*, std::unique_ptr<DeviceWeight>> weights_;  // by device raw pointer
   std::map<const KvCache*, std::unique_ptr<DeviceKv>> kv_;
+  // Replayable regions (graphs).
+  std::unique_ptr<cuda::CudaGraphSet> graphs_;
+  std::map<ReplayKey, StepGraph> steps_;
+  int64_t next_graph_id_ = 1;
+  Region region_ = Region::None;
+  StepGraph* step_ = nullptr;       // the open region's
+  uint64_t epoch_ = 0;              // allocate() calls so far (and arena moves)
+  uint64_t region_epoch_ = 0;       // epoch_ when the open region began
+  uint8_t* arena_host_ = nullptr;   // [arena_capacity_] pinned
+  DeviceBuffer arena_dev_;          // [arena_capacity_]
+  size_t arena_capacity_ = 0;
+  cudaEvent_t arena_free_ = nullptr;  // recorded after the last arena upload
   DeviceBuffer xb_;              // activations in BF16 for the cuBLAS path
   std::vector<int64_t> k_off_;   // store_kv: [n] pool offsets of the K rows
   // attention: the call flattened for the device
@@ -451,13 +464,128 @@ void CudaBackend::attention(const AttentionCall& c) {
   const size_t qf = static_cast<size_t>(c.n * c.n_heads * c.head_dim);
   const float* dq = staging_->in(c.q, qf);
   float* dout = staging_->out(c.out, qf);
-  const int32_t* dtab = staging_->in(tables_.data(), tables_.size());
+  // Region slots sized by the key, not the contents: at most n page tables of at most max_pages
+  // pages, at most n visible positions per query.
+  const int32_t* dtab = staging_->in(tables_.data(), tables_.size(),
+                                     static_cast<size_t>(c.n * it->second->max_pages()));
   const cuda::QueryDesc* dqd = staging_->in(queries_.data(), queries_.size());
-  const int64_t* dvis = staging_->in(c.visible, static_cast<size_t>(n_vis));
+  const int64_t* dvis = staging_->in(c.visible, static_cast<size_t>(n_vis),
+                                     static_cast<size_t>(c.n * c.n));
   const int32_t* dhead = staging_->in(c.kv_head_of, c.kv_head_of ? c.n_heads : 0);
-  cuda::launch_attention(dq, dout, c.n, c.n_heads, c.n_kv_heads, c.head_dim, dhead, c.layer,
+  if (live()) cuda::launch_attention(dq, dout, c.n, c.n_heads, c.n_kv_heads, c.head_dim, dhead, c.layer,
                          c.scale, it->second->geometry(), dtab, dqd, dvis, stream_);
   staging_->finish();
+}
+
+void CudaBackend::begin_replayable(const ReplayKey& key) {
+  SSD_CHECK(region_ == Region::None, "cuda backend: replayable regions do not nest");
+  enter();
+  if (!graph_size_allowed(key.n)) {
+    region_ = Region::Eager;
+    return;
+  }
+  auto [it, fresh] = steps_.try_emplace(key);
+  if (fresh) it->second.id = next_graph_id_++;
+  StepGraph& st = it->second;
+  if (st.eager_only) {
+    region_ = Region::Eager;
+    return;
+  }
+  if (st.arena_bytes == 0) {
+    region_ = Region::Measure;
+    step_ = &st;
+    staging_->set_mode(Staging::Mode::Measure);
+    return;
+  }
+  if (arena_capacity_ < st.arena_bytes) {  // new addresses: every graph captured so far is stale
+    SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (arena_host_) SSD_CUDA_CHECK(cudaFreeHost(arena_host_));
+    arena_host_ = nullptr;
+    arena_capacity_ = 0;
+    const size_t cap = std::max<size_t>(st.arena_bytes, size_t{1} << 20);
+    SSD_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&arena_host_), cap));
+    arena_dev_ = DeviceBuffer(cap);
+    arena_capacity_ = cap;
+    ++epoch_;
+  }
+  // The previous region's arena upload must have read the pinned bytes before they change.
+  SSD_CUDA_CHECK(cudaEventSynchronize(arena_free_));
+  staging_->set_mode(Staging::Mode::Record,
+                     cuda::ArenaView{arena_host_, arena_dev_.get<uint8_t>(), arena_capacity_});
+  set_kv_deferred(true);
+  step_ = &st;
+  region_epoch_ = epoch_;
+  if (st.captured && st.epoch == epoch_) {
+    region_ = Region::Replay;
+    return;
+  }
+  region_ = Region::Capture;
+  try {
+    graphs_->begin_capture();
+  } catch (...) {
+    leave_region();
+    throw;
+  }
+}
+
+void CudaBackend::end_replayable() {
+  SSD_CHECK(region_ != Region::None, "cuda backend: end_replayable without begin_replayable");
+  if (region_ == Region::Eager) {
+    leave_region();
+    return;
+  }
+  StepGraph& st = *step_;
+  const size_t used = std::max(staging_->arena_used(), Staging::kSlotAlign);
+  if (region_ == Region::Measure) {
+    st.arena_bytes = used;
+    leave_region();
+    return;
+  }
+  try {
+    if (region_ == Region::Capture) {
+      region_ = Region::Replay;  // no longer capturing, whatever end_capture does
+      graphs_->end_capture(st.id);
+      // An allocation inside the region moved a buffer: the graph is right for this run only.
+      st.captured = epoch_ == region_epoch_;
+      st.epoch = region_epoch_;
+    }
+    SSD_CHECK(used == st.arena_bytes,
+              "cuda backend: a replayable region used {} arena bytes, its recording {}", used,
+              st.arena_bytes);
+    set_kv_deferred(false);
+    flush_kv();
+    SSD_CUDA_CHECK(cudaMemcpyAsync(arena_dev_.get(), arena_host_, used, cudaMemcpyHostToDevice,
+                                   stream_));
+    SSD_CUDA_CHECK(cudaEventRecord(arena_free_, stream_));
+    graphs_->replay(st.id);
+    if (opts_.sync_each_op) SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  } catch (...) {
+    // This forward's kernels did not run (the error reaches the caller); the key stays eager
+    // from now on, so a retry runs without graphs.
+    st.captured = false;
+    st.eager_only = true;
+    try {
+      set_kv_deferred(false);
+      flush_kv();  // the host cache did its copy-on-write: the mirror must follow
+    } catch (...) {  // the first error is the one reported
+    }
+    leave_region();
+    throw;
+  }
+  leave_region();
+}
+
+void CudaBackend::abort_replayable() noexcept {
+  if (region_ == Region::Capture) {
+    graphs_->abort_capture();
+    step_->captured = false;
+  }
+  try {
+    set_kv_deferred(false);
+    flush_kv();
+  } catch (...) {  // the error that aborted the region is the one reported
+  }
+  leave_region();
 }
 
 }  // namespace

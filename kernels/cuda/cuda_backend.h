@@ -30,26 +30,28 @@
 //             returns. DeviceSampler (device_sampler.h) does top-k / top-p / min-p / temperature
 //             sampling on the device with the CPU sampler's exact result, ready for when the
 //             logits stay on the device.
-// CUDA graphs (cuda_graphs.h) are not in the forward yet. What still blocks capture:
-//   - staging: ops given host pointers ask cudaPointerGetAttributes and copy from pageable
-//     memory into staging buffers whose addresses change; capture forbids both. The per-step
-//     inputs (positions, store_kv's pool offsets, attention's page tables / QueryDesc / visible
-//     lists) are built on the host inside the ops, and the gains / biases / RoPE frequencies are
-//     host vectors of the model;
-//   - tensor parallelism exchanges through Collective on host buffers (MPI), which cannot be
-//     captured (NCCL collectives on the backend's stream could be).
-// The plan from here: (1) the small constant vectors prepared once into backend memory like the
-// weights; (2) split store_kv / attention into a host prepare, run once per step before any
-// kernel (CoW page copies enqueued, tables and offsets written into fixed pinned buffers, one
-// async upload into fixed device buffers), and a device part that only reads those buffers;
-// (3) capture the device part once per size of CudaGraphSet::decoder_sizes(K's, tree batches) at
-// start-up and replay it (n <= invariant_max_tokens, so no cuBLAS in the captured sizes);
-// prefill stays eager; (4) logits left on the device for DeviceSampler.
+// CUDA graphs (cuda_graphs.h) in the forward: the Transformer marks each forward without TP and
+// without hidden layers to read back as a replayable region (Backend::begin_replayable) keyed
+// by (model, cache, batch size, logits rows): a decode step at each batch size, a verification
+// forward at each K, a drafter model's tree forward at each size. Per key the first forward runs
+// eagerly and measures its host inputs, the second is captured, the rest replay: the ops run
+// only their host parts (KV copy-on-write bookkeeping, page tables, QueryDesc, visible lists,
+// positions, norm gains), which land in fixed slots of one pinned arena; end_replayable enqueues
+// the deferred KV page copies, uploads the arena in one copy and launches the graph. Any
+// allocate() makes the graphs stale (a graph bakes in addresses); they are captured again at the
+// next use. CudaBackendOptions::graphs = false (SSD_CUDA_GRAPHS=off) keeps every op eager;
+// graph_sizes limits the sizes captured (CudaGraphSet::decoder_sizes builds the usual set).
+// Still eager: prefill above invariant_max_tokens (cuBLAS), forwards that read hidden layers
+// (drafters fed target features), tensor-parallel forwards (the exchanges run on host buffers
+// through Collective; NCCL collectives on the backend's stream could be captured), and the
+// Domino backbone (host residual stream). Sizes are captured at their second use, not at
+// start-up (a capture needs a real forward's host inputs).
 // Status: compiled and linked here (CUDA 13, sm_80 / sm_90); never run on a GPU by this project.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "runtime/backend/backend.h"
 
@@ -63,6 +65,13 @@ struct CudaBackendOptions {
   // Wait for the stream after every op, so a failing kernel is reported at the op that launched
   // it (debugging); by default only downloads and ops with host outputs wait.
   bool sync_each_op = false;
+  // CUDA graphs for the forwards the model marks replayable (Backend::begin_replayable; see
+  // cuda_backend.cpp): off runs every op eagerly (SSD_CUDA_GRAPHS=off in the environment, read
+  // by actors/frontend/backend_choice.cpp). graph_sizes: the batch sizes that may be captured
+  // (e.g. CudaGraphSet::decoder_sizes(ks, tree batches)); empty = every size up to
+  // invariant_max_tokens.
+  bool graphs = true;
+  std::vector<int64_t> graph_sizes;
 };
 
 // Number of usable CUDA devices; 0 when there is no driver, no device or any error. Never throws.

@@ -14,17 +14,35 @@ CudaGraphSet::~CudaGraphSet() {
 
 void CudaGraphSet::capture(int64_t size, const Enqueue& enqueue) {
   SSD_CHECK(size > 0, "cuda graph: size {} must be positive", size);
-  SSD_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-  cudaGraph_t graph = nullptr;
+  begin_capture();
   try {
     enqueue(stream_, size);
   } catch (...) {
-    (void)cudaStreamEndCapture(stream_, &graph);  // ends the (now invalid) capture
-    if (graph) (void)cudaGraphDestroy(graph);
-    (void)cudaGetLastError();
+    abort_capture();
     throw;
   }
-  SSD_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+  end_capture(size);
+}
+
+void CudaGraphSet::begin_capture() {
+  SSD_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+}
+
+void CudaGraphSet::abort_capture() noexcept {
+  cudaGraph_t graph = nullptr;
+  (void)cudaStreamEndCapture(stream_, &graph);  // ends the (possibly invalid) capture
+  if (graph) (void)cudaGraphDestroy(graph);
+  (void)cudaGetLastError();
+}
+
+void CudaGraphSet::end_capture(int64_t size) {
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+  if (ended != cudaSuccess || size <= 0) {  // nothing kept
+    if (graph) (void)cudaGraphDestroy(graph);
+    SSD_CUDA_CHECK(ended);
+    SSD_CHECK(size > 0, "cuda graph: size {} must be positive", size);
+  }
   cudaGraphExec_t exec = nullptr;
   const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
   (void)cudaGraphDestroy(graph);

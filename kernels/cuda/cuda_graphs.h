@@ -7,10 +7,9 @@
 // async copies between fixed device buffers, cuBLAS calls bound to that stream), never
 // synchronises, allocates or copies from pageable host memory, and reads its per-step inputs
 // (tokens, positions, page tables, masks) from device buffers whose addresses do not change;
-// the caller refreshes those buffers' contents before each replay. That is why the graphs are
-// not wired into CudaBackend yet: its ops stage host activations and synchronise per op (see
-// cuda_backend.h), which capture forbids. The machinery is here and tested (tests/unit/cuda) for
-// the device-resident forward that comes next. Not yet run on a GPU.
+// the caller refreshes those buffers' contents before each replay. CudaBackend captures its
+// forwards through begin_capture / end_capture (ops are called one by one between them, not as
+// one function; see replayable regions in cuda_backend.cpp). Not yet run on a GPU.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,6 +36,12 @@ class CudaGraphSet {
   void capture(int64_t size, const Enqueue& enqueue);
   // The start-up capture: one graph per size.
   void capture_all(const std::vector<int64_t>& sizes, const Enqueue& enqueue);
+  // The same capture in two calls, for work enqueued by many calls in between (on this thread):
+  // begin_capture starts capturing the stream; end_capture keeps the graph as `size`;
+  // abort_capture ends it and keeps nothing (never throws).
+  void begin_capture();
+  void end_capture(int64_t size);
+  void abort_capture() noexcept;
 
   bool has(int64_t size) const { return graphs_.count(size) != 0; }
   std::vector<int64_t> sizes() const;

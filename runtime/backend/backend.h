@@ -15,8 +15,10 @@
 // backend uploads (and may repack) once at start-up. After that, a forward is only these ops.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
@@ -50,6 +52,17 @@ struct AttentionCall {
   const int64_t* visible_offsets = nullptr; // [n + 1]
 };
 
+// What identifies the device work of one forward for replay (Backend::begin_replayable): the
+// same model on the same KV cache with the same batch size and logits rows enqueues the same
+// ops on the same buffers with the same shapes; only the contents of its host inputs change.
+struct ReplayKey {
+  const void* owner = nullptr;  // the model running the forward
+  const void* cache = nullptr;  // the KV cache it writes
+  int64_t n = 0;                // batch rows
+  std::vector<int32_t> rows;    // the rows whose logits are computed, in order
+  auto operator<=>(const ReplayKey&) const = default;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -66,6 +79,16 @@ class Backend {
   virtual void download(void* dst, const void* src, size_t bytes) = 0;
   // dst <- src, both backend memory, in order with the ops.
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+
+  // A replayable region: the ops of one forward between begin_replayable and end_replayable
+  // depend only on `key` (see ReplayKey) and on their host inputs' contents, write only backend
+  // memory, and neither allocate, download nor exchange. A backend may record them the first
+  // times and replay the recording afterwards (the CUDA backend: CUDA graphs), running only the
+  // ops' host parts; their results are those of the ops run one by one. abort_replayable ends
+  // a region that failed (never throws). The CPU backend runs the ops as they come (no-ops).
+  virtual void begin_replayable(const ReplayKey& key) { (void)key; }
+  virtual void end_replayable() {}
+  virtual void abort_replayable() noexcept {}
 
   // A weight matrix (ne = {cols, rows}) ready for matmul on this backend.
   virtual kernels::WeightMatrix prepare_weight(const TensorRef& t) = 0;
@@ -100,6 +123,25 @@ inline void reserve_floats(Backend& be, BackendBuffer& buf, int64_t count) {
   const size_t bytes = static_cast<size_t>(count > 0 ? count : 1) * sizeof(float);
   if (buf.bytes() < bytes) buf = be.allocate(bytes);
 }
+
+// A replayable region (see Backend::begin_replayable) that aborts itself unless end() is called.
+class ReplayableRegion {
+ public:
+  ReplayableRegion(Backend& be, const ReplayKey& key) : be_(be) { be_.begin_replayable(key); }
+  ~ReplayableRegion() {
+    if (open_) be_.abort_replayable();
+  }
+  ReplayableRegion(const ReplayableRegion&) = delete;
+  ReplayableRegion& operator=(const ReplayableRegion&) = delete;
+  void end() {
+    open_ = false;
+    be_.end_replayable();
+  }
+
+ private:
+  Backend& be_;
+  bool open_ = true;
+};
 
 // The CPU backend with `threads` workers (>= 1).
 std::unique_ptr<Backend> make_cpu_backend(int threads);

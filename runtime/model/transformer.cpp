@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "kernels/cpu/rowops.h"
 #include "runtime/core/error.h"
@@ -150,7 +151,11 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
   }
 
   const size_t f = sizeof(float);
+  const int64_t rows = static_cast<int64_t>(b.logits_rows.size());
+  const int64_t local_vocab =
+      tp_ ? vocab_offsets_[tp_->comm->rank() + 1] - vocab_offsets_[tp_->comm->rank()] : cfg_.vocab;
   reserve_floats(backend_, x_, n * dim);
+  reserve_floats(backend_, logits_, rows * local_vocab);
   scratch_.reserve(backend_, n, shape_);
   out.vocab = cfg_.vocab;
   out.dim = dim;
@@ -158,6 +163,11 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
   const BatchView view{n, b.positions.data(), b.seqs.data(), cache_pos.data(),
                        prefix.data(), visible.data(), offsets.data()};
 
+  // Without TP exchanges or hidden layers to read back, everything up to the logits download is
+  // device work that depends only on the shape: the backend may replay it (CUDA graphs).
+  std::optional<ReplayableRegion> region;
+  if (!tp_ && b.hidden_layers.empty() && rows > 0)
+    region.emplace(backend_, ReplayKey{this, &kv, n, b.logits_rows});
   backend_.embed(token_embd_, b.tokens.data(), n, x_.data());
   for (int64_t l = 0; l < layers(); ++l) {
     run_decoder_layer(backend_, layers_[l], shape_, l, kv, view, x_.data(), scratch_,
@@ -170,7 +180,6 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
   }
 
   // --- LM head over the requested rows only ---
-  const int64_t rows = static_cast<int64_t>(b.logits_rows.size());
   if (rows == 0) return;
   float* head_in = scratch_.h.data();  // [rows, dim] (rows <= n)
   for (int64_t r = 0; r < rows; ++r)
@@ -178,15 +187,13 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
   backend_.rmsnorm(head_in, output_norm_.data(), head_in, rows, dim, cfg_.rms_eps);
   out.logits.resize(rows * cfg_.vocab);
   if (!tp_) {
-    reserve_floats(backend_, logits_, rows * cfg_.vocab);
     backend_.matmul(output_, head_in, logits_.data(), rows);
+    if (region) region->end();
     backend_.download(out.logits.data(), logits_.data(), rows * cfg_.vocab * f);
     return;
   }
   // Vocab-parallel head: this rank's vocab rows, then every rank gathers the whole rows.
-  const int r = tp_->comm->rank();
-  const int64_t local = rows * (vocab_offsets_[r + 1] - vocab_offsets_[r]);
-  reserve_floats(backend_, logits_, local);
+  const int64_t local = rows * local_vocab;
   local_logits_.resize(local);
   backend_.matmul(output_, head_in, logits_.data(), rows);
   backend_.download(local_logits_.data(), logits_.data(), local * f);
