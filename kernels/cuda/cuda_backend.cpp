@@ -263,7 +263,9 @@ class CudaBackend final : public Backend {
     weight(table);
     const int32_t* dt = staging_->in(tokens, static_cast<size_t>(n));
     float* dout = staging_->out(out, static_cast<size_t>(n * table.cols));
-    if (live()) cuda::launch_embed(table.type, table.data, table.row_bytes, table.cols, dt, n, dout, stream_);
+    if (live())
+      cuda::launch_embed(table.type, table.data, table.row_bytes, table.cols, dt, n, dout,
+                         stream_);
     staging_->finish();
   }
 
@@ -290,8 +292,9 @@ class CudaBackend final : public Backend {
     float* dx = staging_->inout(x, static_cast<size_t>(n * n_heads * head_dim));
     const int32_t* dp = staging_->in(positions, static_cast<size_t>(n));
     const float* df = staging_->in(inv_freq, static_cast<size_t>(rot_dim / 2));
-    if (live()) cuda::launch_rope(dx, n, n_heads, head_dim, rot_dim, dp, df,
-                      layout == kernels::RopeLayout::NeoX, stream_);
+    if (live())
+      cuda::launch_rope(dx, n, n_heads, head_dim, rot_dim, dp, df,
+                        layout == kernels::RopeLayout::NeoX, stream_);
     staging_->finish();
   }
 
@@ -310,8 +313,9 @@ class CudaBackend final : public Backend {
     const int64_t* doff = staging_->in(k_off_.data(), k_off_.size());
     const float* dk = staging_->in(k, static_cast<size_t>(n * row));
     const float* dv = staging_->in(v, static_cast<size_t>(n * row));
-    if (live()) cuda::launch_store_kv(const_cast<float*>(dkv.geometry().pool), doff,
-                          dkv.geometry().v_offset, dk, dv, n, row, stream_);
+    if (live())
+      cuda::launch_store_kv(const_cast<float*>(dkv.geometry().pool), doff,
+                            dkv.geometry().v_offset, dk, dv, n, row, stream_);
     staging_->finish();
   }
 
@@ -472,8 +476,9 @@ void CudaBackend::attention(const AttentionCall& c) {
   const int64_t* dvis = staging_->in(c.visible, static_cast<size_t>(n_vis),
                                      static_cast<size_t>(c.n * c.n));
   const int32_t* dhead = staging_->in(c.kv_head_of, c.kv_head_of ? c.n_heads : 0);
-  if (live()) cuda::launch_attention(dq, dout, c.n, c.n_heads, c.n_kv_heads, c.head_dim, dhead, c.layer,
-                         c.scale, it->second->geometry(), dtab, dqd, dvis, stream_);
+  if (live())
+    cuda::launch_attention(dq, dout, c.n, c.n_heads, c.n_kv_heads, c.head_dim, dhead, c.layer,
+                           c.scale, it->second->geometry(), dtab, dqd, dvis, stream_);
   staging_->finish();
 }
 
