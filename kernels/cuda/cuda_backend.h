@@ -28,8 +28,10 @@
 //             rank downloads and uploads around each one (Transformer: 2 or 4 per block).
 //   sampling  not a Backend op: the decoding loops sample from the host logits the forward
 //             returns. DeviceSampler (device_sampler.h) does top-k / top-p / min-p / temperature
-//             sampling on the device with the CPU sampler's exact result, ready for when the
-//             logits stay on the device.
+//             sampling on the device with the CPU sampler's exact result, and
+//             launch_verify_sampled_chains (verify_sampled.cu) the sampled-mode chain verifier
+//             with the CPU verifier's exact tokens, ready for when the logits stay on the device
+//             (not wired into the decoding loops yet).
 // CUDA graphs (cuda_graphs.h) in the forward: the Transformer marks each forward without TP and
 // without hidden layers to read back as a replayable region (Backend::begin_replayable) keyed
 // by (model, cache, batch size, logits rows): a decode step at each batch size, a verification
