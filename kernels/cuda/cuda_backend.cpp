@@ -11,7 +11,9 @@
 //     tables, inputs written into the pinned arena), then at end_replayable the deferred KV page
 //     copies are enqueued, the arena uploaded in one copy, and the graph launched. A graph bakes
 //     in buffer addresses, so any allocate() (a buffer regrown) makes every graph stale: it is
-//     captured again at its next use. Batches above invariant_max_tokens (cuBLAS) and sizes
+//     measured and captured again at its next uses (a capture always follows a measurement made
+//     with the same buffers; a region whose slots still differ from its measurement throws once
+//     and stays eager). Batches above invariant_max_tokens (cuBLAS) and sizes
 //     outside CudaBackendOptions::graph_sizes stay eager.
 //   - Weights: raw file bytes uploaded once (embedding rows decode them exactly as the CPU does,
 //     kernels/common/dequant.h) plus a BF16 copy decoded on the device for the GEMMs. A tensor
@@ -359,6 +361,7 @@ class CudaBackend final : public Backend {
   struct StepGraph {
     int64_t id = 0;          // its CudaGraphSet size key
     size_t arena_bytes = 0;  // measured; 0 = not yet
+    uint64_t measured_epoch = 0;  // allocation epoch of the measuring run
     bool captured = false;
     uint64_t epoch = 0;  // allocation epoch it was captured in
     bool eager_only = false;  // its capture or replay failed once: never graphed again
@@ -496,37 +499,38 @@ void CudaBackend::begin_replayable(const ReplayKey& key) {
     region_ = Region::Eager;
     return;
   }
-  if (st.arena_bytes == 0) {
+  if (st.captured && st.epoch == epoch_) {
+    region_ = Region::Replay;
+  } else if (st.arena_bytes == 0 || st.measured_epoch != epoch_) {
+    // Never measured, or buffers moved since: run eagerly once more, measuring, and capture the
+    // next time, so a capture always follows a measurement of the same buffers.
     region_ = Region::Measure;
     step_ = &st;
     staging_->set_mode(Staging::Mode::Measure);
     return;
+  } else {
+    region_ = Region::Capture;
   }
-  if (arena_capacity_ < st.arena_bytes) {  // new addresses: every graph captured so far is stale
-    SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    if (arena_host_) SSD_CUDA_CHECK(cudaFreeHost(arena_host_));
-    arena_host_ = nullptr;
-    arena_capacity_ = 0;
-    const size_t cap = std::max<size_t>(st.arena_bytes, size_t{1} << 20);
-    SSD_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&arena_host_), cap));
-    arena_dev_ = DeviceBuffer(cap);
-    arena_capacity_ = cap;
-    ++epoch_;
-  }
-  // The previous region's arena upload must have read the pinned bytes before they change.
-  SSD_CUDA_CHECK(cudaEventSynchronize(arena_free_));
-  staging_->set_mode(Staging::Mode::Record,
-                     cuda::ArenaView{arena_host_, arena_dev_.get<uint8_t>(), arena_capacity_});
-  set_kv_deferred(true);
   step_ = &st;
-  region_epoch_ = epoch_;
-  if (st.captured && st.epoch == epoch_) {
-    region_ = Region::Replay;
-    return;
-  }
-  region_ = Region::Capture;
   try {
-    graphs_->begin_capture();
+    if (arena_capacity_ < st.arena_bytes) {  // new addresses: every graph so far is stale
+      SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      if (arena_host_) SSD_CUDA_CHECK(cudaFreeHost(arena_host_));
+      arena_host_ = nullptr;
+      arena_capacity_ = 0;
+      const size_t cap = std::max<size_t>(st.arena_bytes, size_t{1} << 20);
+      SSD_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&arena_host_), cap));
+      arena_dev_ = DeviceBuffer(cap);
+      arena_capacity_ = cap;
+      ++epoch_;
+    }
+    // The previous region's arena upload must have read the pinned bytes before they change.
+    SSD_CUDA_CHECK(cudaEventSynchronize(arena_free_));
+    staging_->set_mode(Staging::Mode::Record,
+                       cuda::ArenaView{arena_host_, arena_dev_.get<uint8_t>(), arena_capacity_});
+    set_kv_deferred(true);
+    region_epoch_ = epoch_;
+    if (region_ == Region::Capture) graphs_->begin_capture();
   } catch (...) {
     leave_region();
     throw;
@@ -543,6 +547,7 @@ void CudaBackend::end_replayable() {
   const size_t used = std::max(staging_->arena_used(), Staging::kSlotAlign);
   if (region_ == Region::Measure) {
     st.arena_bytes = used;
+    st.measured_epoch = epoch_;
     leave_region();
     return;
   }

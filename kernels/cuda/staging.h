@@ -55,10 +55,12 @@ class Staging {
   // region, the arena slot holds max(count, capacity) T.
   template <class T>
   T* map(const T* p, size_t count, size_t capacity, bool in, bool out) {
-    if (p == nullptr) return nullptr;
-    const size_t bytes = count * sizeof(T);
+    // A null input with a capacity (an empty visible list) still takes its slot, so the slots
+    // of a region do not depend on the contents.
+    if (p == nullptr && capacity == 0) return nullptr;
+    const size_t bytes = p ? count * sizeof(T) : 0;
     const size_t slot_bytes = std::max(count, capacity) * sizeof(T);
-    if (slot_bytes == 0 || is_device_pointer(p)) return const_cast<T*>(p);
+    if (slot_bytes == 0 || (p && is_device_pointer(p))) return const_cast<T*>(p);
     const size_t offset = cursor_;
     if (mode_ != Mode::Eager) cursor_ += (slot_bytes + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
     if (mode_ == Mode::Record) {
