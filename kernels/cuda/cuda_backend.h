@@ -15,15 +15,14 @@
 //   KV cache  a device mirror of the host KvCache's pages (same page ids, same layout), kept in
 //             step through KvPageObserver (copy on write, compaction); attention reads it through
 //             the host page tables, uploaded per call.
-//   activations  device memory from Backend::allocate. The Transformer (and the Domino
-//             backbone's block scratch) keep their activations there, so a decode step, a
-//             verification forward or a drafter's tree forward enqueues its kernels on the
-//             backend's one stream without waiting; the forward waits once, when it downloads the
-//             logits rows (and the hidden layers the batch asked for). Ops still take host
-//             pointers (staged: copied in, and copied out with a wait), which is how the small
-//             per-step inputs arrive (positions, norm gains, biases, RoPE frequencies, page
-//             tables, visible lists) and how the Domino backbone's host residual stream and the
-//             early-exit drafter's host rows still run.
+//   activations  device memory from Backend::allocate. The Transformer and the Domino
+//             backbone keep their activations there, so a decode step, a verification forward,
+//             a drafter's tree forward or a Domino block pass enqueues its kernels on the
+//             backend's one stream without waiting; it waits once, when it downloads the logits
+//             rows (and the hidden rows asked for). Ops still take host pointers (staged: copied
+//             in, and copied out with a wait), which is how the small per-step inputs arrive
+//             (positions, norm gains, biases, RoPE frequencies, page tables, visible lists) and
+//             how the early-exit drafter's and the Domino head's host rows still run.
 //   tensor parallelism  the exchanges between ops run on host buffers (Collective), so a TP
 //             rank downloads and uploads around each one (Transformer: 2 or 4 per block).
 //   sampling  not a Backend op: the decoding loops sample from the host logits the forward
@@ -46,7 +45,7 @@
 // Still eager: prefill above invariant_max_tokens (cuBLAS), forwards that read hidden layers
 // (drafters fed target features), tensor-parallel forwards (the exchanges run on host buffers
 // through Collective; NCCL collectives on the backend's stream could be captured), and the
-// Domino backbone (host residual stream). Sizes are captured at their second use, not at
+// Domino backbone's passes (not marked replayable yet). Sizes are captured at their second use, not at
 // start-up (a capture needs a real forward's host inputs).
 // Status: compiled and linked here (CUDA 13, sm_80 / sm_90); never run on a GPU by this project.
 #pragma once

@@ -48,6 +48,8 @@ DominoBackbone::DominoBackbone(const DominoCheckpoint& ck, Transformer& target)
   fc_ = backend_.prepare_weight(*ck.fc);
   fc_norm_ = decode_vector(ck.fc_norm);
   mask_ = decode_vector(ck.mask_embedding);
+  mask_dev_ = backend_.allocate(mask_.size() * sizeof(float));
+  backend_.upload(mask_dev_.data(), mask_.data(), mask_.size() * sizeof(float));
   final_norm_ = decode_vector(ck.final_norm);
   const int64_t half = cfg_.head_dim / 2;
   for (int64_t i = 0; i < half; ++i)
@@ -78,10 +80,13 @@ void DominoBackbone::append_context(KvCache& kv, SeqId seq, int64_t from,
   const int64_t n = static_cast<int64_t>(features.size()) / fdim;
   SSD_ASSERT(kv.length(seq) == from);
   if (n == 0) return;
-  x_.resize(n * d);
-  h_.resize(n * d);
+  const size_t f = sizeof(float);
+  reserve_floats(backend_, feats_, n * fdim);
+  reserve_floats(backend_, x_, n * d);
+  reserve_floats(backend_, h_, n * d);
+  backend_.upload(feats_.data(), features.data(), n * fdim * f);
   // c = RMSNorm(W_fc x) * fc_norm   [n, d]
-  backend_.matmul(fc_, features.data(), x_.data(), n);
+  backend_.matmul(fc_, feats_.data(), x_.data(), n);
   backend_.rmsnorm(x_.data(), fc_norm_.data(), x_.data(), n, d, cfg_.rms_eps);
   std::vector<int32_t> positions(n);
   std::vector<SeqId> seqs(n, seq);
@@ -146,11 +151,12 @@ DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Bloc
     }
   }
 
-  x_.resize(n * d);
+  const size_t f = sizeof(float);
+  reserve_floats(backend_, x_, n * d);
   // Known rows: the target's token embeddings; MASK rows: the learned mask vector.
   backend_.embed(token_embd_, tokens.data(), n, x_.data());
   for (int64_t r = 0; r < n; ++r)
-    if (is_mask[r]) std::copy(mask_.begin(), mask_.end(), x_.begin() + r * d);
+    if (is_mask[r]) backend_.copy(x_.data() + r * d, mask_dev_.data(), d * f);
 
   const BatchView view{n, positions.data(), seqs.data(), cache_pos.data(),
                        prefix.data(), visible.data(), offsets.data()};
@@ -164,17 +170,19 @@ DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Bloc
     res.offset.push_back(out_rows);
   }
   res.hidden.resize(out_rows * d);
-  for (size_t bi = 0; bi < blocks.size(); ++bi) {
-    const int64_t anchor_row = first[bi] + static_cast<int64_t>(blocks[bi].known.size()) - 1;
-    for (int64_t i = 1; i <= blocks[bi].n_out; ++i)
-      std::copy_n(x_.data() + (anchor_row + i) * d, d,
-                  res.hidden.data() + (res.offset[bi] + i - 1) * d);
-  }
   if (out_rows == 0) return res;
-  backend_.rmsnorm(res.hidden.data(), final_norm_.data(), res.hidden.data(), out_rows, d,
-                   cfg_.rms_eps);
+  reserve_floats(backend_, h_, out_rows * d);
+  reserve_floats(backend_, logits_, out_rows * vocab);
+  for (size_t bi = 0; bi < blocks.size(); ++bi) {  // a block's wanted rows are contiguous
+    const int64_t anchor_row = first[bi] + static_cast<int64_t>(blocks[bi].known.size()) - 1;
+    backend_.copy(h_.data() + res.offset[bi] * d, x_.data() + (anchor_row + 1) * d,
+                  blocks[bi].n_out * d * f);
+  }
+  backend_.rmsnorm(h_.data(), final_norm_.data(), h_.data(), out_rows, d, cfg_.rms_eps);
+  backend_.matmul(lm_head_, h_.data(), logits_.data(), out_rows);
   res.logits.resize(out_rows * vocab);
-  backend_.matmul(lm_head_, res.hidden.data(), res.logits.data(), out_rows);
+  backend_.download(res.hidden.data(), h_.data(), out_rows * d * f);
+  backend_.download(res.logits.data(), logits_.data(), out_rows * vocab * f);
   return res;
 }
 

@@ -76,8 +76,13 @@ class DominoBackbone {
   std::vector<DecoderLayerWeights> layers_;  // run through run_decoder_layer, as the target's
   DecoderShape shape_;
 
-  // Workspace, grown to the largest pass seen.
-  std::vector<float> x_, h_;  // [rows, d]
+  BackendBuffer mask_dev_;  // [d] mask_ in the backend's memory (copied into MASK rows)
+
+  // Workspace in the backend's memory (device memory on a GPU), grown to the largest pass seen;
+  // a pass reads back only its hidden and logits rows.
+  BackendBuffer x_, h_;   // [rows, d]
+  BackendBuffer feats_;   // [rows, feature_dim] context features (append_context)
+  BackendBuffer logits_;  // [out rows, Vd]
   DecoderScratch scratch_;
 };
 
