@@ -5,7 +5,9 @@
 #   1. the CUDA op-comparison tests (ctest -R '^cuda\.') and the NCCL tests (ctest -R '^nccl\.')
 #   2. greedy exactness, what losslessness promises: on each prompt of a prompt file, SSD and SD
 #      on the GPU ranks (target TP on GPUs 0..T-1, drafter on GPU T, NCCL transport) equal AR on
-#      the same GPU ranks and backend, token for token (a mismatch fails the run)
+#      the same GPU ranks and backend, token for token (a mismatch fails the run); and AR in one
+#      process on GPU 0 (TP 1, where the target's forwards replay as CUDA graphs) equals the same
+#      run with SSD_CUDA_GRAPHS=off (every op eager), token for token
 #   3. information only, never a failure: AR on one CPU process (--backend cpu) against AR on
 #      the GPUs. They are not expected to agree token for token: the GPU multiplies BF16-decoded
 #      weights by float activations, the CPU kernels round activations to 8 bits; the report says
@@ -147,6 +149,22 @@ for ((i = 1; i <= ${#PROMPT_LIST[@]}; ++i)); do
       step "prompt $i: ${mode^^} != AR on GPU, $verdict" 1
     fi
   done
+done
+
+printf '\n## CUDA graphs vs eager: AR in one process on GPU 0 (TP 1)\n' >>"$OUT"
+for ((i = 1; i <= ${#PROMPT_LIST[@]}; ++i)); do
+  for graphs in on off; do
+    SSD_CUDA_GRAPHS=$graphs "$SSD" generate -m "$MODEL" -p "${PROMPT_LIST[i - 1]}" -n "$N" \
+        --mode ar --backend "$BACKEND" --devices 0 --stats-json "$WORK/graphs_$graphs$i.json" \
+        >/dev/null 2>"$WORK/graphs_$graphs$i.err" || break
+  done
+  if [[ ! -s $WORK/graphs_off$i.json ]]; then
+    step "prompt $i: AR on GPU 0 failed ($(tail -q -n1 "$WORK"/graphs_*"$i".err | tail -1))" 1
+  elif verdict=$(first_divergence "$WORK/graphs_on$i.json" "$WORK/graphs_off$i.json"); then
+    step "prompt $i: graphs == eager, $verdict" 0
+  else
+    step "prompt $i: graphs != eager, $verdict" 1
+  fi
 done
 
 printf '\n## Information (not a pass/fail gate): AR on one CPU process vs AR on the GPUs\n' \
