@@ -2,7 +2,8 @@
 # Measures a Domino checkpoint for the default model on the HELD-OUT prompts (never seen in
 # training), greedy, and writes the figures the model card reports:
 #   1. mean acceptance length (MAL) at block 8 (k = 7) and block 16 (k = 15): Domino with its head,
-#      the same backbone with --domino-head off, the n-gram drafter and early exit;
+#      the same backbone with --domino-head off, the n-gram drafter and early exit (its LoRA head
+#      as initialised, and trained online with DVI during the run);
 #   2. decode tok/s of AR, SD (one process, 2 threads) and SSD (2 ranks: target on core 0, drafter
 #      on core 1) with this drafter, each comparison inside one bench run.
 # MAL is deterministic (greedy); tok/s is compared only within a run (this machine is noisy).
@@ -33,6 +34,9 @@ echo "== MAL, one process, 2 threads: Domino (head on), n-gram, early exit; AR f
 echo "== MAL: the same backbone with --domino-head off"
 "$BIN" bench "${common[@]}" -t 2 --modes sd --drafters "domino:$CK" --domino-head off \
   --k 7,15 --out-json "$OUT/mal_head_off.json" --out-md "$OUT/mal_head_off.md"
+echo "== MAL: early exit with DVI online learning (--online-learning)"
+"$BIN" bench "${common[@]}" -t 2 --modes sd --drafters "early-exit:$EE" --online-learning \
+  --k 7,15 --out-json "$OUT/mal_early_exit_dvi.json" --out-md "$OUT/mal_early_exit_dvi.md"
 echo "== AR, SD and SSD on 2 ranks (target core 0, drafter core 1), k = 7"
 SSD_BIN=$BIN "$ROOT/launch/ssd-launch" --target-ranks 1 --drafter-ranks 1 -- bench "${common[@]}" \
   --modes ar,sd,ssd --drafters "domino:$CK" --k 7 \
