@@ -101,7 +101,7 @@ std::vector<DraftTree> DominoDrafter::draft(std::span<const DraftRequest> reques
   for (size_t b = 0; b < blocks.size(); ++b) {
     const DraftRequest& req = requests[which[b]];
     DominoChain& c = chains[b];
-    c.base = res.logits.data() + res.offset[b] * cfg.target_vocab;
+    c.base = res.logits.data() + res.offset[b] * cfg.draft_vocab_size();
     c.hidden = res.hidden.data() + res.offset[b] * cfg.target_dim;
     c.anchor = blocks[b].known.back();
     c.k = blocks[b].n_out;

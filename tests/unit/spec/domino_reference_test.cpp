@@ -282,6 +282,31 @@ TEST(DominoReference, DraftVocabularyScoresOnlyItsIds) {
   }
 }
 
+// Several requests in one draft() call (SSD drafts all its branches so) with a draft vocabulary:
+// each chain reads its own block's [k, Vd] base logits, so the batched trees equal the trees of
+// one request at a time, with the head and without it.
+TEST(DominoReference, DraftVocabularyBatchedRequestsEqualSingleOnes) {
+  std::vector<int32_t> ids;
+  for (int32_t t = 0; t < 261; t += 3) ids.push_back(t);
+  World w(ids);
+  for (bool head : {false, true}) {
+    auto d = w.drafter(head);
+    std::vector<DraftRequest> rs(3);
+    rs[0].k = 7;
+    rs[1].k = 5;
+    rs[1].suffix = {90, 3};
+    rs[2].k = 7;
+    rs[2].suffix = {18};
+    const std::vector<DraftTree> all = d->draft(rs);
+    ASSERT_EQ(all.size(), 3u);
+    for (size_t i = 0; i < rs.size(); ++i) {
+      const DraftTree one = d->draft({&rs[i], 1}).at(0);
+      ASSERT_EQ(all[i].size(), static_cast<size_t>(rs[i].k)) << "request " << i;
+      EXPECT_EQ(all[i].tokens, one.tokens) << "request " << i << (head ? " (head)" : " (no head)");
+    }
+  }
+}
+
 TEST(DominoReference, HeadOffDraftsArgmaxOfBaseLogits) {
   World w;
   auto d = w.drafter(/*head=*/false);

@@ -108,7 +108,7 @@ TEST(DistillCliRealModel, StoredResponsesEqualSsdGenerateGreedyOutput) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const DistillDataset d = DistillDataset::open(out);
   ASSERT_EQ(d.size(), 2u);
-  EXPECT_EQ(d.target_layers(), (std::vector<int32_t>{1, 15, 28}));  // 30 layers
+  EXPECT_EQ(d.target_layers(), (std::vector<int32_t>{1, 15, 27}));  // 30 layers
   EXPECT_EQ(d.feature_dim(), 3 * 576);
   for (size_t i = 0; i < prompts.size(); ++i) {
     const std::string stats = tmp.file(fmt::format("g{}.json", i));
