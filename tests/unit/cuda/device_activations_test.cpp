@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_backend.h"
+#include "tests/unit/cuda/skip_without_gpu.h"
 #include "runtime/backend/backend.h"
 #include "runtime/model/model_file.h"
 #include "runtime/model/transformer.h"
@@ -19,14 +20,9 @@
 namespace ssd {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                                    \
-  do {                                                                                        \
-    if (cuda_device_count() == 0)                                                             \
-      GTEST_SKIP() << "no CUDA device: device-resident activations not run on this machine"; \
-  } while (0)
 
 TEST(CudaActivations, AllocateIsZeroedDeviceMemoryAndTransfersAreExact) {
-  SKIP_WITHOUT_GPU();
+  SSD_SKIP_WITHOUT_GPU("device-resident activations");
   auto be = make_cuda_backend(0);
   std::vector<float> host(1000);
   std::iota(host.begin(), host.end(), 0.5f);
@@ -47,7 +43,7 @@ TEST(CudaActivations, AllocateIsZeroedDeviceMemoryAndTransfersAreExact) {
 // The forward enqueues everything and waits at the logits download only; waiting after every
 // op instead (sync_each_op) must not change a bit: the ordering is the stream's, not the host's.
 TEST(CudaActivations, ForwardWithoutPerOpWaitsMatchesPerOpWaitsBitForBit) {
-  SKIP_WITHOUT_GPU();
+  SSD_SKIP_WITHOUT_GPU("device-resident activations");
   test::TempDir tmp;
   const std::string path =
       test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::Q4_K), tmp.file("m.gguf"));

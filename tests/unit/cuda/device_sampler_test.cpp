@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_backend.h"
+#include "tests/unit/cuda/skip_without_gpu.h"
 #include "kernels/cuda/device_sampler.h"
 #include "runtime/core/error.h"
 #include "runtime/sampling/sampler.h"
@@ -22,11 +23,6 @@
 namespace ssd {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                                \
-  do {                                                                                    \
-    if (cuda_device_count() == 0)                                                         \
-      GTEST_SKIP() << "no CUDA device: device sampling vs the CPU sampler not run here"; \
-  } while (0)
 
 std::vector<float> logits_of(int kind, int32_t n, std::mt19937& rng) {
   std::normal_distribution<float> g(0.0f, kind == 1 ? 8.0f : 2.5f);
@@ -48,7 +44,7 @@ uint64_t bits(double d) {
 }
 
 TEST(DeviceSampler, ListAndDrawEqualTheCpuSampler) {
-  SKIP_WITHOUT_GPU();
+  SSD_SKIP_WITHOUT_GPU("device sampling vs the CPU sampler");
   DeviceSampler ds(0);
   std::mt19937 rng(21);
   for (const int32_t vocab : {1, 7, 1001, 49152}) {
@@ -78,7 +74,7 @@ TEST(DeviceSampler, ListAndDrawEqualTheCpuSampler) {
 }
 
 TEST(DeviceSampler, ReadsDeviceLogitsInPlace) {
-  SKIP_WITHOUT_GPU();
+  SSD_SKIP_WITHOUT_GPU("device sampling vs the CPU sampler");
   std::mt19937 rng(22);
   const int32_t vocab = 49152;
   const std::vector<float> l = logits_of(0, vocab, rng);
@@ -95,7 +91,7 @@ TEST(DeviceSampler, ReadsDeviceLogitsInPlace) {
 }
 
 TEST(DeviceSampler, InvalidRowsGiveTheCpuSamplersErrors) {
-  SKIP_WITHOUT_GPU();
+  SSD_SKIP_WITHOUT_GPU("device sampling vs the CPU sampler");
   DeviceSampler ds(0);
   const SamplerConfig cfg{0.8f, 0, 1.0f, 0.0f, 1};
   auto message = [&](const std::vector<float>& l, const SamplerConfig& c) {

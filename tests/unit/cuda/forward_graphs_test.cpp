@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_backend.h"
+#include "tests/unit/cuda/skip_without_gpu.h"
 #include "runtime/backend/backend.h"
 #include "runtime/model/model_file.h"
 #include "runtime/model/transformer.h"
@@ -34,8 +35,7 @@ void expect_same(const ForwardResult& a, const ForwardResult& b, const std::stri
 }
 
 TEST(CudaForwardGraphs, ReplayGivesTheEagerLogitsBitForBit) {
-  if (cuda_device_count() == 0)
-    GTEST_SKIP() << "no CUDA device: CUDA graph replay vs eager forward not run on this machine";
+  SSD_SKIP_WITHOUT_GPU("CUDA graph replay vs eager forward");
   test::TempDir tmp;
   const std::string path =
       test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::Q4_K), tmp.file("m.gguf"));

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_backend.h"
+#include "tests/unit/cuda/skip_without_gpu.h"
 #include "kernels/cuda/cuda_graphs.h"
 #include "kernels/cuda/kernels.cuh"
 #include "runtime/core/error.h"
@@ -20,8 +21,7 @@ TEST(CudaGraphs, DecoderSizesCoverDecodeVerifyAndTreeBatches) {
 }
 
 TEST(CudaGraphs, CaptureAndReplayBySize) {
-  if (cuda_device_count() == 0)
-    GTEST_SKIP() << "no CUDA device: graph capture not run on this machine";
+  SSD_SKIP_WITHOUT_GPU("graph capture");
   cudaStream_t s = nullptr;
   ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
   const int64_t max_n = 17;

@@ -26,6 +26,7 @@
 #include "kernels/common/row_math.h"
 #include "kernels/common/sampling_math.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "tests/unit/cuda/skip_without_gpu.h"
 #include "kernels/cuda/kernels.cuh"
 #include "runtime/backend/backend.h"
 #include "runtime/model/model_file.h"
@@ -39,11 +40,6 @@
 namespace ssd {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                               \
-  do {                                                                                   \
-    if (cuda_device_count() == 0)                                                        \
-      GTEST_SKIP() << "no CUDA device: CPU-vs-CUDA op comparison not run on this machine"; \
-  } while (0)
 
 double nmse_max(const std::vector<float>& got, const std::vector<float>& want) {
   double m = 0, d = 0;
@@ -76,7 +72,7 @@ TensorRef matrix(DType t, int64_t rows, int64_t cols, std::vector<uint8_t>& byte
 }
 
 TEST(CudaOps, MatmulEveryWeightTypeAndBatchInvariance) {
-  SKIP_WITHOUT_GPU();
+  SSD_SKIP_WITHOUT_GPU("CPU-vs-CUDA op comparison");
   Backends b;
   std::mt19937 rng(1);
   for (DType t : kernels::test::kAllTypes) {
@@ -101,7 +97,7 @@ TEST(CudaOps, MatmulEveryWeightTypeAndBatchInvariance) {
 }
 
 TEST(CudaOps, RowOps) {
-  SKIP_WITHOUT_GPU();
+  SSD_SKIP_WITHOUT_GPU("CPU-vs-CUDA op comparison");
   Backends b;
   std::mt19937 rng(2);
   for (int64_t dim : {1, 80, 576, 1001}) {
@@ -142,7 +138,7 @@ TEST(CudaOps, RowOps) {
 }
 
 TEST(CudaOps, EmbedEveryType) {
-  SKIP_WITHOUT_GPU();
+  SSD_SKIP_WITHOUT_GPU("CPU-vs-CUDA op comparison");
   Backends b;
   std::mt19937 rng(3);
   for (DType t : kernels::test::kAllTypes) {
@@ -161,7 +157,7 @@ TEST(CudaOps, EmbedEveryType) {
 // Attention over the paged cache with prefix + list masks, GQA and kv_head_of, after a fork
 // (copy on write) and a compaction, so the device mirror's page bookkeeping is exercised too.
 TEST(CudaOps, AttentionWithMasksForksAndCompaction) {
-  SKIP_WITHOUT_GPU();
+  SSD_SKIP_WITHOUT_GPU("CPU-vs-CUDA op comparison");
   Backends b;
   std::mt19937 rng(4);
   for (int64_t head_dim : {64, 128, 80}) {
@@ -246,7 +242,7 @@ struct Dev {
 };
 
 TEST(CudaOps, SamplingAndVerificationKernels) {
-  SKIP_WITHOUT_GPU();
+  SSD_SKIP_WITHOUT_GPU("CPU-vs-CUDA op comparison");
   std::mt19937 rng(5);
   const int32_t vocab = 49152;
   const int64_t rows = 5;
@@ -279,7 +275,7 @@ TEST(CudaOps, SamplingAndVerificationKernels) {
 
 // The Domino head's fused pieces: the GRU update and base + correction + argmax over a block.
 TEST(CudaOps, DominoLoopKernels) {
-  SKIP_WITHOUT_GPU();
+  SSD_SKIP_WITHOUT_GPU("CPU-vs-CUDA op comparison");
   std::mt19937 rng(6);
   const int64_t n = 3, g = 96;
   const int32_t vocab = 1000;
@@ -322,7 +318,7 @@ TEST(CudaOps, DominoLoopKernels) {
 // also rates within the logit tolerance of its own best (exact equality could fail on a
 // near-tie that BF16 weights legitimately flip).
 TEST(CudaOps, WholeModelGreedyForward) {
-  SKIP_WITHOUT_GPU();
+  SSD_SKIP_WITHOUT_GPU("CPU-vs-CUDA op comparison");
   test::TempDir tmp;
   for (DType t : {DType::F32, DType::Q8_0, DType::Q4_K}) {
     const std::string name = std::string(dtype_traits(t).name) + ".gguf";
@@ -357,7 +353,7 @@ TEST(CudaOps, WholeModelGreedyForward) {
 // Greedy exactness on the device: a 4-token verification forward gives, row for row, the same
 // logits bits as 4 one-token decodes (what makes greedy SD equal AR on this backend).
 TEST(CudaOps, VerificationForwardReproducesDecodesBitForBit) {
-  SKIP_WITHOUT_GPU();
+  SSD_SKIP_WITHOUT_GPU("CPU-vs-CUDA op comparison");
   test::TempDir tmp;
   const std::string path =
       test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::Q4_K), tmp.file("m.gguf"));

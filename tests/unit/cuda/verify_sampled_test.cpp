@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_backend.h"
+#include "tests/unit/cuda/skip_without_gpu.h"
 #include "kernels/cuda/kernels.cuh"
 #include "runtime/sampling/philox.h"
 #include "runtime/sampling/sampler.h"
@@ -42,8 +43,7 @@ struct Dev {
 };
 
 TEST(CudaVerifySampled, ChainsEmitTheCpuVerifiersTokens) {
-  if (cuda_device_count() == 0)
-    GTEST_SKIP() << "no CUDA device: sampled chain verification on the device not run here";
+  SSD_SKIP_WITHOUT_GPU("sampled chain verification on the device");
   std::mt19937 rng(21);
   std::normal_distribution<float> g(0.0f, 1.5f);
   const int32_t vocab = 60, k = 4, batch = 37;
