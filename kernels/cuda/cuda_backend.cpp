@@ -20,7 +20,9 @@
 //     prepared twice (tied embeddings / LM head) is uploaded once.
 //   - KV: DeviceKv mirrors a KvCache's pages (same ids, same layout, all pages allocated up front:
 //     max_pages x page bytes) and observes the cache (KvPageObserver) to repeat copy-on-write page
-//     copies and compaction moves on the device, in stream order before the next kernel.
+//     copies and compaction moves on the device, in stream order before the next kernel. One
+//     mirror per live cache object (kv_mirrors.h: keyed by KvCache::id, freed at the first op
+//     after the cache is destroyed), never one per address.
 // Every op runs on the backend's one stream, so ops are ordered as the Transformer calls them.
 // The current CUDA device is per host thread, and a drafter rank drafts on its compute thread,
 // not the thread that built the backend: every op (and every KV page copy) first makes this
@@ -40,6 +42,7 @@
 #include "kernels/cuda/cuda_graphs.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/kernels.cuh"
+#include "kernels/cuda/kv_mirrors.h"
 #include "kernels/cuda/staging.h"
 #include "runtime/core/error.h"
 
@@ -50,11 +53,13 @@ using cuda::DeviceBuffer;
 using cuda::is_device_pointer;
 using cuda::Staging;
 
-// Device mirror of one KvCache's pages.
+// Device mirror of one KvCache's pages (kept in a KvMirrors: by cache id, dropped when the cache
+// dies).
 class DeviceKv final : public KvPageObserver {
  public:
   DeviceKv(KvCache& cache, int device, cudaStream_t s)
-      : cache_(cache), device_(device), stream_(s) {
+      : cache_(&cache), device_(device), stream_(s), n_layers_(cache.config().n_layers),
+        max_pages_(cache.max_pages()) {
     const KvCacheConfig& c = cache.config();
     geo_.row = c.n_kv_heads * c.head_dim;
     geo_.page_tokens = c.page_tokens;
@@ -66,7 +71,7 @@ class DeviceKv final : public KvPageObserver {
     cache.set_page_observer(this);
   }
   ~DeviceKv() override {
-    if (cache_.page_observer() == this) cache_.set_page_observer(nullptr);
+    if (cache_ && cache_->page_observer() == this) cache_->set_page_observer(nullptr);
   }
   DeviceKv(const DeviceKv&) = delete;
   DeviceKv& operator=(const DeviceKv&) = delete;
@@ -78,7 +83,7 @@ class DeviceKv final : public KvPageObserver {
   void slot_copied(int32_t src_page, int64_t src_slot, int32_t dst_page,
                    int64_t dst_slot) override {
     const size_t bytes = static_cast<size_t>(geo_.row) * sizeof(float);
-    for (int64_t l = 0; l < cache_.config().n_layers; ++l) {
+    for (int64_t l = 0; l < n_layers_; ++l) {
       for (int64_t kv = 0; kv < 2; ++kv) {
         const int64_t off = l * geo_.layer_stride + kv * geo_.v_offset;
         enqueue_copy(page(dst_page) + off + dst_slot * geo_.row,
@@ -86,6 +91,13 @@ class DeviceKv final : public KvPageObserver {
       }
     }
   }
+
+  void cache_destroyed(const KvCache& cache) noexcept override {
+    (void)cache;
+    cache_ = nullptr;
+    pending_.clear();  // copies between pages nobody will read again
+  }
+  bool dead() const { return cache_ == nullptr; }
 
   // Inside a captured or replayed region the copies wait (a graph must not contain them) and
   // are enqueued by flush(), before the graph: copy-on-write happens at a step's first KV write,
@@ -100,7 +112,7 @@ class DeviceKv final : public KvPageObserver {
   }
 
   const cuda::PagedKv& geometry() const { return geo_; }
-  int64_t max_pages() const { return cache_.max_pages(); }
+  int64_t max_pages() const { return max_pages_; }
   // Float offset of K of (layer, page, slot) in the pool.
   int64_t k_offset(int64_t layer, int32_t page_id, int64_t slot) const {
     return page_id * geo_.page_floats + layer * geo_.layer_stride + slot * geo_.row;
@@ -122,9 +134,10 @@ class DeviceKv final : public KvPageObserver {
     SSD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
 
-  KvCache& cache_;
+  KvCache* cache_;  // null once the cache was destroyed
   int device_;
   cudaStream_t stream_;
+  int64_t n_layers_, max_pages_;
   DeviceBuffer pool_;  // [max_pages, page_floats]
   cuda::PagedKv geo_;
   bool deferred_ = false;
@@ -375,10 +388,10 @@ class CudaBackend final : public Backend {
                opts_.graph_sizes.end();
   }
   void set_kv_deferred(bool on) {
-    for (auto& [cache, dkv] : kv_) dkv->set_deferred(on);
+    kv_.for_each([on](DeviceKv& m) { m.set_deferred(on); });
   }
   void flush_kv() {
-    for (auto& [cache, dkv] : kv_) dkv->flush();
+    kv_.for_each([](DeviceKv& m) { m.flush(); });
   }
   void leave_region() noexcept {
     region_ = Region::None;
@@ -389,9 +402,15 @@ class CudaBackend final : public Backend {
 
   // First call of every op: this backend's device current on the calling thread, no staged
   // pointers left from a previous op.
+  // Outside regions, it also frees the mirrors of KV caches destroyed since the last op.
   void enter() {
     SSD_CUDA_CHECK(cudaSetDevice(opts_.device));
     staging_->begin();
+    if (region_ == Region::None && kv_.has_dead()) {
+      SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));  // queued kernels may read those pools
+      kv_.prune();
+      ++epoch_;  // a graph keyed by a dead cache's address must not replay on a new one's
+    }
   }
   const DeviceWeight& weight(const kernels::WeightMatrix& w) const {
     auto it = weights_.find(w.data);
@@ -401,10 +420,10 @@ class CudaBackend final : public Backend {
     return *it->second;
   }
   DeviceKv& mirror(KvCache& cache) {
-    auto it = kv_.find(&cache);
-    if (it == kv_.end())
-      it = kv_.emplace(&cache, std::make_unique<DeviceKv>(cache, opts_.device, stream_)).first;
-    return *it->second;
+    bool created = false;
+    DeviceKv& m = kv_.get(cache, &created, opts_.device, stream_);
+    if (created) ++epoch_;  // new pool addresses (see enter())
+    return m;
   }
 
   CudaBackendOptions opts_;
@@ -413,7 +432,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Staging> staging_;
   std::map<std::tuple<const void*, DType, int64_t, int64_t>, const uint8_t*> by_host_;
   std::map<const uint8_t*, std::unique_ptr<DeviceWeight>> weights_;  // by device raw pointer
-  std::map<const KvCache*, std::unique_ptr<DeviceKv>> kv_;
+  cuda::KvMirrors<DeviceKv> kv_;
   // Replayable regions (graphs).
   std::unique_ptr<cuda::CudaGraphSet> graphs_;
   std::map<ReplayKey, StepGraph> steps_;
@@ -448,8 +467,8 @@ void CudaBackend::attention(const AttentionCall& c) {
   SSD_CHECK(c.kv_head_of || c.n_heads % c.n_kv_heads == 0,
             "attention: {} query heads do not group evenly over {} KV heads (give kv_head_of)",
             c.n_heads, c.n_kv_heads);
-  auto it = kv_.find(c.cache);
-  SSD_CHECK(it != kv_.end(), "cuda attention: the KV cache was never written on this backend");
+  const DeviceKv* dkv = kv_.find(*c.cache);
+  SSD_CHECK(dkv, "cuda attention: the KV cache was never written on this backend");
   // Flatten: each distinct sequence's page table once, each query's prefix and visible range.
   tables_.clear();
   queries_.assign(static_cast<size_t>(c.n), cuda::QueryDesc{});
@@ -474,14 +493,14 @@ void CudaBackend::attention(const AttentionCall& c) {
   // Region slots sized by the key, not the contents: at most n page tables of at most max_pages
   // pages, at most n visible positions per query.
   const int32_t* dtab = staging_->in(tables_.data(), tables_.size(),
-                                     static_cast<size_t>(c.n * it->second->max_pages()));
+                                     static_cast<size_t>(c.n * dkv->max_pages()));
   const cuda::QueryDesc* dqd = staging_->in(queries_.data(), queries_.size());
   const int64_t* dvis = staging_->in(c.visible, static_cast<size_t>(n_vis),
                                      static_cast<size_t>(c.n * c.n));
   const int32_t* dhead = staging_->in(c.kv_head_of, c.kv_head_of ? c.n_heads : 0);
   if (live())
     cuda::launch_attention(dq, dout, c.n, c.n_heads, c.n_kv_heads, c.head_dim, dhead, c.layer,
-                           c.scale, it->second->geometry(), dtab, dqd, dvis, stream_);
+                           c.scale, dkv->geometry(), dtab, dqd, dvis, stream_);
   staging_->finish();
 }
 

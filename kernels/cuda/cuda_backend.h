@@ -14,7 +14,8 @@
 //             FP32 compute) above it (prefill).
 //   KV cache  a device mirror of the host KvCache's pages (same page ids, same layout), kept in
 //             step through KvPageObserver (copy on write, compaction); attention reads it through
-//             the host page tables, uploaded per call.
+//             the host page tables, uploaded per call. A mirror belongs to one cache object
+//             (KvCache::id) and is freed once that cache is destroyed (kv_mirrors.h).
 //   activations  device memory from Backend::allocate. The Transformer and the Domino
 //             backbone keep their activations there, so a decode step, a verification forward,
 //             a drafter's tree forward or a Domino block pass enqueues its kernels on the

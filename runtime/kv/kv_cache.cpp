@@ -1,13 +1,19 @@
 #include "runtime/kv/kv_cache.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "runtime/core/error.h"
 
 namespace ssd {
 
-KvCache::KvCache(const KvCacheConfig& cfg) : cfg_(cfg) {
+namespace {
+std::atomic<uint64_t> g_next_cache_id{1};
+}  // namespace
+
+KvCache::KvCache(const KvCacheConfig& cfg)
+    : cfg_(cfg), id_(g_next_cache_id.fetch_add(1, std::memory_order_relaxed)) {
   SSD_CHECK(cfg.n_layers > 0 && cfg.n_kv_heads > 0 && cfg.head_dim > 0 && cfg.page_tokens > 0,
             "KV cache: layers {}, kv heads {}, head dim {} and page size {} must be positive",
             cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, cfg.page_tokens);
@@ -16,6 +22,10 @@ KvCache::KvCache(const KvCacheConfig& cfg) : cfg_(cfg) {
   v_offset_ = static_cast<size_t>(cfg.page_tokens) * row_floats_;
   layer_stride_ = 2 * v_offset_;
   page_floats_ = static_cast<size_t>(cfg.n_layers) * layer_stride_;
+}
+
+KvCache::~KvCache() {
+  if (observer_) observer_->cache_destroyed(*this);
 }
 
 int32_t KvCache::alloc_page() {

@@ -15,6 +15,10 @@
 // the same page ids, and reads this object's page tables. The cache's own data moves (the copy
 // of a shared page on first write, compact()'s position moves) are reported to a KvPageObserver
 // so the mirror repeats them on the device; with no observer (the CPU path) it is one null test.
+// A mirror belongs to one cache object, not to an address: every cache has an id() never given
+// to another cache of the process (a new cache allocated where a freed one lived gets a new id),
+// and a dying cache tells its observer (cache_destroyed), so a device backend drops the mirror
+// (kernels/cuda/kv_mirrors.h) instead of handing its stale pages to the next cache.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +40,8 @@ struct KvCacheConfig {
 
 // Told of the data moves the cache makes on its own (see the top of the file). Page ids are
 // those of SeqView::pages; a slot is a position within its page (pos % page_tokens).
+class KvCache;
+
 class KvPageObserver {
  public:
   virtual ~KvPageObserver() = default;
@@ -44,15 +50,21 @@ class KvPageObserver {
   // Slot src_slot of src_page was copied to dst_slot of dst_page (every layer, K and V).
   virtual void slot_copied(int32_t src_page, int64_t src_slot, int32_t dst_page,
                            int64_t dst_slot) = 0;
+  // The cache is being destroyed (called from its destructor, once): the observer must not
+  // touch it afterwards, not even to detach.
+  virtual void cache_destroyed(const KvCache& cache) noexcept { (void)cache; }
 };
 
 class KvCache {
  public:
   explicit KvCache(const KvCacheConfig& cfg);
+  ~KvCache();  // tells the observer (cache_destroyed)
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
 
   const KvCacheConfig& config() const { return cfg_; }
+  // Unique among every KvCache this process ever created (starts at 1; never reused).
+  uint64_t id() const { return id_; }
 
   SeqId create();
   SeqId fork(SeqId src);  // shares src's pages; O(pages), no K/V copied
@@ -114,6 +126,7 @@ class KvCache {
   const Seq& seq_ref(SeqId id) const;
 
   KvCacheConfig cfg_;
+  uint64_t id_ = 0;
   size_t row_floats_ = 0;    // n_kv_heads * head_dim: one position of K (or V) of one layer
   size_t v_offset_ = 0;      // page_tokens * row_floats_: V block follows the K block of a layer
   size_t layer_stride_ = 0;  // 2 * v_offset_: floats per layer inside a page
