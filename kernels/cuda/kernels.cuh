@@ -102,4 +102,35 @@ void launch_add_argmax(const float* base, const float* corr, float* logits, int6
 // m[i] = silu(m[i]) (the low-rank head's activation).
 void launch_silu(float* m, int64_t count, cudaStream_t s);
 
+// The fused greedy Domino walk (domino_walk.cu; runtime/backend/domino_walk_call.h has the
+// call's meaning): one block of threads per chain walks all its positions, GRU step, low-rank
+// correction, base add and argmax, without returning to the host.
+struct DominoWalkArgs {
+  const uint8_t* embd = nullptr;     // [V, embd_row_bytes] the target's embedding file bytes
+  DType embd_type = DType::F32;
+  uint64_t embd_row_bytes = 0;
+  const uint16_t* w_ih = nullptr;    // [3g, d] BF16
+  const uint16_t* w_hh = nullptr;    // [3g, g] BF16
+  const uint16_t* w1 = nullptr;      // [r, d + g] BF16
+  const uint16_t* w2 = nullptr;      // [Vd, r] BF16
+  const float* b_ih = nullptr;       // [3g]
+  const float* b_hh = nullptr;       // [3g]
+  const int32_t* vocab_ids = nullptr;  // [Vd] or null
+  int64_t d = 0, g = 0, r = 0, vd = 0;
+  bool use_head = true;
+  float* logits = nullptr;           // [rows, Vd] base in, final out
+  const float* hidden = nullptr;     // [rows, d]
+  const int64_t* first = nullptr;    // [chains + 1]
+  const int32_t* anchors = nullptr;  // [chains]
+  int64_t chains = 0;
+  float* scratch = nullptr;          // [chains, domino_walk_scratch_floats(d, g, r)]
+  int32_t* tokens = nullptr;         // [rows]
+};
+// Floats of scratch one chain needs: s [g], x [d], gi [3g], gh [3g], mid [r].
+__host__ __device__ inline int64_t domino_walk_scratch_floats(int64_t d, int64_t g,
+                                                              int64_t r) {
+  return d + 7 * g + r;
+}
+void launch_domino_walk(const DominoWalkArgs& a, cudaStream_t s);
+
 }  // namespace ssd::cuda

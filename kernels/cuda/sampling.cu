@@ -5,6 +5,7 @@
 // (lowest index on ties, NaN never wins). Not yet run on a GPU.
 #include <cmath>
 
+#include "kernels/common/domino_math.h"
 #include "kernels/common/row_math.h"
 #include "kernels/common/sampling_math.h"
 #include "kernels/cuda/cuda_check.h"
@@ -15,11 +16,10 @@ namespace {
 
 constexpr int kThreads = kernels::hd::kRowThreads;
 
-// (value, index) with "better" = larger value, then lower index; NaN never better.
+// (value, index) with "better" = larger value, then lower index; NaN never better (the rule
+// of ssd::argmax, shared with the fused Domino walk: kernels/common/domino_math.h).
 __device__ bool better(float a, int32_t ia, float b, int32_t ib) {
-  if (ia < 0) return false;
-  if (ib < 0) return true;
-  return a > b || (a == b && ia < ib);
+  return kernels::hd::argmax_better(a, ia, b, ib);
 }
 
 // Block argmax of row [0, vocab); every thread gets the result's index (-1 if all NaN).

@@ -23,6 +23,7 @@
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 #include "runtime/backend/backend_buffer.h"
+#include "runtime/backend/domino_walk_call.h"
 #include "runtime/io/tensor_ref.h"
 #include "runtime/kv/kv_cache.h"
 
@@ -116,6 +117,13 @@ class Backend {
   virtual void add(float* y, const float* x, int64_t count) = 0;
   // y[r, :] += b   for r < rows.   y: [rows, cols]
   virtual void add_bias(float* y, const float* b, int64_t rows, int64_t cols) = 0;
+
+  // Fused ops: a whole multi-op loop as one device launch where a backend has the kernel
+  // (has_*() says so); callers run the op-by-op path otherwise. The CPU backend has none.
+  // The Domino head's greedy walk over whole blocks (domino_walk_call.h); returns when the
+  // tokens are on the host. Throws on a backend without the kernel.
+  virtual bool has_domino_walk() const { return false; }
+  virtual void domino_walk(const DominoWalkCall& call);
 };
 
 // buf holds at least `count` floats of be's memory (regrown, contents lost, when smaller).

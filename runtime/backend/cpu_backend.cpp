@@ -365,4 +365,10 @@ std::unique_ptr<Backend> make_cpu_backend(int threads) {
   return make_cpu_backend(CpuBackendOptions{.threads = threads});
 }
 
+// The default of Backend's fused ops (defined here, the one engine file every backend links).
+void Backend::domino_walk(const DominoWalkCall& call) {
+  (void)call;
+  SSD_CHECK(false, "backend {} has no fused Domino walk (check has_domino_walk() first)", name());
+}
+
 }  // namespace ssd

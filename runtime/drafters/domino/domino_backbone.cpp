@@ -108,7 +108,8 @@ void DominoBackbone::append_context(KvCache& kv, SeqId seq, int64_t from,
   }
 }
 
-DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Block> blocks) {
+DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Block> blocks,
+                                               bool download) {
   const int64_t d = cfg_.target_dim, masks = cfg_.block_size - 1;
   const int64_t vocab = cfg_.draft_vocab_size();
 
@@ -169,7 +170,7 @@ DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Bloc
     out_rows += b.n_out;
     res.offset.push_back(out_rows);
   }
-  res.hidden.resize(out_rows * d);
+  if (download) res.hidden.resize(out_rows * d);
   if (out_rows == 0) return res;
   reserve_floats(backend_, h_, out_rows * d);
   reserve_floats(backend_, logits_, out_rows * vocab);
@@ -180,6 +181,9 @@ DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Bloc
   }
   backend_.rmsnorm(h_.data(), final_norm_.data(), h_.data(), out_rows, d, cfg_.rms_eps);
   backend_.matmul(lm_head_, h_.data(), logits_.data(), out_rows);
+  res.dev_logits = logits_.data();
+  res.dev_hidden = h_.data();
+  if (!download) return res;
   res.logits.resize(out_rows * vocab);
   backend_.download(res.hidden.data(), h_.data(), out_rows * d * f);
   backend_.download(res.logits.data(), logits_.data(), out_rows * vocab * f);

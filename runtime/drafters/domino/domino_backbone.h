@@ -60,8 +60,13 @@ class DominoBackbone {
     std::vector<float> hidden;    // [rows, d]  h_i after the final norm
     std::vector<float> logits;    // [rows, Vd] base logits (Vd = config().draft_vocab_size())
     std::vector<int64_t> offset;  // [blocks + 1]: block b owns rows offset[b] .. offset[b+1]-1
+    // The same rows in the backend's memory, valid until the backbone's next call (the fused
+    // head walk reads them there and overwrites dev_logits with the final logits).
+    float* dev_logits = nullptr;        // [rows, Vd]
+    const float* dev_hidden = nullptr;  // [rows, d]
   };
-  Result forward(KvCache& kv, std::span<const Block> blocks);
+  // download = false leaves hidden and logits empty (the rows stay in backend memory only).
+  Result forward(KvCache& kv, std::span<const Block> blocks, bool download = true);
 
  private:
 

@@ -96,13 +96,19 @@ std::vector<DraftTree> DominoDrafter::draft(std::span<const DraftRequest> reques
   }
   if (blocks.empty()) return trees;
 
-  const DominoBackbone::Result res = backbone_->forward(*kv_, blocks);
+  // Greedy blocks on a backend with the fused walk stay in its memory: one backbone pass, one
+  // walk, the tokens read back (domino_head.h). Otherwise the rows come to the host.
+  bool fused = head_->fused();
+  for (size_t r : which) fused = fused && is_greedy(requests[r].sampler);
+  const DominoBackbone::Result res = backbone_->forward(*kv_, blocks, /*download=*/!fused);
   std::vector<DominoChain> chains(blocks.size());
   for (size_t b = 0; b < blocks.size(); ++b) {
     const DraftRequest& req = requests[which[b]];
     DominoChain& c = chains[b];
-    c.base = res.logits.data() + res.offset[b] * cfg.draft_vocab_size();
-    c.hidden = res.hidden.data() + res.offset[b] * cfg.target_dim;
+    if (!fused) {
+      c.base = res.logits.data() + res.offset[b] * cfg.draft_vocab_size();
+      c.hidden = res.hidden.data() + res.offset[b] * cfg.target_dim;
+    }
     c.anchor = blocks[b].known.back();
     c.k = blocks[b].n_out;
     c.sampler = req.sampler;
@@ -110,7 +116,9 @@ std::vector<DraftTree> DominoDrafter::draft(std::span<const DraftRequest> reques
     c.step = req.position;
     c.request = &req;
   }
-  std::vector<DraftTree> walked = head_->walk(chains, opts_.head);
+  std::vector<DraftTree> walked =
+      fused ? head_->walk_fused(res.dev_logits, res.dev_hidden, res.offset, chains, opts_.head)
+            : head_->walk(chains, opts_.head);
   for (size_t b = 0; b < blocks.size(); ++b) trees[which[b]] = std::move(walked[b]);
   return trees;
 }

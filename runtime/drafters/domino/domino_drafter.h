@@ -16,7 +16,10 @@
 // deep: a request for more returns B - 1 tokens. Width is ignored (a Domino draft is a chain).
 //
 // All requests of a draft() call run as ONE batched backbone pass (each block on a fork of its
-// sequence's context cache), and the head walks all chains together.
+// sequence's context cache), and the head walks all chains together. On a backend with the fused
+// walk (the CUDA backend) a call whose requests are all greedy keeps the backbone's rows in
+// device memory and walks every chain in one launch (DominoHead::walk_fused); sampled requests,
+// and every request on the CPU, take the op-by-op walk from host rows.
 #pragma once
 
 #include <map>

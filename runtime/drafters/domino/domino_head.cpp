@@ -1,21 +1,19 @@
 // The Domino head's GRU step, low-rank correction and the left-to-right walk over a block's
-// positions (see domino_head.h for the equations and the GRU convention).
+// positions (see domino_head.h for the equations and the GRU convention), op by op (walk) or as
+// the backend's fused op (walk_fused). The element-wise arithmetic is kernels/common/
+// domino_math.h's, the same functions the fused CUDA kernel runs.
 #include "runtime/drafters/domino/domino_head.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "kernels/common/domino_math.h"
 #include "runtime/core/error.h"
 #include "runtime/model/decoder_layer.h"
 #include "runtime/saguaro/saguaro_sampling.h"
 
 namespace ssd {
-namespace {
-
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-
-}  // namespace
 
 DominoHead::DominoHead(const DominoCheckpoint& ck, Transformer& target)
     : cfg_(ck.config()), backend_(target.backend()), token_embd_(target.token_embedding()) {
@@ -25,6 +23,25 @@ DominoHead::DominoHead(const DominoCheckpoint& ck, Transformer& target)
   w2_ = backend_.prepare_weight(*ck.head.w2);
   b_ih_ = decode_vector(ck.head.gru_b_ih);
   b_hh_ = decode_vector(ck.head.gru_b_hh);
+  if (backend_.has_domino_walk()) {
+    const size_t bias_bytes = b_ih_.size() * sizeof(float);
+    b_ih_dev_ = backend_.allocate(bias_bytes);
+    b_hh_dev_ = backend_.allocate(bias_bytes);
+    backend_.upload(b_ih_dev_.data(), b_ih_.data(), bias_bytes);
+    backend_.upload(b_hh_dev_.data(), b_hh_.data(), bias_bytes);
+    if (!cfg_.draft_vocab.empty()) {
+      const size_t id_bytes = cfg_.draft_vocab.size() * sizeof(int32_t);
+      ids_dev_ = backend_.allocate(id_bytes);
+      backend_.upload(ids_dev_.data(), cfg_.draft_vocab.data(), id_bytes);
+    }
+  }
+}
+
+const float* DominoHead::target_row(const float* row) {
+  if (cfg_.draft_vocab.empty()) return row;
+  full_.assign(cfg_.target_vocab, -std::numeric_limits<float>::infinity());
+  for (size_t t = 0; t < cfg_.draft_vocab.size(); ++t) full_[cfg_.draft_vocab[t]] = row[t];
+  return full_.data();
 }
 
 void DominoHead::gru_step(const int32_t* tokens, float* s, int64_t n) {
@@ -42,12 +59,7 @@ void DominoHead::gru_step(const int32_t* tokens, float* s, int64_t n) {
     const float* xi = gi_.data() + j * 3 * g;
     const float* hh = gh_.data() + j * 3 * g;
     float* sj = s + j * g;
-    for (int64_t u = 0; u < g; ++u) {
-      const float r = sigmoid(xi[u] + hh[u]);
-      const float z = sigmoid(xi[g + u] + hh[g + u]);
-      const float nn = std::tanh(xi[2 * g + u] + r * hh[2 * g + u]);
-      sj[u] = (1.0f - z) * nn + z * sj[u];
-    }
+    for (int64_t u = 0; u < g; ++u) sj[u] = kernels::hd::domino_gru_state(xi, hh, g, u, sj[u]);
   }
 }
 
@@ -62,7 +74,7 @@ void DominoHead::add_correction(const float* h, const float* s, float* logits, i
     std::copy_n(s + j * g, g, in_.data() + j * (d + g) + d);
   }
   backend_.matmul(w1_, in_.data(), mid_.data(), n);  // [n, r]
-  for (float& m : mid_) m = m / (1.0f + std::exp(-m));  // SiLU
+  for (float& m : mid_) m = kernels::hd::silu(m);
   corr_.resize(n * vocab);
   backend_.matmul(w2_, mid_.data(), corr_.data(), n);  // [n, V]
   backend_.add(logits, corr_.data(), n * vocab);
@@ -72,7 +84,6 @@ std::vector<DraftTree> DominoHead::walk(std::span<const DominoChain> chains, boo
                                         std::vector<std::vector<float>>* final_logits) {
   const int64_t d = cfg_.target_dim, g = cfg_.gru_dim, vocab = cfg_.target_vocab;
   const int64_t dv = cfg_.draft_vocab_size();  // columns of base / final before the scatter
-  const bool reduced = !cfg_.draft_vocab.empty();
   const int64_t nc = static_cast<int64_t>(chains.size());
   std::vector<DraftTree> trees(nc);
   if (final_logits) {
@@ -119,12 +130,7 @@ std::vector<DraftTree> DominoHead::walk(std::span<const DominoChain> chains, boo
     toks.assign(na, 0);
     for (int64_t j = 0; j < na; ++j) {
       const DominoChain& ch = chains[act[j]];
-      const float* row = logits.data() + j * dv;
-      if (reduced) {  // back to target ids: tokens outside the draft vocabulary get -inf
-        full_.assign(vocab, -std::numeric_limits<float>::infinity());
-        for (int64_t t = 0; t < dv; ++t) full_[cfg_.draft_vocab[t]] = row[t];
-        row = full_.data();
-      }
+      const float* row = target_row(logits.data() + j * dv);  // over target ids
       if (final_logits) std::copy_n(row, vocab, final_logits->at(act[j]).data() + (i - 1) * vocab);
       int32_t tok;
       ProcessedDist predicted;
@@ -147,6 +153,73 @@ std::vector<DraftTree> DominoHead::walk(std::span<const DominoChain> chains, boo
       toks[j] = tok;
     }
     if (use_head && i < max_k) gru_step(toks.data(), state.data(), na);  // s_i
+  }
+  return trees;
+}
+
+std::vector<DraftTree> DominoHead::walk_fused(float* logits, const float* hidden,
+                                              std::span<const int64_t> offset,
+                                              std::span<const DominoChain> chains, bool use_head,
+                                              std::vector<std::vector<float>>* final_logits) {
+  const int64_t vocab = cfg_.target_vocab, dv = cfg_.draft_vocab_size();
+  const int64_t nc = static_cast<int64_t>(chains.size());
+  SSD_ASSERT(static_cast<int64_t>(offset.size()) == nc + 1 && offset[0] == 0);
+  std::vector<int32_t> anchors(nc);
+  bool want_rows = final_logits != nullptr;
+  for (int64_t c = 0; c < nc; ++c) {
+    const DominoChain& ch = chains[c];
+    SSD_ASSERT(is_greedy(ch.sampler) && ch.k == offset[c + 1] - offset[c]);
+    anchors[c] = ch.anchor;
+    want_rows = want_rows || (ch.request && ch.request->predict_top > 0);
+  }
+  const int64_t rows = offset[nc];
+  std::vector<int32_t> tokens(rows, -1);
+  DominoWalkCall call;
+  call.token_embd = &token_embd_;
+  call.w_ih = &w_ih_;
+  call.w_hh = &w_hh_;
+  call.w1 = &w1_;
+  call.w2 = &w2_;
+  call.b_ih = b_ih_dev_.data() ? b_ih_dev_.data() : b_ih_.data();
+  call.b_hh = b_hh_dev_.data() ? b_hh_dev_.data() : b_hh_.data();
+  if (!cfg_.draft_vocab.empty())
+    call.vocab_ids = ids_dev_.data() ? reinterpret_cast<const int32_t*>(ids_dev_.data())
+                                     : cfg_.draft_vocab.data();
+  call.d = cfg_.target_dim;
+  call.g = cfg_.gru_dim;
+  call.r = cfg_.rank;
+  call.vd = dv;
+  call.use_head = use_head;
+  call.logits = logits;
+  call.hidden = hidden;
+  call.first = offset.data();
+  call.anchors = anchors.data();
+  call.chains = nc;
+  call.tokens = tokens.data();
+  backend_.domino_walk(call);
+
+  std::vector<float> finals;  // [rows, Vd], only when some row is read on the host
+  if (want_rows && rows > 0) {
+    finals.resize(rows * dv);
+    backend_.download(finals.data(), logits, finals.size() * sizeof(float));
+  }
+  std::vector<DraftTree> trees(nc);
+  if (final_logits) final_logits->assign(nc, {});
+  for (int64_t c = 0; c < nc; ++c) {
+    const DominoChain& ch = chains[c];
+    if (final_logits) final_logits->at(c).resize(ch.k * vocab);
+    for (int32_t i = 1; i <= ch.k; ++i) {
+      const int64_t row = offset[c] + i - 1;
+      const int32_t tok = tokens[row];
+      SSD_CHECK(tok >= 0, "argmax: all {} logits are NaN", dv);
+      const ProcessedDist q = one_hot(tok);
+      const float* full = finals.empty() ? nullptr : target_row(finals.data() + row * dv);
+      if (final_logits) std::copy_n(full, vocab, final_logits->at(c).data() + (i - 1) * vocab);
+      trees[c].add(i - 2, tok, q);
+      if (ch.request && ch.request->predict_top > 0)
+        trees[c].predicted.push_back(
+            predicted_for(*ch.request, full, static_cast<int32_t>(vocab), q));
+    }
   }
   return trees;
 }

@@ -18,6 +18,12 @@
 // With the head off (--domino-head off) final_i = base_i: plain block-parallel drafting, which is
 // how the head's effect on acceptance is measured. The walk is batched across chains: position i
 // of every chain that reaches it is one matmul per weight.
+//
+// Two paths, one arithmetic (kernels/common/domino_math.h: the GRU unit, SiLU, base add, argmax
+// rule): walk() runs op by op from host rows (every backend; the CPU's path); walk_fused() runs
+// the whole greedy walk of every chain as ONE backend op (Backend::domino_walk: the CUDA
+// backend's fused kernel) on rows the backbone left in backend memory, so a block never returns
+// to the host between positions. They differ only in the matmuls' summation order.
 #pragma once
 
 #include <span>
@@ -66,16 +72,35 @@ class DominoHead {
   std::vector<DraftTree> walk(std::span<const DominoChain> chains, bool use_head,
                               std::vector<std::vector<float>>* final_logits = nullptr);
 
+  // Whether the backend has the fused walk (walk_fused may be called).
+  bool fused() const { return backend_.has_domino_walk(); }
+  // walk() for greedy chains whose rows are in backend memory: chain c's base logits are rows
+  // offset[c] .. offset[c + 1] - 1 of `logits` ([rows, Vd], overwritten by the final logits),
+  // its hidden states the same rows of `hidden` ([rows, d]); chains[c].k must be that count and
+  // chains[c].base / hidden are not read. The final logits are downloaded (once, after the
+  // walk) only for requests asking predict_top and for final_logits.
+  std::vector<DraftTree> walk_fused(float* logits, const float* hidden,
+                                    std::span<const int64_t> offset,
+                                    std::span<const DominoChain> chains, bool use_head,
+                                    std::vector<std::vector<float>>* final_logits = nullptr);
+
  private:
   const DominoConfig& cfg_;
   Backend& backend_;
   const kernels::WeightMatrix& token_embd_;  // the target's
   kernels::WeightMatrix w_ih_, w_hh_, w1_, w2_;
   std::vector<float> b_ih_, b_hh_;  // [3g]
+  // For the fused walk (backend memory; allocated only when the backend has it).
+  BackendBuffer b_ih_dev_, b_hh_dev_;  // [3g]
+  BackendBuffer ids_dev_;              // [Vd] the draft vocabulary's target ids (when reduced)
 
   // Workspace.
   std::vector<float> emb_, gi_, gh_, in_, mid_, corr_;
   std::vector<float> full_;  // [V] one final row scattered back to target ids (draft vocab)
+
+  // The row `row` ([Vd]) over target ids: itself, or scattered into full_ (-inf outside the
+  // draft vocabulary).
+  const float* target_row(const float* row);
 };
 
 }  // namespace ssd

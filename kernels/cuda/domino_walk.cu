@@ -1,0 +1,140 @@
+// The Domino head's greedy correction loop as ONE kernel launch for a whole batch of chains
+// (runtime/backend/domino_walk_call.h says what it computes; kernels/common/domino_math.h holds
+// its arithmetic, shared with the CPU head and with the CPU twin the tests compare it to).
+//
+// Mapping: one block of kThreads threads per chain; the chain's positions run in order inside
+// the block, separated by __syncthreads(), so nothing returns to the host between positions.
+// Per position:
+//   mid   = silu(W1 [h ; s])       one warp per output row, lane_dot + xor butterfly
+//   final = base + W2 mid          one warp per vocabulary row, written over the base row
+//   token = argmax(final)          block reduction by argmax_better, mapped to a target id
+//   s     = GRU(s, emb(token))     embedding decoded from the file bytes (dequant.h), then the
+//                                  gate rows one warp each, then one thread per state unit
+// Every dot product runs in the batch-invariant matmul's order (matmul.cu), so the fused walk
+// gives the bits the CUDA backend's op-by-op head would. Per-chain scratch (state, embedding,
+// gates, mid) lives in global memory, which keeps any d / g / r legal; a block only reads what
+// it wrote after a barrier. The weights are re-read by every chain's block; L2 absorbs that for
+// the small chain counts of drafting. Not yet run on a GPU (none on the build machine).
+#include "kernels/common/dequant.h"
+#include "kernels/common/domino_math.h"
+#include "kernels/common/half_math.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/kernels.cuh"
+
+namespace ssd::cuda {
+namespace {
+
+namespace hd = kernels::hd;
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / hd::kDotLanes;
+
+// Every lane ends with the butterfly sum of the warp's partials (hd::butterfly32's order).
+__device__ float warp_sum(float acc) {
+  for (int o = hd::kDotLanes / 2; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  return acc;
+}
+
+// y[row] = W[row] . x for rows < rows, one warp per row; lane 0 hands each result to `store`.
+template <class X, class Store>
+__device__ void warp_rows(const uint16_t* w, int64_t rows, int64_t cols, X&& x, Store&& store) {
+  const int lane = static_cast<int>(threadIdx.x) % hd::kDotLanes;
+  for (int64_t row = threadIdx.x / hd::kDotLanes; row < rows; row += kWarps) {
+    const uint16_t* wr = w + row * cols;
+    auto wc = [wr](int64_t c) { return hd::bf16_to_fp32(wr[c]); };
+    const float v = warp_sum(hd::lane_dot(wc, x, cols, lane));
+    if (lane == 0) store(row, v);
+  }
+}
+
+// The block's argmax of row[0, n) (NaN skipped; -1 when all NaN); every thread gets it.
+__device__ int32_t block_argmax(const float* row, int64_t n) {
+  __shared__ float sv[kThreads];
+  __shared__ int32_t si[kThreads];
+  const int t = static_cast<int>(threadIdx.x);
+  float bv = 0.0f;
+  int32_t bi = -1;
+  for (int64_t i = t; i < n; i += kThreads) {
+    const float v = row[i];
+    if (v != v) continue;
+    if (hd::argmax_better(v, static_cast<int32_t>(i), bv, bi)) {
+      bv = v;
+      bi = static_cast<int32_t>(i);
+    }
+  }
+  sv[t] = bv;
+  si[t] = bi;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s /= 2) {
+    if (t < s && hd::argmax_better(sv[t + s], si[t + s], sv[t], si[t])) {
+      sv[t] = sv[t + s];
+      si[t] = si[t + s];
+    }
+    __syncthreads();
+  }
+  const int32_t r = si[0];
+  __syncthreads();  // sv / si are reused by the next position
+  return r;
+}
+
+// s <- GRU(s, emb(token)) for one chain.   s: [g], x: [d], gi, gh: [3g]
+__device__ void gru_step(const DominoWalkArgs& a, int32_t token, float* s, float* x, float* gi,
+                         float* gh) {
+  const uint8_t* erow = a.embd + static_cast<int64_t>(token) * a.embd_row_bytes;
+  for (int64_t c = threadIdx.x; c < a.d; c += kThreads)
+    x[c] = hd::dequant_elem(a.embd_type, erow, c);
+  __syncthreads();
+  auto xs = [x](int64_t c) { return x[c]; };
+  auto ss = [s](int64_t c) { return s[c]; };
+  warp_rows(a.w_ih, 3 * a.g, a.d, xs,
+            [&](int64_t u, float v) { gi[u] = hd::domino_gate(v, a.b_ih[u]); });
+  warp_rows(a.w_hh, 3 * a.g, a.g, ss,
+            [&](int64_t u, float v) { gh[u] = hd::domino_gate(v, a.b_hh[u]); });
+  __syncthreads();
+  for (int64_t u = threadIdx.x; u < a.g; u += kThreads)
+    s[u] = hd::domino_gru_state(gi, gh, a.g, u, s[u]);
+  __syncthreads();
+}
+
+__global__ void domino_walk_kernel(DominoWalkArgs a) {
+  const int64_t c = blockIdx.x;
+  const int64_t row0 = a.first[c], k = a.first[c + 1] - row0;
+  float* s = a.scratch + c * domino_walk_scratch_floats(a.d, a.g, a.r);  // [g]
+  float* x = s + a.g;                                                    // [d]
+  float* gi = x + a.d;                                                   // [3g]
+  float* gh = gi + 3 * a.g;                                              // [3g]
+  float* mid = gh + 3 * a.g;                                             // [r]
+  if (k <= 0) return;  // the whole block leaves together
+  for (int64_t u = threadIdx.x; u < a.g; u += kThreads) s[u] = 0.0f;
+  __syncthreads();
+  if (a.use_head) gru_step(a, a.anchors[c], s, x, gi, gh);  // s_0
+  for (int64_t i = 0; i < k; ++i) {
+    const int64_t row = row0 + i;
+    float* f = a.logits + row * a.vd;  // [Vd] base, then final
+    if (a.use_head) {
+      const float* h = a.hidden + row * a.d;
+      const int64_t d = a.d;
+      auto in = [h, s, d](int64_t col) { return hd::domino_w1_input(h, s, d, col); };
+      warp_rows(a.w1, a.r, a.d + a.g, in, [&](int64_t j, float v) { mid[j] = hd::silu(v); });
+      __syncthreads();
+      auto ms = [mid](int64_t col) { return mid[col]; };
+      warp_rows(a.w2, a.vd, a.r, ms,
+                [&](int64_t v, float corr) { f[v] = hd::domino_final(f[v], corr); });
+      __syncthreads();
+    }
+    const int32_t token = hd::domino_target_id(a.vocab_ids, block_argmax(f, a.vd));
+    if (threadIdx.x == 0) a.tokens[row] = token;
+    if (token < 0) return;  // every logit NaN: the host reports it (the same for all threads)
+    if (a.use_head && i + 1 < k) gru_step(a, token, s, x, gi, gh);
+  }
+}
+
+}  // namespace
+
+void launch_domino_walk(const DominoWalkArgs& a, cudaStream_t s) {
+  if (a.chains == 0) return;
+  domino_walk_kernel<<<static_cast<unsigned>(a.chains), kThreads, 0, s>>>(a);
+  SSD_CUDA_LAUNCHED();
+}
+
+}  // namespace ssd::cuda

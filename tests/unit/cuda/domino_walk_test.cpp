@@ -1,0 +1,229 @@
+// The fused Domino walk (kernels/cuda/domino_walk.cu through CudaBackend::domino_walk) against
+// its CPU twin (tests/support/domino_twin.h, itself tested against the CPU head in
+// tests/unit/spec/domino_head_twin_test.cpp), on awkward sizes: d 29, GRU 7, rank 5, Vd 37 (a
+// draft vocabulary of 37 ids out of 50, and the identity case V = Vd = 37), three chains of
+// lengths 5, 1 and 3 in one launch, head on and off. Then the drafter's two paths on one CUDA
+// backend: DominoHead::walk_fused against DominoHead::walk on the same rows, predict_top included.
+// Every case needs a GPU and skips visibly without one; none has run yet (no GPU here).
+//
+// Tolerances: device vs twin, final logits 1e-5 normalised max error (the same weights, the same
+// dot-product order, fused multiply-adds on both; only expf / tanhf differ from libm, by a few
+// ulp, and that reaches the logits through the GRU state); tokens identical, and the test asserts
+// the twin's top-two gap is > 1e-3 at every position so that equality is a real requirement.
+// fused vs op-by-op on the device: the same matmul kernel order; the op-by-op GRU runs on the
+// host (std::exp), so again 1e-5 and identical tokens. Head off: exactly the base rows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/common/half_math.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "runtime/backend/backend.h"
+#include "runtime/drafters/domino/domino_backbone.h"
+#include "runtime/drafters/domino/domino_head.h"
+#include "runtime/model/model_file.h"
+#include "runtime/model/transformer.h"
+#include "tests/support/domino_twin.h"
+#include "tests/support/domino_writer.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/tiny_model.h"
+#include "tests/unit/cuda/skip_without_gpu.h"
+
+namespace ssd {
+namespace {
+
+double nmse_max(const float* got, const float* want, size_t n) {
+  double m = 0, d = 0;
+  for (size_t i = 0; i < n; ++i) {
+    m = std::max(m, std::abs(static_cast<double>(want[i])));
+    d = std::max(d, std::abs(static_cast<double>(got[i]) - want[i]));
+  }
+  return m > 0 ? d / m : d;
+}
+
+double top2_gap(const float* row, int64_t n) {
+  std::vector<float> s(row, row + n);
+  std::partial_sort(s.begin(), s.begin() + 2, s.end(), std::greater<>());
+  return s[0] - s[1];
+}
+
+// A BF16 matrix [rows, cols] of random BF16 values; `values` gets them as floats.
+struct Bf16Matrix {
+  std::vector<uint16_t> bits;
+  std::vector<float> values;
+  TensorRef ref;
+  Bf16Matrix(int64_t rows, int64_t cols, float sigma, std::mt19937& rng) {
+    std::normal_distribution<float> nd(0.0f, sigma);
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      bits.push_back(kernels::hd::fp32_to_bf16(nd(rng)));
+      values.push_back(kernels::hd::bf16_to_fp32(bits.back()));
+    }
+    ref.type = DType::BF16;
+    ref.ne = {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)};
+    ref.data = reinterpret_cast<const uint8_t*>(bits.data());
+    ref.nbytes = bits.size() * sizeof(uint16_t);
+  }
+};
+
+void compare_walk_with_twin(bool draft_vocab, bool use_head) {
+  const int64_t d = 29, g = 7, r = 5, vd = 37, v = draft_vocab ? 50 : 37;
+  std::mt19937 rng(draft_vocab ? 21 : 12);
+  std::normal_distribution<float> n01(0.0f, 1.0f);
+  test::DominoTwinHead twin;
+  twin.d = d;
+  twin.g = g;
+  twin.r = r;
+  twin.vd = vd;
+  std::vector<float> embd(v * d);  // F32 table, decoded exactly on the device
+  for (float& x : embd) x = n01(rng);
+  twin.embd = embd;
+  Bf16Matrix w_ih(3 * g, d, 1.0f / std::sqrt(29.0f), rng), w_hh(3 * g, g, 0.4f, rng),
+      w1(r, d + g, 0.2f, rng), w2(vd, r, 0.8f, rng);
+  twin.w_ih = w_ih.values;
+  twin.w_hh = w_hh.values;
+  twin.w1 = w1.values;
+  twin.w2 = w2.values;
+  for (int64_t i = 0; i < 3 * g; ++i) {
+    twin.b_ih.push_back(0.1f * n01(rng));
+    twin.b_hh.push_back(0.1f * n01(rng));
+  }
+  if (draft_vocab)
+    for (int32_t t = 0; t < v && static_cast<int64_t>(twin.vocab_ids.size()) < vd; ++t)
+      if (t % 4 != 1) twin.vocab_ids.push_back(t);
+  ASSERT_EQ(static_cast<int64_t>(draft_vocab ? twin.vocab_ids.size() : vd), vd);
+  const std::vector<int64_t> first = {0, 5, 6, 9};
+  const std::vector<int32_t> anchors = {3, static_cast<int32_t>(v - 1), 0};
+  const int64_t rows = first.back();
+  std::vector<float> base(rows * vd), hidden(rows * d);
+  for (float& x : base) x = 2.0f * n01(rng);
+  for (float& x : hidden) x = n01(rng);
+  std::vector<float> want = base;
+  const std::vector<int32_t> want_tokens =
+      test::domino_twin_walk(twin, want.data(), hidden.data(), first, anchors, use_head);
+  for (int64_t row = 0; row < rows; ++row)
+    ASSERT_GT(top2_gap(want.data() + row * vd, vd), 1e-3) << "near-tie in the twin, row " << row;
+
+  SSD_SKIP_WITHOUT_GPU("fused Domino walk vs its CPU twin");
+  std::unique_ptr<Backend> gpu = make_cuda_backend(0);
+  ASSERT_TRUE(gpu->has_domino_walk());
+  TensorRef embd_ref;
+  embd_ref.name = "token_embd";
+  embd_ref.type = DType::F32;
+  embd_ref.ne = {static_cast<uint64_t>(d), static_cast<uint64_t>(v)};
+  embd_ref.data = reinterpret_cast<const uint8_t*>(embd.data());
+  embd_ref.nbytes = embd.size() * sizeof(float);
+  const kernels::WeightMatrix we = gpu->prepare_weight(embd_ref);
+  const kernels::WeightMatrix wih = gpu->prepare_weight(w_ih.ref);
+  const kernels::WeightMatrix whh = gpu->prepare_weight(w_hh.ref);
+  const kernels::WeightMatrix wa = gpu->prepare_weight(w1.ref);
+  const kernels::WeightMatrix wb = gpu->prepare_weight(w2.ref);
+  BackendBuffer dlog = gpu->allocate(base.size() * sizeof(float));
+  BackendBuffer dhid = gpu->allocate(hidden.size() * sizeof(float));
+  gpu->upload(dlog.data(), base.data(), base.size() * sizeof(float));
+  gpu->upload(dhid.data(), hidden.data(), hidden.size() * sizeof(float));
+  DominoWalkCall call;
+  call.token_embd = &we;
+  call.w_ih = &wih;
+  call.w_hh = &whh;
+  call.w1 = &wa;
+  call.w2 = &wb;
+  call.b_ih = twin.b_ih.data();  // host inputs: staged by the backend
+  call.b_hh = twin.b_hh.data();
+  call.vocab_ids = draft_vocab ? twin.vocab_ids.data() : nullptr;
+  call.d = d;
+  call.g = g;
+  call.r = r;
+  call.vd = vd;
+  call.use_head = use_head;
+  call.logits = dlog.data();
+  call.hidden = dhid.data();
+  call.first = first.data();
+  call.anchors = anchors.data();
+  call.chains = 3;
+  std::vector<int32_t> tokens(rows, -7);
+  call.tokens = tokens.data();
+  gpu->domino_walk(call);
+  std::vector<float> got(base.size());
+  gpu->download(got.data(), dlog.data(), got.size() * sizeof(float));
+  EXPECT_EQ(tokens, want_tokens);
+  for (int64_t row = 0; row < rows; ++row) {
+    const float* gr = got.data() + row * vd;
+    const float* wr = want.data() + row * vd;
+    if (use_head) EXPECT_LT(nmse_max(gr, wr, vd), 1e-5) << "row " << row;
+    else EXPECT_TRUE(std::equal(gr, gr + vd, wr)) << "row " << row;
+  }
+}
+
+TEST(CudaDominoWalk, FusedWalkEqualsTwinWholeVocabulary) { compare_walk_with_twin(false, true); }
+TEST(CudaDominoWalk, FusedWalkEqualsTwinDraftVocabulary) { compare_walk_with_twin(true, true); }
+TEST(CudaDominoWalk, FusedWalkHeadOffIsTheBaseArgmax) {
+  compare_walk_with_twin(false, false);
+  compare_walk_with_twin(true, false);
+}
+
+// The Domino head's two paths on one CUDA backend, from the same backbone rows: walk_fused (one
+// launch, rows in device memory) and walk (op by op from host rows), with predict_top asked on
+// one chain (its predicted lists come from the downloaded final rows).
+TEST(CudaDominoWalk, HeadFusedPathEqualsOpByOpPathOnTheDevice) {
+  SSD_SKIP_WITHOUT_GPU("DominoHead::walk_fused vs DominoHead::walk on the CUDA backend");
+  test::TempDir tmp;
+  ModelFile file =
+      ModelFile::open(test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32),
+                                            tmp.file("t.gguf")));
+  std::unique_ptr<Backend> gpu = make_cuda_backend(0);
+  Transformer target(file, *gpu);
+  test::DominoSpec spec = test::tiny_domino_spec();
+  spec.type = DType::BF16;
+  for (int32_t t = 2; t < 261; t += 3) spec.cfg.draft_vocab.push_back(t);
+  const DominoCheckpoint ck = DominoCheckpoint::open(test::write_domino(spec, tmp.file("d.safetensors")));
+  const DominoConfig& cfg = ck.config();
+  DominoBackbone bb(ck, target);
+  DominoHead head(ck, target);
+  ASSERT_TRUE(head.fused());
+  KvCache kv(bb.kv_config(256));
+  const SeqId s = kv.create();
+  std::mt19937 rng(3);
+  std::normal_distribution<float> n01(0.0f, 1.0f);
+  std::vector<float> features(10 * cfg.feature_dim());
+  for (float& x : features) x = n01(rng);
+  bb.append_context(kv, s, 0, features);
+  std::vector<DominoBackbone::Block> blocks = {{s, 10, {40}, 7}, {s, 9, {7, 8}, 3}};
+  const DominoBackbone::Result res = bb.forward(kv, blocks);  // downloaded rows too
+  DraftRequest with_top;
+  with_top.predict_top = 3;
+  std::vector<DominoChain> chains(2);
+  for (size_t c = 0; c < 2; ++c) {
+    chains[c].base = res.logits.data() + res.offset[c] * cfg.draft_vocab_size();
+    chains[c].hidden = res.hidden.data() + res.offset[c] * cfg.target_dim;
+    chains[c].anchor = blocks[c].known.back();
+    chains[c].k = blocks[c].n_out;
+  }
+  chains[1].request = &with_top;
+  std::vector<std::vector<float>> want_final, got_final;
+  const auto want = head.walk(chains, true, &want_final);
+  const auto got = head.walk_fused(res.dev_logits, res.dev_hidden, res.offset, chains, true,
+                                   &got_final);
+  for (size_t c = 0; c < 2; ++c) {
+    EXPECT_EQ(got[c].tokens, want[c].tokens) << "chain " << c;
+    EXPECT_EQ(got[c].parents, want[c].parents) << "chain " << c;
+    ASSERT_EQ(got[c].predicted.size(), want[c].predicted.size());
+    for (size_t i = 0; i < got[c].predicted.size(); ++i) {
+      ASSERT_EQ(got[c].predicted[i].size(), want[c].predicted[i].size());
+      for (size_t j = 0; j < got[c].predicted[i].size(); ++j)
+        EXPECT_EQ(got[c].predicted[i].tokens[j].id, want[c].predicted[i].tokens[j].id);
+    }
+    std::vector<float> a, b;  // finite entries (the draft ids; -inf elsewhere on both)
+    for (size_t i = 0; i < want_final[c].size(); ++i)
+      if (std::isfinite(want_final[c][i])) {
+        a.push_back(got_final[c][i]);
+        b.push_back(want_final[c][i]);
+      }
+    EXPECT_LT(nmse_max(a.data(), b.data(), a.size()), 1e-5) << "chain " << c;
+  }
+}
+
+}  // namespace
+}  // namespace ssd
