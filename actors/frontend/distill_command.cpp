@@ -18,13 +18,14 @@
 #include "runtime/train/distill_dataset.h"
 #include "runtime/train/distill_generate.h"
 #include "runtime/train/prompt_set.h"
+#include "runtime/train/train_progress.h"
 
 namespace ssd {
 namespace {
 
 struct DistillArgs {
   std::filesystem::path model;
-  std::filesystem::path prompts;
+  std::string prompts;  // comma-separated prompt files
   std::filesystem::path out;
   std::string layers;  // empty: default_distill_layers
   int64_t n_predict = 192;
@@ -39,7 +40,8 @@ struct DistillArgs {
   void visit(V&& v) {
     v(model, "model", "target: GGUF file or safetensors checkpoint directory",
       {.required = true, .short_name = 'm', .must_exist = true});
-    v(prompts, "prompts", "prompt file, one per line ('#' comments, \\n escapes)",
+    v(prompts, "prompts",
+      "prompt files, comma-separated, one prompt per line ('#' comments, \\n escapes)",
       {.required = true});
     v(out, "out", "dataset file to write", {.required = true, .short_name = 'o'});
     v(layers, "layers",
@@ -81,19 +83,12 @@ std::vector<int32_t> parse_layers(const std::string& text, int64_t n_layers) {
   return out;
 }
 
-std::string duration(double s) {
-  const auto t = static_cast<int64_t>(s + 0.5);
-  if (t >= 3600) return fmt::format("{}h{:02}m{:02}s", t / 3600, t / 60 % 60, t % 60);
-  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
-  return fmt::format("{}s", t);
-}
-
 int run_distill(const DistillArgs& args) {
   const std::string out = args.out.string();
   std::error_code ec;
   SSD_CHECK(args.force || !std::filesystem::exists(args.out, ec),
             "--out '{}' exists; pass --force to overwrite it", out);
-  const std::vector<std::string> texts = read_prompt_file(args.prompts.string(), args.max_prompts);
+  const std::vector<std::string> texts = read_prompt_files(args.prompts, args.max_prompts);
 
   ModelSession session(SessionOptions{args.model.string(), args.threads, args.ctx_size});
   const ModelConfig& cfg = session.file().config();
@@ -120,7 +115,7 @@ int run_distill(const DistillArgs& args) {
   fmt::print(stderr,
              "distill: {} prompts from {} | layers {} (features {} x f16 per token) | -n {} | "
              "batch {} | {} threads | chat {}\n",
-             prompts.size(), args.prompts.string(), layer_list,
+             prompts.size(), args.prompts, layer_list,
              static_cast<int64_t>(layers.size()) * cfg.dim, args.n_predict, args.batch,
              args.threads, args.chat ? "on" : "off");
 
@@ -144,8 +139,8 @@ int run_distill(const DistillArgs& args) {
         p.generate_s > 0 ? static_cast<double>(p.response_tokens) / p.generate_s : 0;
     fmt::print(stderr, "{}distill: {}/{} sequences | {:.0f} tok/s stored ({:.1f} response tok/s "
                "decoding) | {} elapsed, ~{} left{}",
-               tty ? "\r" : "", p.done, p.total, tps, gen_tps, duration(p.seconds),
-               duration(left), tty ? "   " : "\n");
+               tty ? "\r" : "", p.done, p.total, tps, gen_tps, train::format_duration(p.seconds),
+               train::format_duration(left), tty ? "   " : "\n");
     std::fflush(stderr);
   };
   const DistillProgress p = distill_prompts(target, prompts, opts, writer, progress);
@@ -157,7 +152,7 @@ int run_distill(const DistillArgs& args) {
              "distill: wrote {} | {} sequences | {} prompt + {} response tokens | {:.1f} MB | "
              "wall {} (decoding {}, feature capture {})\n",
              out, p.done, p.prompt_tokens, p.response_tokens, static_cast<double>(bytes) / 1e6,
-             duration(p.seconds), duration(p.generate_s), duration(p.capture_s));
+             train::format_duration(p.seconds), train::format_duration(p.generate_s), train::format_duration(p.capture_s));
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "actors/frontend/distill_command.h"
 #include "actors/frontend/generate_command.h"
 #include "actors/frontend/info_command.h"
+#include "actors/frontend/synth_prompts_command.h"
 #include "actors/frontend/train_domino_command.h"
 #include "runtime/core/error.h"
 #include "topology/binding.h"
@@ -32,6 +33,8 @@ constexpr Command kCommands[] = {
     {"info", "print a model file's architecture, tensors and tokenizer", ssd::run_info_command},
     {"bench-kernels", "measure bandwidth, decode roofline, verify cost and prefill of the kernels",
      ssd::run_bench_kernels_command},
+    {"synth-prompts", "write a prompt file of user requests sampled from the target (Magpie-style)",
+     ssd::run_synth_prompts_command},
     {"distill", "build a self-distillation dataset (target responses + hidden states) for drafters",
      ssd::run_distill_command},
     {"train-domino", "train a Domino drafter for a target from `ssd distill` data",

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -43,20 +42,13 @@ TEST(PromptSet, ReadsFilesAndRefusesMissingOrEmptyOnes) {
     EXPECT_NE(std::string(e.what()).find("has no prompts"), std::string::npos) << e.what();
   }
   EXPECT_THROW(read_prompt_file(tmp.file("missing.txt")), Error);
+  std::ofstream(tmp.file("q.txt")) << "d\n";
+  const std::string both = tmp.file("p.txt") + "," + tmp.file("q.txt");
+  EXPECT_EQ(read_prompt_files(both), (std::vector<std::string>{"a", "b", "c", "d"}));
+  EXPECT_EQ(read_prompt_files(both, 2), (std::vector<std::string>{"a", "b"}));
+  EXPECT_THROW(read_prompt_files(tmp.file("p.txt") + ","), Error);  // an empty entry
+  EXPECT_THROW(read_prompt_files(both + "," + tmp.file("missing.txt")), Error);
   EXPECT_THROW(read_prompt_file(tmp.path()), Error);  // a directory
-}
-
-std::string normalised(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      if (!out.empty() && out.back() != ' ') out += ' ';
-    } else {
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-  }
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  return out;
 }
 
 size_t count_containing(const std::vector<std::string>& ps, const std::string& word) {
@@ -71,14 +63,21 @@ TEST(DistillPrompts, HeldOutSplitIsDisjointFromTrainingAndVaried) {
   const std::string dir = std::string(src) + "/perf/prompts/";
   const auto train = read_prompt_file(dir + "distill-train.txt");
   const auto held = read_prompt_file(dir + "distill-heldout.txt");
+  const auto synth = read_prompt_file(dir + "distill-synth.txt");  // ssd synth-prompts' output
 
   std::set<std::string> seen_train, seen_held;
   for (const auto& p : train)
-    EXPECT_TRUE(seen_train.insert(normalised(p)).second) << "repeated in train: " << p;
+    EXPECT_TRUE(seen_train.insert(prompt_key(p)).second) << "repeated in train: " << p;
   for (const auto& p : held) {
-    EXPECT_TRUE(seen_held.insert(normalised(p)).second) << "repeated in held-out: " << p;
-    EXPECT_EQ(seen_train.count(normalised(p)), 0u) << "held-out prompt also in train: " << p;
+    EXPECT_TRUE(seen_held.insert(prompt_key(p)).second) << "repeated in held-out: " << p;
+    EXPECT_EQ(seen_train.count(prompt_key(p)), 0u) << "held-out prompt also in train: " << p;
   }
+  std::set<std::string> seen_synth;
+  for (const auto& p : synth) {
+    EXPECT_TRUE(seen_synth.insert(prompt_key(p)).second) << "repeated in synth: " << p;
+    EXPECT_EQ(seen_held.count(prompt_key(p)), 0u) << "held-out prompt also in synth: " << p;
+  }
+  EXPECT_GE(synth.size(), 3000u);
   // About 400 prompts in all, about 60 of them held out.
   EXPECT_GE(train.size(), 300u);
   EXPECT_GE(held.size(), 50u);
