@@ -16,6 +16,11 @@
 //             step through KvPageObserver (copy on write, compaction); attention reads it through
 //             the host page tables, uploaded per call. A mirror belongs to one cache object
 //             (KvCache::id) and is freed once that cache is destroyed (kv_mirrors.h).
+//             truncate, fork and release are host bookkeeping only (page tables, reference
+//             counts): no device work and no transfer. Copy on write and compaction are
+//             device-to-device copies queued on the stream, never a round trip through the host.
+//             (The host cache still allocates, and copies on write, its own pages, which the
+//             CUDA path never reads: memory and memcpy it could skip, not a transfer.)
 //   activations  device memory from Backend::allocate. The Transformer and the Domino
 //             backbone keep their activations there, so a decode step, a verification forward,
 //             a drafter's tree forward or a Domino block pass enqueues its kernels on the
