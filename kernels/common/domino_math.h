@@ -11,8 +11,8 @@
 //           through the draft vocabulary when there is one
 //
 // The matrix-vector products: the CPU head runs them through Backend::matmul (its SIMD kernels,
-// their own summation order). The device walk and its twin use lane_dot() + butterfly32(): lane
-// l of a warp sums c = l, l + 32, ... with fused multiply-adds, then the 32 lanes combine by an
+// their own summation order). The device walk and its twin use lane_dot() + butterfly32()
+// (invariant_dot.h): lane l of a warp sums c = l, l + 32, ... with fused multiply-adds, then the 32 lanes combine by an
 // xor butterfly, which is exactly the order of the CUDA backend's batch-invariant matmul
 // (kernels/cuda/matmul.cu). So on a GPU the fused walk gives the bits the op-by-op head would
 // give there, and on the host the twin gives the device's bits except for exp/tanh (expf /
@@ -25,48 +25,10 @@
 #include <cstdint>
 
 #include "kernels/common/hd.h"
+#include "kernels/common/invariant_dot.h"
 #include "kernels/common/row_math.h"
 
 namespace ssd::kernels::hd {
-
-// Lanes of one dot product (a CUDA warp).
-inline constexpr int kDotLanes = 32;
-
-// a * b + c with one rounding: fmaf on the device, std::fma on the host (what matmul.cu does).
-SSD_HD float fma_f(float a, float b, float c) {
-#if defined(__CUDA_ARCH__)
-  return fmaf(a, b, c);
-#else
-  return std::fma(a, b, c);
-#endif
-}
-
-// Lane `lane`'s partial of sum_c w(c) x(c) over c < n: c = lane, lane + 32, ... in order.
-template <class W, class X>
-SSD_HD float lane_dot(W&& w, X&& x, int64_t n, int lane) {
-  float acc = 0.0f;
-  for (int64_t c = lane; c < n; c += kDotLanes) acc = fma_f(w(c), x(c), acc);
-  return acc;
-}
-
-// The device's xor butterfly over 32 lane partials (for o = 16, 8, ..., 1: every lane adds the
-// partial of lane ^ o), run on the host; returns what every lane ends with. Overwrites p.
-SSD_HD float butterfly32(float* p) {
-  for (int o = kDotLanes / 2; o > 0; o /= 2) {
-    float next[kDotLanes];
-    for (int l = 0; l < kDotLanes; ++l) next[l] = p[l] + p[l ^ o];
-    for (int l = 0; l < kDotLanes; ++l) p[l] = next[l];
-  }
-  return p[0];
-}
-
-// The full dot product in the device's order, on one thread (the twin).
-template <class W, class X>
-SSD_HD float warp_order_dot(W&& w, X&& x, int64_t n) {
-  float p[kDotLanes];
-  for (int l = 0; l < kDotLanes; ++l) p[l] = lane_dot(w, x, n, l);
-  return butterfly32(p);
-}
 
 // A gate pre-activation: the product plus its bias (the CPU head: matmul, then add_bias).
 SSD_HD float domino_gate(float product, float bias) { return add_rn(product, bias); }

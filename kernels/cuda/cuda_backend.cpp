@@ -15,9 +15,10 @@
 //     with the same buffers; a region whose slots still differ from its measurement throws once
 //     and stays eager). Batches above invariant_max_tokens (cuBLAS) and sizes
 //     outside CudaBackendOptions::graph_sizes stay eager.
-//   - Weights: raw file bytes uploaded once (embedding rows decode them exactly as the CPU does,
-//     kernels/common/dequant.h) plus a BF16 copy decoded on the device for the GEMMs. A tensor
-//     prepared twice (tied embeddings / LM head) is uploaded once.
+//   - Weights: raw file bytes uploaded once, which embedding rows and the batch-invariant matmul
+//     (decode, verification, drafting) decode in the kernel exactly as the CPU does
+//     (kernels/common/dequant.h), plus a BF16 copy decoded on the device for the cuBLAS GEMMs of
+//     prefill. A tensor prepared twice (tied embeddings / LM head) is uploaded once.
 //   - KV: DeviceKv mirrors a KvCache's pages (same ids, same layout, all pages allocated up front:
 //     max_pages x page bytes) and observes the cache (KvPageObserver) to repeat copy-on-write page
 //     copies and compaction moves on the device, in stream order before the next kernel. One
@@ -248,7 +249,9 @@ class CudaBackend final : public Backend {
     if (!live()) {
       SSD_ASSERT(n <= opts_.invariant_max_tokens);  // regions never reach the cuBLAS path
     } else if (n <= opts_.invariant_max_tokens) {
-      cuda::launch_matmul_invariant(dw.bf16.get<uint16_t>(), dx, dy, n, w.rows, w.cols, stream_);
+      // The stored bytes, decoded in the kernel (matmul.cu): decode reads Q4_1, not BF16.
+      cuda::launch_matmul_invariant(w.type, dw.raw.get<uint8_t>(), w.row_bytes, dx, dy, n, w.rows,
+                                    w.cols, stream_);
     } else {
       // y^T [rows, n] = W [rows, cols] x^T: column-major GEMM with W^T stored row-major.
       const size_t xb_bytes = static_cast<size_t>(n * w.cols) * sizeof(uint16_t);

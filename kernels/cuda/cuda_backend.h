@@ -3,15 +3,17 @@
 // that tests the macro).
 //
 // What runs where (kernels/cuda/cuda_backend.cpp has the details):
-//   weights   uploaded once at prepare_weight and dequantized ON THE DEVICE to BF16 by
-//             kernels/common/dequant.h (the same decoder as the CPU's), so every weight type the
-//             loaders produce (F32, F16, BF16, Q4_0, Q4_1, Q8_0, Q4_K, Q6_K) runs through one
-//             BF16 GEMM path. Choice: BF16 storage doubles a Q4 model's memory but lets cuBLAS run
-//             prefill; a fused dequantizing GEMV for Q4 decode is a later optimisation.
-//   matmul    y = x W^T with FP32 accumulation: a batch-invariant kernel (one warp per output,
-//             fixed reduction order) for n <= invariant_max_tokens, so a K+1-token verification
-//             reproduces 1-token decodes bit for bit (greedy exactness); cuBLAS GemmEx (BF16 in,
-//             FP32 compute) above it (prefill).
+//   weights   uploaded once at prepare_weight in their stored type, plus a BF16 copy decoded
+//             ON THE DEVICE by kernels/common/dequant.h (the same decoder as the CPU's) for the
+//             cuBLAS path. Every type the loaders produce (F32, F16, BF16, Q4_0, Q4_1, Q8_0, Q4_K,
+//             Q6_K) is supported. Choice: the BF16 copy doubles a Q4 model's memory but lets
+//             cuBLAS run prefill.
+//   matmul    y = x W^T with FP32 accumulation: for n <= invariant_max_tokens (decode,
+//             verification, drafting) a batch-invariant kernel that decodes the stored bytes in
+//             registers (one warp per output, fixed reduction order, kernels/cuda/matmul.cu), so a
+//             K+1-token verification reproduces 1-token decodes bit for bit (greedy exactness)
+//             and decode reads 4.5 bits per Q4_1 weight, not 16; cuBLAS GemmEx on the BF16 copy
+//             (BF16 in, FP32 compute) above it (prefill).
 //   KV cache  a device mirror of the host KvCache's pages (same page ids, same layout), kept in
 //             step through KvPageObserver (copy on write, compaction); attention reads it through
 //             the host page tables, uploaded per call. A mirror belongs to one cache object

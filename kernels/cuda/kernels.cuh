@@ -30,10 +30,11 @@ void launch_f32_to_bf16(const float* x, uint16_t* y, int64_t count, cudaStream_t
 void launch_store_kv(float* pool, const int64_t* k_off, int64_t v_off, const float* k,
                      const float* v, int64_t n, int64_t row, cudaStream_t s);
 
-// y[t, r] = sum_c W[r, c] x[t, c], W BF16 [rows, cols], FP32 accumulation in a fixed order per
-// output (one warp per (t, r)): the result of row t does not depend on n.
-void launch_matmul_invariant(const uint16_t* w, const float* x, float* y, int64_t n,
-                             int64_t rows, int64_t cols, cudaStream_t s);
+// y[t, r] = sum_c W[r, c] x[t, c], W [rows, cols] in its stored `type` (rows row_bytes apart,
+// decoded in the kernel), FP32 accumulation in a fixed order per output (one warp per (t, r),
+// kernels/common/invariant_dot.h): the result of row t does not depend on n.
+void launch_matmul_invariant(DType type, const uint8_t* w, uint64_t row_bytes, const float* x,
+                             float* y, int64_t n, int64_t rows, int64_t cols, cudaStream_t s);
 
 // One query's view of the paged KV cache (AttentionCall flattened for the device).
 struct QueryDesc {
