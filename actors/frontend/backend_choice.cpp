@@ -10,6 +10,7 @@
 
 #if defined(SSD_HAVE_CUDA)
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device_token_picker.h"
 #endif
 
 namespace ssd {
@@ -69,6 +70,16 @@ std::unique_ptr<Backend> make_backend(const BackendChoice& choice, int threads) 
     opts.graphs = std::string_view(g) != "off" && std::string_view(g) != "0";
   return make_cuda_backend(opts);
 #else
+  fail("the CUDA backend is not built into this ssd");
+#endif
+}
+
+std::unique_ptr<TokenPicker> make_token_picker(const BackendChoice& choice, Backend& backend) {
+  if (choice.kind == BackendKind::Cpu) return std::make_unique<HostTokenPicker>();
+#if defined(SSD_HAVE_CUDA)
+  return make_device_token_picker(backend);
+#else
+  (void)backend;
   fail("the CUDA backend is not built into this ssd");
 #endif
 }

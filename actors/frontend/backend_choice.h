@@ -17,6 +17,7 @@
 
 #include "actors/frontend/flags.h"
 #include "runtime/backend/backend.h"
+#include "runtime/generate/token_picker.h"
 
 namespace ssd {
 
@@ -54,5 +55,10 @@ BackendKind resolve_backend(const std::string& choice, std::string* note);
 
 // The chosen backend: the CPU with `threads` workers, or CUDA device `choice.device`.
 std::unique_ptr<Backend> make_backend(const BackendChoice& choice, int threads);
+
+// How the decoding loops pick tokens from `backend`'s logits (runtime/generate/token_picker.h),
+// decided with the backend: the host picker for the CPU, the device picker for CUDA (logits stay
+// on the device). `backend` must outlive the picker.
+std::unique_ptr<TokenPicker> make_token_picker(const BackendChoice& choice, Backend& backend);
 
 }  // namespace ssd

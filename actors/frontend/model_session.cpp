@@ -40,6 +40,7 @@ ModelSession::ModelSession(const SessionOptions& opts) {
   else
     model_ = std::make_unique<Transformer>(*file_, *backend_);
   kv_ = std::make_unique<KvCache>(model_->kv_config(ctx_size_));
+  picker_ = make_token_picker(opts.backend, *backend_);
 }
 
 }  // namespace ssd

@@ -40,6 +40,9 @@ class ModelSession {
   Backend& backend() { return *backend_; }
   Transformer& model() { return *model_; }
   KvCache& kv() { return *kv_; }
+  // How the target's logits become tokens on this backend (make_token_picker), for the
+  // LocalTarget a job builds over model() and kv().
+  TokenPicker& picker() { return *picker_; }
   int64_t ctx_size() const { return ctx_size_; }
   // "backend cpu" / "backend cuda:D", with why when --backend auto fell back to the CPU; printed
   // on the model summary line (so a run's stderr keeps its line count).
@@ -51,6 +54,7 @@ class ModelSession {
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Transformer> model_;
   std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<TokenPicker> picker_;  // reads backend_'s memory: destroyed before it
   int64_t ctx_size_ = 0;
   std::string backend_summary_;
 };

@@ -76,7 +76,7 @@ int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec) {
 }
 
 LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spec)
-    : cluster_(cluster), local_(session.model(), session.kv()) {
+    : cluster_(cluster), local_(session.model(), session.kv(), &session.picker()) {
   const RankLayout& layout = cluster.layout();
   check_job(spec, layout);
   if (layout.tp > 1) tp_ = std::make_unique<TpLeaderTarget>(local_, *cluster.tp_group());

@@ -6,6 +6,7 @@
 
 #include "actors/runtime/drafter_wire.h"
 #include "runtime/core/error.h"
+#include "runtime/generate/token_picker.h"
 #include "runtime/spec/verify_round.h"
 
 namespace ssd {
@@ -97,7 +98,7 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
       tseqs.release(s.kv);
       continue;
     }
-    s.root = Sampler(reqs[i].sampler).sample(pre.last.logits_row(0), vocab, reqs[i].stream, 0);
+    s.root = target_.picker().sample(pre.last, 0, reqs[i].sampler, reqs[i].stream, 0);
     s.root_pos = static_cast<int32_t>(reqs[i].prompt.size());
     s.running = emit(i, s.root);
     if (!s.running) {
@@ -169,7 +170,10 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
       in.step = static_cast<uint32_t>(out.gen[i].tokens.size());
     }
     const double tv = monotonic_seconds();
-    const VerifyRoundResult vr = verify_round(target_, inputs, feature_layers_);
+    // The outcome sent to the drafter carries tokens and features, not logits: they may stay on
+    // the device.
+    const VerifyRoundResult vr =
+        verify_round(target_, inputs, feature_layers_, /*host_logits=*/false);
     const double verify_dt = monotonic_seconds() - tv;
     out.split.verify_s += verify_dt;
     ++out.split.rounds;

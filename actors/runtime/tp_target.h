@@ -37,6 +37,8 @@ class TpLeaderTarget final : public TargetModel {
   void truncate(SeqId seq, int64_t length) override;
   void compact(SeqId seq, int64_t start, std::span<const int32_t> keep) override;
   KvCapacity capacity() const override { return shard_.capacity(); }
+  // The shard's picker: the gathered logits are host rows, which every picker accepts.
+  TokenPicker& picker() override { return shard_.picker(); }
 
   // Ends the workers' loops (idempotent).
   void shutdown();

@@ -168,6 +168,9 @@ class CudaBackend final : public Backend {
     graphs_ = std::make_unique<cuda::CudaGraphSet>(stream_);
     SSD_CUDA_CHECK(cudaEventCreateWithFlags(&arena_free_, cudaEventDisableTiming));
   }
+  // For device code that runs in stream order with the ops (cuda_backend_handle).
+  cudaStream_t stream() const { return stream_; }
+  int device() const { return opts_.device; }
   ~CudaBackend() override {
     if (stream_) (void)cudaStreamSynchronize(stream_);  // nothing in flight reads what we free
     kv_.clear();
@@ -695,6 +698,12 @@ void CudaBackend::abort_replayable() noexcept {
 
 std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& opts) {
   return std::make_unique<CudaBackend>(opts);
+}
+
+CudaBackendHandle cuda_backend_handle(Backend& be) {
+  auto* cb = dynamic_cast<CudaBackend*>(&be);
+  SSD_CHECK(cb, "the {} backend is not a CUDA backend", be.name());
+  return CudaBackendHandle{cb->stream(), cb->device()};
 }
 
 }  // namespace ssd

@@ -33,12 +33,15 @@
 //             how the early-exit drafter's and the Domino head's host rows still run.
 //   tensor parallelism  the exchanges between ops run on host buffers (Collective), so a TP
 //             rank downloads and uploads around each one (Transformer: 2 or 4 per block).
-//   sampling  not a Backend op: the decoding loops sample from the host logits the forward
-//             returns. DeviceSampler (device_sampler.h) does top-k / top-p / min-p / temperature
-//             sampling on the device with the CPU sampler's exact result, and
-//             launch_verify_sampled_chains (verify_sampled.cu) the sampled-mode chain verifier
-//             with the CPU verifier's exact tokens, ready for when the logits stay on the device
-//             (not wired into the decoding loops yet).
+//   sampling  not a Backend op: the decoding loops ask the target's TokenPicker
+//             (runtime/generate/token_picker.h). On this backend it is the device picker
+//             (device_token_picker.h): decode and verification forwards leave their logits rows
+//             on the device (Batch::logits_in_backend), DeviceSampler samples them (greedy
+//             argmax, or top-k / top-p / min-p / temperature with the CPU sampler's exact result)
+//             and DeviceVerifier verifies them (device argmaxes for greedy trees; for sampled
+//             chains every row processed on the device and judged by launch_verify_sampled_chains,
+//             verify_sampled.cu), all on this backend's stream; only token ids and accept counts
+//             come back (and a sampled tree's kept candidates per row).
 // CUDA graphs (cuda_graphs.h) in the forward: the Transformer marks each forward without TP and
 // without hidden layers to read back as a replayable region (Backend::begin_replayable) keyed
 // by (model, cache, batch size, logits rows): a decode step at each batch size, a verification
@@ -91,5 +94,14 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& opts);
 inline std::unique_ptr<Backend> make_cuda_backend(int device) {
   return make_cuda_backend(CudaBackendOptions{.device = device});
 }
+
+// The stream every op of a CUDA backend runs on (a cudaStream_t) and its device, for device work
+// outside the backend that must run in order with its forwards (DeviceTokenPicker reads the
+// logits a forward left on the device). Throws ssd::Error when `be` is not a CUDA backend.
+struct CudaBackendHandle {
+  void* stream = nullptr;
+  int device = 0;
+};
+CudaBackendHandle cuda_backend_handle(Backend& be);
 
 }  // namespace ssd

@@ -19,6 +19,7 @@ using cuda::DeviceBuffer;
 struct DeviceSampler::State {
   int device = 0;
   cudaStream_t stream = nullptr;
+  bool owns_stream = true;
   int32_t capacity = 0;     // tokens the buffers below hold
   size_t sort_bytes = 0;    // CUB scratch for the current row's keys
   DeviceBuffer logits;      // [capacity] staged host logits
@@ -37,8 +38,17 @@ DeviceSampler::DeviceSampler(int device) : s_(std::make_unique<State>()) {
   SSD_CUDA_CHECK(cudaStreamCreateWithFlags(&s_->stream, cudaStreamNonBlocking));
 }
 
+DeviceSampler::DeviceSampler(int device, void* stream) : s_(std::make_unique<State>()) {
+  const int count = cuda_device_count();
+  SSD_CHECK(device >= 0 && device < count,
+            "device sampler: CUDA device {} does not exist ({} found)", device, count);
+  s_->device = device;
+  s_->stream = static_cast<cudaStream_t>(stream);
+  s_->owns_stream = false;
+}
+
 DeviceSampler::~DeviceSampler() {
-  if (s_->stream) {
+  if (s_->stream && s_->owns_stream) {
     (void)cudaSetDevice(s_->device);
     (void)cudaStreamDestroy(s_->stream);
   }

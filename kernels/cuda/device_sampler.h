@@ -4,10 +4,10 @@
 // uniform. Top-k, top-p, min-p and temperature all run on the device (the plan, and why it is
 // lossless: kernels/common/process_math.h; the kernels: device_sampler.cu).
 //
-// Where it stands: the decoding loops sample from host logits (the Transformer returns its
-// logits on the host, see cuda_backend.h), so nothing calls this yet; it is the sampling step
-// for when logits stay on the device. Free of CUDA headers, like cuda_backend.h. Not yet run on
-// a GPU (tests/unit/cuda/device_sampler_test.cpp compares it with the CPU where one exists).
+// Where it stands: the DeviceTokenPicker (device_token_picker.h) samples the CUDA target's
+// decode steps with it, on the logits the forward left on the device. Free of CUDA headers, like
+// cuda_backend.h. Not yet run on a GPU (tests/unit/cuda/device_sampler_test.cpp compares it with
+// the CPU where one exists).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,9 @@ class DeviceSampler {
  public:
   // Works on `device`; throws ssd::Error when it cannot be used.
   explicit DeviceSampler(int device = 0);
+  // Works on `device` in order with `stream` (a cudaStream_t the caller owns and keeps alive,
+  // e.g. a CUDA backend's, so that logits a forward left there are read after it wrote them).
+  DeviceSampler(int device, void* stream);
   ~DeviceSampler();
   DeviceSampler(const DeviceSampler&) = delete;
   DeviceSampler& operator=(const DeviceSampler&) = delete;

@@ -44,4 +44,11 @@ void launch_draw_row(const double* probs, const int32_t* ids, const RowStats* st
                      uint64_t seed, uint64_t stream, uint32_t step, uint32_t lane,
                      int32_t* token, cudaStream_t st);
 
+// Rows processed one after the other (row r: ids/probs[r * stride ..], count stats[r].keep) as
+// one CSR list (pack_rows.cu): off[0..rows] (off[r] = counts of the rows before r), the entries
+// in packed_ids / packed_probs, [off[rows]] each.
+void launch_pack_rows(const RowStats* stats, int32_t rows, int64_t stride, const int32_t* ids,
+                      const double* probs, int64_t* off, int32_t* packed_ids,
+                      double* packed_probs, cudaStream_t st);
+
 }  // namespace ssd::cuda

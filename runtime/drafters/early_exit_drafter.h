@@ -58,6 +58,7 @@ class EarlyExitDrafter final : public Drafter {
   void commit(int32_t seq, std::span<const int32_t> tokens) override;
   std::vector<DraftTree> draft(std::span<const DraftRequest> requests) override;
   void observe(const DraftOutcome& outcome) override;
+  bool observes_target_logits() const override { return true; }
   void finish(int32_t seq) override;
 
   // The head on hidden states h [n, dim] (block L's output): logits [n, vocab].

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "runtime/core/error.h"
+#include "runtime/generate/token_picker.h"
 
 namespace ssd {
 
@@ -109,16 +110,18 @@ std::vector<GenerationResult> generate_ar_batch(TargetModel& target,
                                                 std::span<const GenerationRequest> reqs,
                                                 const BatchTokenCallback& on_token) {
   check_batch_context(target, reqs);
-  const int32_t vocab = static_cast<int32_t>(target.config().vocab);
   const size_t n_req = reqs.size();
   std::vector<GenerationResult> res(n_req);
   TargetSeqs seqs(target);
 
-  // Per request: its sequence, the next position, and the logits the next token is drawn from.
+  // Per request: its sequence, the next position, and the next token, drawn by the target's
+  // picker from the forward that decided it (as soon as that forward returns: rows left on a
+  // device live until the next forward).
+  TokenPicker& picker = target.picker();
   struct State {
     SeqId seq = -1;
     int32_t pos = 0;
-    std::vector<float> logits;  // [vocab]
+    int32_t next = -1;
     bool running = false;
   };
   std::vector<State> st(n_req);
@@ -128,23 +131,25 @@ std::vector<GenerationResult> generate_ar_batch(TargetModel& target,
     res[i].prompt_tokens = static_cast<int64_t>(reqs[i].prompt.size());
     res[i].prefill_s = pre.seconds;
     st[i].pos = static_cast<int32_t>(res[i].prompt_tokens);
-    st[i].logits.assign(pre.last.logits_row(0), pre.last.logits_row(0) + vocab);
     st[i].running = reqs[i].max_new_tokens > 0;
-    if (!st[i].running) seqs.release(st[i].seq);
+    if (!st[i].running) {
+      seqs.release(st[i].seq);
+      continue;
+    }
+    st[i].next = picker.sample(pre.last, 0, reqs[i].sampler, reqs[i].stream, 0);
   }
 
   const double t1 = monotonic_seconds();
   for (;;) {
-    // Sample every running request's next token; those that go on form the next forward.
+    // Emit every running request's next token; those that go on form the next forward.
     Batch b;
+    b.logits_in_backend = picker.reads_backend_logits();
     std::vector<size_t> rows;  // request of each batch row
     for (size_t i = 0; i < n_req; ++i) {
       if (!st[i].running) continue;
       const GenerationRequest& req = reqs[i];
       GenerationResult& g = res[i];
-      const Sampler sampler(req.sampler);
-      const int32_t tok = sampler.sample(st[i].logits.data(), vocab, req.stream,
-                                         static_cast<uint32_t>(g.tokens.size()));
+      const int32_t tok = st[i].next;
       const bool go_on = emit_token(req, g, i, tok, on_token);
       if (!go_on) {
         st[i].running = false;
@@ -161,8 +166,10 @@ std::vector<GenerationResult> generate_ar_batch(TargetModel& target,
     if (rows.empty()) break;
     const ForwardResult fr = target.forward(b);
     for (size_t r = 0; r < rows.size(); ++r) {
-      st[rows[r]].logits.assign(fr.logits_row(r), fr.logits_row(r) + vocab);
-      res[rows[r]].forwards++;
+      const size_t i = rows[r];
+      st[i].next = picker.sample(fr, r, reqs[i].sampler, reqs[i].stream,
+                                 static_cast<uint32_t>(res[i].tokens.size()));
+      res[i].forwards++;
     }
   }
   return res;

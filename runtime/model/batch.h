@@ -17,6 +17,8 @@
 
 namespace ssd {
 
+class Backend;
+
 struct Batch {
   std::vector<int32_t> tokens;         // [n]
   std::vector<int32_t> positions;      // [n] RoPE positions (tree siblings share a position)
@@ -24,6 +26,11 @@ struct Batch {
   std::vector<uint8_t> mask;           // [n, n] or empty for causal
   std::vector<int32_t> logits_rows;    // batch rows whose logits are returned
   std::vector<int32_t> hidden_layers;  // layers whose output hidden state is returned, [n, dim] each
+  // Leave the logits rows in the model's backend memory (ForwardResult::backend_logits) instead
+  // of downloading them, for a TokenPicker that reads them there (runtime/generate/
+  // token_picker.h). A forward that must bring them to the host anyway (tensor parallelism
+  // gathers them there) ignores it and returns host rows.
+  bool logits_in_backend = false;
 
   size_t size() const { return tokens.size(); }
 
@@ -36,10 +43,18 @@ struct Batch {
 struct ForwardResult {
   int64_t vocab = 0;
   int64_t dim = 0;
-  std::vector<float> logits;               // [logits_rows.size(), vocab]
+  std::vector<float> logits;               // [logits_rows.size(), vocab] (empty: see below)
   std::vector<std::vector<float>> hidden;  // per requested layer: [n, dim]
+  // Set when the batch asked for logits_in_backend and the forward honoured it: the rows,
+  // [logits_rows.size(), vocab], in `backend`'s memory, valid until the model's next forward;
+  // `logits` is then empty until download_logits() fills it.
+  const float* backend_logits = nullptr;
+  Backend* backend = nullptr;
+  int64_t rows = 0;  // logits rows computed (host or backend)
 
   const float* logits_row(size_t i) const { return logits.data() + i * vocab; }
+  // Brings backend_logits to `logits` (one download; nothing when they are already there).
+  void download_logits();
 };
 
 }  // namespace ssd

@@ -3,9 +3,14 @@
 #include <algorithm>
 
 #include "runtime/core/error.h"
+#include "runtime/generate/token_picker.h"
 #include "runtime/model/transformer.h"
 
 namespace ssd {
+
+TokenPicker& TargetModel::picker() { return host_token_picker(); }
+
+TokenPicker& LocalTarget::picker() { return picker_ ? *picker_ : host_token_picker(); }
 
 const ModelConfig& LocalTarget::config() const { return model_.config(); }
 

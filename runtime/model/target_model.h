@@ -14,6 +14,10 @@
 //   truncate(seq, n)             drop positions n.. (rejected drafts)
 //   compact(seq, start, keep)    positions start + keep[i] move to start + i, the rest dropped
 //   capacity()                   how many positions the cache holds, and in pages of what size
+//   picker()                     turns the target's logits into tokens (runtime/generate/
+//                                token_picker.h): where a forward leaves its logits (host, or
+//                                the target's device) decides how to sample and verify them, so
+//                                the target, chosen once at start-up, carries its picker
 //
 // LocalTarget is the single-process implementation over a Transformer and its KvCache.
 #pragma once
@@ -29,6 +33,7 @@
 namespace ssd {
 
 class Transformer;
+class TokenPicker;
 
 // The target cache's size: `tokens` positions over all sequences, reserved in pages of
 // `page_tokens` (a sequence of length L holds ceil(L / page_tokens) pages).
@@ -52,12 +57,16 @@ class TargetModel {
   virtual void truncate(SeqId seq, int64_t length) = 0;
   virtual void compact(SeqId seq, int64_t start, std::span<const int32_t> keep) = 0;
   virtual KvCapacity capacity() const = 0;
+  // The host picker unless the target has one of its own.
+  virtual TokenPicker& picker();
 };
 
 // The target on this process: `model` runs every forward on `kv`. Both must outlive it.
 class LocalTarget final : public TargetModel {
  public:
-  LocalTarget(Transformer& model, KvCache& kv) : model_(model), kv_(kv) {}
+  // picker: null for the host picker; otherwise it must outlive this object.
+  LocalTarget(Transformer& model, KvCache& kv, TokenPicker* picker = nullptr)
+      : model_(model), kv_(kv), picker_(picker) {}
 
   const ModelConfig& config() const override;
   ForwardResult forward(const Batch& batch) override;
@@ -71,10 +80,12 @@ class LocalTarget final : public TargetModel {
   KvCapacity capacity() const override {
     return KvCapacity{kv_.capacity_tokens(), kv_.config().page_tokens};
   }
+  TokenPicker& picker() override;
 
  private:
   Transformer& model_;
   KvCache& kv_;
+  TokenPicker* picker_ = nullptr;
 };
 
 // Target sequences released on every exit path (in reverse order of creation). release() gives

@@ -25,6 +25,13 @@ Batch Batch::sequence(SeqId seq, const std::vector<int32_t>& tokens, int32_t sta
   return b;
 }
 
+void ForwardResult::download_logits() {
+  if (!backend_logits) return;
+  logits.resize(static_cast<size_t>(rows * vocab));
+  backend->download(logits.data(), backend_logits, logits.size() * sizeof(float));
+  backend_logits = nullptr;
+}
+
 Transformer::Transformer(const ModelFile& model, Backend& backend, int64_t layers)
     : Transformer(model, backend, layers, nullptr) {}
 
@@ -185,13 +192,20 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
   for (int64_t r = 0; r < rows; ++r)
     backend_.copy(head_in + r * dim, x_.data() + b.logits_rows[r] * dim, dim * f);
   backend_.rmsnorm(head_in, output_norm_.data(), head_in, rows, dim, cfg_.rms_eps);
-  out.logits.resize(rows * cfg_.vocab);
+  out.rows = rows;
   if (!tp_) {
     backend_.matmul(output_, head_in, logits_.data(), rows);
     if (region) region->end();
+    if (b.logits_in_backend) {  // the caller's TokenPicker reads them where they are
+      out.backend_logits = logits_.data();
+      out.backend = &backend_;
+      return;
+    }
+    out.logits.resize(rows * cfg_.vocab);
     backend_.download(out.logits.data(), logits_.data(), rows * cfg_.vocab * f);
     return;
   }
+  out.logits.resize(rows * cfg_.vocab);
   // Vocab-parallel head: this rank's vocab rows, then every rank gathers the whole rows.
   const int64_t local = rows * local_vocab;
   local_logits_.resize(local);

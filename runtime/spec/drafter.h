@@ -74,6 +74,10 @@ class Drafter {
   virtual void set_features(int32_t seq, int64_t from, std::span<const float> features) {}
   virtual std::vector<DraftTree> draft(std::span<const DraftRequest> requests) = 0;
   virtual void observe(const DraftOutcome& outcome) {}
+  // True when observe() reads DraftOutcome::target_logits. The loops bring a round's logits to
+  // the host only for such a drafter (a device target leaves them on the device, and the
+  // outcome's target_logits is then null).
+  virtual bool observes_target_logits() const { return false; }
   virtual void finish(int32_t seq) = 0;
 };
 

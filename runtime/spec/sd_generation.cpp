@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/core/error.h"
+#include "runtime/generate/token_picker.h"
 #include "runtime/spec/verify_round.h"
 
 namespace ssd {
@@ -163,7 +164,7 @@ SdBatchResult generate_sd_batch(TargetModel& target, Drafter& drafter,
       continue;
     }
     // The first token comes from the prefill's logits, as in AR.
-    s.root = Sampler(req.sampler).sample(pre[i].last.logits_row(0), vocab, req.stream, 0);
+    s.root = target.picker().sample(pre[i].last, 0, req.sampler, req.stream, 0);
     s.root_pos = static_cast<int32_t>(req.prompt.size());
     s.running = emit(i, s.root);
     const double td = monotonic_seconds();
@@ -234,7 +235,8 @@ SdBatchResult generate_sd_batch(TargetModel& target, Drafter& drafter,
     }
 
     const double tv = monotonic_seconds();
-    const VerifyRoundResult round = verify_round(target, inputs, layers);
+    const VerifyRoundResult round =
+        verify_round(target, inputs, layers, drafter.observes_target_logits());
     const double verify_dt = monotonic_seconds() - tv;
     out.stats.verify_s += verify_dt;
     out.stats.target_forward_s += round.forward_s;

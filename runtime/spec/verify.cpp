@@ -115,16 +115,15 @@ VerifyResult walk(const DraftTree& tree, RowFn&& row, const VerifyRng& rng) {
   }
 }
 
-}  // namespace
-
-VerifyResult verify_greedy(const DraftTree& tree, const float* target_logits, int32_t vocab) {
-  SSD_CHECK(vocab > 0, "verify: vocabulary size must be positive (got {})", vocab);
-  check_structure(tree, vocab);
+// The greedy walk: best(r) is the target's argmax of row r (0 = root, 1 + i = after node i),
+// asked only for the rows along the accepted path.
+template <class BestFn>
+VerifyResult greedy_walk(const DraftTree& tree, BestFn&& best_of) {
   const Children children(tree);
   VerifyResult out;
   int32_t node = -1;
   for (;;) {
-    const int32_t best = argmax(target_logits + static_cast<size_t>(node + 1) * vocab, vocab);
+    const int32_t best = best_of(node + 1);
     int32_t child = children.first(node);
     const bool leaf = child < 0;
     while (child >= 0 && tree.tokens[child] != best) child = children.next[child];
@@ -137,6 +136,29 @@ VerifyResult verify_greedy(const DraftTree& tree, const float* target_logits, in
     out.emitted.push_back(best);
     node = child;
   }
+}
+
+}  // namespace
+
+VerifyResult verify_greedy(const DraftTree& tree, const float* target_logits, int32_t vocab) {
+  SSD_CHECK(vocab > 0, "verify: vocabulary size must be positive (got {})", vocab);
+  check_structure(tree, vocab);
+  return greedy_walk(tree, [&](int32_t r) {
+    return argmax(target_logits + static_cast<size_t>(r) * vocab, vocab);
+  });
+}
+
+VerifyResult verify_greedy_argmax(const DraftTree& tree, std::span<const int32_t> best,
+                                  int32_t vocab) {
+  SSD_CHECK(vocab > 0, "verify: vocabulary size must be positive (got {})", vocab);
+  SSD_CHECK(best.size() == tree.size() + 1,
+            "verify: {} row argmaxes for a tree of {} nodes (need one per node + 1)", best.size(),
+            tree.size());
+  check_structure(tree, vocab);
+  return greedy_walk(tree, [&](int32_t r) {
+    SSD_CHECK(best[r] >= 0, "argmax: all {} logits are NaN", vocab);  // ssd::argmax's error
+    return best[r];
+  });
 }
 
 VerifyResult verify_sampling(const DraftTree& tree, const float* target_logits, int32_t vocab,

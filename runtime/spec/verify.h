@@ -66,6 +66,12 @@ struct VerifyRng {
 // on top of the rows it reads. Greedy ignores q.
 VerifyResult verify_greedy(const DraftTree& tree, const float* target_logits, int32_t vocab);
 
+// verify_greedy with the rows' argmaxes computed elsewhere (a device): best[r] is
+// argmax(row r) for r = 0..tree.size(), or -1 for a row of NaN only (ssd::argmax's error when
+// the walk reaches it). The same result as verify_greedy on those rows.
+VerifyResult verify_greedy_argmax(const DraftTree& tree, std::span<const int32_t> best,
+                                  int32_t vocab);
+
 // Temperature 0 is verify_greedy. Otherwise each visited row is process()ed with cfg, the
 // unvisited rows (below rejected children) never are.
 VerifyResult verify_sampling(const DraftTree& tree, const float* target_logits, int32_t vocab,

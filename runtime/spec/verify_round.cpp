@@ -1,6 +1,7 @@
 #include "runtime/spec/verify_round.h"
 
 #include "runtime/core/error.h"
+#include "runtime/generate/token_picker.h"
 #include "runtime/generate/generation.h"
 
 namespace ssd {
@@ -16,14 +17,10 @@ const DraftTree& tree_of(const VerifyInput& in) {
 void decide(TargetModel& target, const VerifyInput& in, const std::vector<int32_t>& layers,
             size_t i, VerifyRoundResult& round) {
   const DraftTree& t = tree_of(in);
-  const int32_t vocab = static_cast<int32_t>(round.forward.vocab);
   VerifyOutput& o = round.seqs[i];
   double t0 = monotonic_seconds();
-  const float* logits = round.logits(i);
-  o.result = is_greedy(in.sampler)
-                 ? verify_greedy(t, logits, vocab)
-                 : verify_sampling(t, logits, vocab, in.sampler,
-                                   VerifyRng{in.sampler.seed, in.stream, in.step});
+  o.result = target.picker().verify(t, round.forward, static_cast<size_t>(o.first_row),
+                                    in.sampler, VerifyRng{in.sampler.seed, in.stream, in.step});
   round.verify_s += monotonic_seconds() - t0;
 
   // Keep root + accepted path; drop the rejected branches. When the path is the whole tree (a
@@ -77,7 +74,7 @@ Batch verify_batch(std::span<const VerifyInput> seqs, const std::vector<int32_t>
 }
 
 VerifyRoundResult verify_round(TargetModel& target, std::span<const VerifyInput> seqs,
-                               const std::vector<int32_t>& feature_layers) {
+                               const std::vector<int32_t>& feature_layers, bool host_logits) {
   SSD_CHECK(!seqs.empty(), "verification round: no sequences");
   const int32_t vocab = static_cast<int32_t>(target.config().vocab);
   for (size_t i = 0; i < seqs.size(); ++i) {
@@ -97,7 +94,8 @@ VerifyRoundResult verify_round(TargetModel& target, std::span<const VerifyInput>
   }
 
   VerifyRoundResult out;
-  const Batch batch = verify_batch(seqs, feature_layers);
+  Batch batch = verify_batch(seqs, feature_layers);
+  batch.logits_in_backend = target.picker().reads_backend_logits();
   out.rows = static_cast<int64_t>(batch.size());
   const double t0 = monotonic_seconds();
   out.forward = target.forward(batch);
@@ -119,6 +117,7 @@ VerifyRoundResult verify_round(TargetModel& target, std::span<const VerifyInput>
       if (target.seq_length(in.kv_seq) > in.root_pos) target.truncate(in.kv_seq, in.root_pos);
     throw;
   }
+  if (host_logits) out.forward.download_logits();
   return out;
 }
 

@@ -51,18 +51,25 @@ struct VerifyRoundResult {
   double verify_s = 0;             // wall time of the verifier's decisions
   double kv_s = 0;                 // wall time of the KV compactions
 
-  // Sequence i's target logits, [seqs[i].rows, vocab]: row 0 after the root, 1 + j after node j.
-  const float* logits(size_t i) const { return forward.logits_row(seqs[i].first_row); }
+  // Sequence i's target logits on the host, [seqs[i].rows, vocab]: row 0 after the root, 1 + j
+  // after node j. Null when the round left them on the device (verify_round's host_logits).
+  const float* logits(size_t i) const {
+    return forward.logits.empty() ? nullptr : forward.logits_row(seqs[i].first_row);
+  }
 };
 
 // The forward of a round: roots and trees as described above; logits for every row, hidden
 // states at `feature_layers`. The trees must be valid (DraftTree::validate).
 Batch verify_batch(std::span<const VerifyInput> seqs, const std::vector<int32_t>& feature_layers);
 
-// Runs the round: one forward, verification, compaction. Throws ssd::Error before the forward
-// when an input is malformed (a root position that is not the sequence's length, a bad tree);
-// a forward that fails (e.g. the cache is full) leaves every sequence as it was.
+// Runs the round: one forward, verification (by the target's TokenPicker), compaction. Throws
+// ssd::Error before the forward when an input is malformed (a root position that is not the
+// sequence's length, a bad tree); a forward that fails (e.g. the cache is full) leaves every
+// sequence as it was. host_logits: the logits rows come back to the host (forward.logits) even
+// when the picker reads them on the device; a caller that never reads them (no drafter
+// observes them) passes false and saves the download.
 VerifyRoundResult verify_round(TargetModel& target, std::span<const VerifyInput> seqs,
-                               const std::vector<int32_t>& feature_layers = {});
+                               const std::vector<int32_t>& feature_layers = {},
+                               bool host_logits = true);
 
 }  // namespace ssd

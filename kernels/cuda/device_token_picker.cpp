@@ -1,0 +1,63 @@
+// DeviceTokenPicker (see device_token_picker.h): a DeviceSampler and a DeviceVerifier on the
+// CUDA backend's stream, and the choice of which serves a call.
+#include "kernels/cuda/device_token_picker.h"
+
+#include <vector>
+
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device_sampler.h"
+#include "kernels/cuda/device_verifier.h"
+#include "runtime/core/error.h"
+
+namespace ssd {
+namespace {
+
+class DeviceTokenPicker final : public TokenPicker {
+ public:
+  explicit DeviceTokenPicker(const CudaBackendHandle& h)
+      : sampler_(h.device, h.stream), verifier_(h.device, h.stream) {}
+
+  const char* name() const override { return "device"; }
+  bool reads_backend_logits() const override { return true; }
+
+  int32_t sample(const ForwardResult& fr, size_t row, const SamplerConfig& cfg, uint64_t stream,
+                 uint32_t step) override {
+    return sampler_.sample(rows(fr, row, 1), static_cast<int32_t>(fr.vocab), cfg, stream, step);
+  }
+
+  VerifyResult verify(const DraftTree& tree, const ForwardResult& fr, size_t first_row,
+                      const SamplerConfig& cfg, const VerifyRng& rng) override {
+    const auto vocab = static_cast<int32_t>(fr.vocab);
+    const float* logits = rows(fr, first_row, tree.size() + 1);
+    if (is_greedy(cfg)) return verifier_.greedy(tree, logits, vocab);
+    if (tree.is_chain())
+      return verifier_.sampled_chain(tree, logits, vocab, cfg, rng);
+    // Branches: every row's processed list from the device, the walk on the host.
+    std::vector<ProcessedDist> p(tree.size() + 1);
+    for (size_t r = 0; r < p.size(); ++r)
+      p[r] = sampler_.process(logits + r * fr.vocab, vocab, cfg);
+    return verify_with_dists(tree, p, rng);
+  }
+
+ private:
+  // Rows [first, first + count) of the forward's logits, where they are.
+  static const float* rows(const ForwardResult& fr, size_t first, size_t count) {
+    const size_t have = static_cast<size_t>(fr.backend_logits ? fr.rows
+                                                              : static_cast<int64_t>(
+                                                                    fr.logits.size()) / fr.vocab);
+    SSD_ASSERT(fr.vocab > 0 && first + count <= have);
+    const float* base = fr.backend_logits ? fr.backend_logits : fr.logits.data();
+    return base + first * static_cast<size_t>(fr.vocab);
+  }
+
+  DeviceSampler sampler_;
+  DeviceVerifier verifier_;
+};
+
+}  // namespace
+
+std::unique_ptr<TokenPicker> make_device_token_picker(Backend& backend) {
+  return std::make_unique<DeviceTokenPicker>(cuda_backend_handle(backend));
+}
+
+}  // namespace ssd

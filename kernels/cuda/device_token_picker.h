@@ -1,0 +1,26 @@
+// The CUDA target's TokenPicker (runtime/generate/token_picker.h): decode and verification
+// forwards leave their logits on the device (reads_backend_logits), and tokens are picked there,
+// in order with the backend's stream:
+//   sample   DeviceSampler: the greedy argmax, or process() + the Philox draw; one token id
+//            comes back;
+//   verify   DeviceVerifier: greedy trees by device argmaxes (ids come back, the walk is host
+//            bookkeeping), sampled chains by the device chain verifier (emitted tokens come
+//            back); sampled trees with branches: each row processed on the device (its kept
+//            candidates come back) and walked by verify_with_dists on the host.
+// Host rows (a prefill's, or a tensor-parallel forward's) are staged to the device first, so the
+// same picker serves every forward. The results equal HostTokenPicker's on the same logits.
+// Free of CUDA headers. Not yet run on a GPU (tests/unit/cuda/device_token_picker_test.cpp
+// compares the two pickers where one exists).
+#pragma once
+
+#include <memory>
+
+#include "runtime/backend/backend.h"
+#include "runtime/generate/token_picker.h"
+
+namespace ssd {
+
+// A device picker on `backend` (a CUDA backend; ssd::Error otherwise), which must outlive it.
+std::unique_ptr<TokenPicker> make_device_token_picker(Backend& backend);
+
+}  // namespace ssd
