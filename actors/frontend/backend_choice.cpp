@@ -61,13 +61,21 @@ std::string BackendChoice::summary() const {
   return s;
 }
 
+namespace {
+
+// SSD_CUDA_GRAPHS=off (or 0): every op eager, for comparing with and without CUDA graphs.
+[[maybe_unused]] bool cuda_graphs_on() {
+  const char* g = std::getenv("SSD_CUDA_GRAPHS");
+  return !g || (std::string_view(g) != "off" && std::string_view(g) != "0");
+}
+
+}  // namespace
+
 std::unique_ptr<Backend> make_backend(const BackendChoice& choice, int threads) {
   if (choice.kind == BackendKind::Cpu) return make_cpu_backend(threads);
 #if defined(SSD_HAVE_CUDA)
   CudaBackendOptions opts{.device = choice.device};
-  // SSD_CUDA_GRAPHS=off (or 0): every op eager, for comparing with and without CUDA graphs.
-  if (const char* g = std::getenv("SSD_CUDA_GRAPHS"))
-    opts.graphs = std::string_view(g) != "off" && std::string_view(g) != "0";
+  opts.graphs = cuda_graphs_on();
   return make_cuda_backend(opts);
 #else
   fail("the CUDA backend is not built into this ssd");
@@ -82,6 +90,20 @@ std::unique_ptr<TokenPicker> make_token_picker(const BackendChoice& choice, Back
   (void)backend;
   fail("the CUDA backend is not built into this ssd");
 #endif
+}
+
+ReplayStatus replay_status(Backend& backend) {
+  ReplayStatus r;
+#if defined(SSD_HAVE_CUDA)
+  if (std::string_view(backend.name()) == "cuda") {
+    r.replays = cuda_graphs_on();
+    r.max_rows = CudaBackendOptions{}.invariant_max_tokens;
+    r.captured = cuda_graphs_ready(backend);
+  }
+#else
+  (void)backend;
+#endif
+  return r;
 }
 
 }  // namespace ssd

@@ -61,4 +61,14 @@ std::unique_ptr<Backend> make_backend(const BackendChoice& choice, int threads);
 // on the device). `backend` must outlive the picker.
 std::unique_ptr<TokenPicker> make_token_picker(const BackendChoice& choice, Backend& backend);
 
+// Whether `backend` replays the forwards a model marks replayable (CUDA graphs, unless
+// SSD_CUDA_GRAPHS=off), the largest batch it replays, and how many forward shapes it holds
+// captured: what the start-up warm-up (LeaderJob::warm_up) needs. All zero on the CPU.
+struct ReplayStatus {
+  bool replays = false;
+  int64_t max_rows = 0;
+  int64_t captured = 0;
+};
+ReplayStatus replay_status(Backend& backend);
+
 }  // namespace ssd

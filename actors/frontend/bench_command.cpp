@@ -163,6 +163,15 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
   std::vector<std::unique_ptr<Drafter>> drafters;
   if (!remote_drafter && has_mode("sd"))
     for (const auto& sp : specs) drafters.push_back(make_drafter(sp, session, spec.drafter_options));
+  {  // CUDA graphs of the run's forward sizes, before the first measured request
+    WarmupPlan plan;
+    plan.max_batch = args.batch;
+    if (has_mode("sd") || has_mode("ssd")) plan.ks = ks;
+    plan.width = args.width;
+    std::vector<Drafter*> local;
+    for (const auto& d : drafters) local.push_back(d.get());
+    job.warm_up(plan, GenerationRequest{}.prefill_chunk, local);
+  }
 
   const std::vector<int32_t>& stop_ids = tok.spec().eog_ids;
   const std::optional<ChatTemplate> tmpl =

@@ -162,6 +162,10 @@ int run_generate(const GenerateArgs& args, Cluster& cluster) {
   req.sampler = spec.sampler;
   if (!args.ignore_eos) req.stop_ids = tok.spec().eog_ids;
   check_context(job.target(), req, args.mode == "ar" ? 0 : args.k);
+  WarmupPlan plan;  // CUDA graphs of this run's forward sizes, before its first token
+  if (args.mode != "ar") plan.ks = {args.k};
+  plan.width = args.width;
+  job.warm_up(plan, req.prefill_chunk);
   const SdOptions sd{args.k, args.width};
   SSD_CHECK(args.width == 1 || !job.remote() || args.mode == "ar",
             "--width {} (tree drafts) is not supported with drafter ranks yet; use --width 1",

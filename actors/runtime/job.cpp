@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "actors/frontend/backend_choice.h"
 #include "actors/runtime/drafter_actor.h"
 #include "actors/transport/frame.h"
 #include "runtime/core/error.h"
 #include "runtime/drafters/ngram_drafter.h"
+#include "runtime/model/forward_warmup.h"
 
 namespace ssd {
 
@@ -76,7 +79,10 @@ int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec) {
 }
 
 LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spec)
-    : cluster_(cluster), local_(session.model(), session.kv(), &session.picker()) {
+    : session_(session),
+      spec_(spec),
+      cluster_(cluster),
+      local_(session.model(), session.kv(), &session.picker()) {
   const RankLayout& layout = cluster.layout();
   check_job(spec, layout);
   if (layout.tp > 1) tp_ = std::make_unique<TpLeaderTarget>(local_, *cluster.tp_group());
@@ -91,11 +97,36 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
       fail(fmt::format("rank {} ({}) failed: {}", e.rank, role_name(e.role), e.what));
     }
     const DrafterReady ready = decode<DrafterReady>(env);
+    verify_hidden_ = !ready.feature_layers.empty();
     remote_ = std::make_unique<RemoteDecoder>(target(), world, layout, ready.feature_layers,
                                               spec.k, cluster.dog(), spec.dist.watchdog_s);
   } else if (spec.mode == "sd") {
     drafter_ = make_drafter(parse_drafter_spec(spec.drafter), session, spec.drafter_options);
   }
+}
+
+void LeaderJob::warm_up(WarmupPlan plan, int64_t prefill_chunk,
+                        std::span<Drafter* const> drafters) {
+  const ReplayStatus before = replay_status(session_.backend());
+  if (!before.replays || tp_) return;
+  std::vector<Drafter*> all(drafters.begin(), drafters.end());
+  if (drafter_) all.push_back(drafter_.get());
+  // Verification replays unless every drafter of the run feeds on target features.
+  plan.verify_hidden =
+      verify_hidden_ || (!all.empty() && std::all_of(all.begin(), all.end(), [](Drafter* d) {
+        return !d->target_feature_layers().empty();
+      }));
+  plan.max_rows = before.max_rows;
+  std::vector<WarmupSite> sites;
+  sites.push_back(WarmupSite{"target", &session_.model(), &session_.kv(), prefill_chunk,
+                             target_warmup_sizes(plan)});
+  for (Drafter* d : all)
+    for (WarmupSite& s : d->warmup_sites(plan)) sites.push_back(std::move(s));
+  const WarmupResult r = warm_up_forwards(sites);
+  const ReplayStatus after = replay_status(session_.backend());
+  fmt::print(stderr,
+             "cuda graphs: {} forward shapes captured at start-up ({} forwards, {:.2f} s): {}\n",
+             after.captured, r.forwards, r.seconds, r.summary.empty() ? "none" : r.summary);
 }
 
 void LeaderJob::finish() {

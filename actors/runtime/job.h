@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <memory>
 #include <string>
 
@@ -66,8 +67,19 @@ class LeaderJob {
   Drafter* local_drafter() { return drafter_.get(); }  // sd without drafter ranks
   RemoteDecoder* remote() { return remote_.get(); }    // sd / ssd with drafter ranks
   void finish();  // the same as the destructor, but errors surface
+  // On a backend that replays forwards (CUDA graphs): captures, before the first request, the
+  // forwards the run repeats (runtime/model/forward_warmup.h): the target's decode step at
+  // 1..plan.max_batch rows and its verification forward at each of plan.ks for every batch,
+  // and the tree decode of this job's local drafter and of `drafters` (the command's own);
+  // prints one stderr line saying what was captured. The job fills in verify_hidden and
+  // max_rows. Nothing on the CPU, or under tensor parallelism (its forwards exchange on the
+  // host and stay eager).
+  void warm_up(WarmupPlan plan, int64_t prefill_chunk, std::span<Drafter* const> drafters = {});
 
  private:
+  ModelSession& session_;
+  JobSpec spec_;
+  bool verify_hidden_ = false;  // verification forwards read target features (never replayed)
   Cluster& cluster_;
   LocalTarget local_;
   std::unique_ptr<TpLeaderTarget> tp_;

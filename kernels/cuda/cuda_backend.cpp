@@ -171,6 +171,12 @@ class CudaBackend final : public Backend {
   // For device code that runs in stream order with the ops (cuda_backend_handle).
   cudaStream_t stream() const { return stream_; }
   int device() const { return opts_.device; }
+  // Replayable regions whose graph is captured and current (cuda_graphs_ready).
+  int64_t graphs_ready() const {
+    int64_t n = 0;
+    for (const auto& [key, st] : steps_) n += st.captured && st.epoch == epoch_ ? 1 : 0;
+    return n;
+  }
   ~CudaBackend() override {
     if (stream_) (void)cudaStreamSynchronize(stream_);  // nothing in flight reads what we free
     kv_.clear();
@@ -704,6 +710,11 @@ CudaBackendHandle cuda_backend_handle(Backend& be) {
   auto* cb = dynamic_cast<CudaBackend*>(&be);
   SSD_CHECK(cb, "the {} backend is not a CUDA backend", be.name());
   return CudaBackendHandle{cb->stream(), cb->device()};
+}
+
+int64_t cuda_graphs_ready(Backend& be) {
+  auto* cb = dynamic_cast<CudaBackend*>(&be);
+  return cb ? cb->graphs_ready() : 0;
 }
 
 }  // namespace ssd

@@ -56,8 +56,10 @@
 // Still eager: prefill above invariant_max_tokens (cuBLAS), forwards that read hidden layers
 // (drafters fed target features), tensor-parallel forwards (the exchanges run on host buffers
 // through Collective; NCCL collectives on the backend's stream could be captured), and the
-// Domino backbone's passes (not marked replayable yet). Sizes are captured at their second use, not at
-// start-up (a capture needs a real forward's host inputs).
+// Domino backbone's passes (not marked replayable yet). A run's repeated sizes are captured at
+// start-up by running each twice on a scratch sequence (runtime/model/forward_warmup.h, called
+// by LeaderJob::warm_up), so replay is the normal path from the first request; other sizes are
+// captured at their second use.
 // Status: compiled and linked here (CUDA 13, sm_80 / sm_90); never run on a GPU by this project.
 #pragma once
 
@@ -103,5 +105,8 @@ struct CudaBackendHandle {
   int device = 0;
 };
 CudaBackendHandle cuda_backend_handle(Backend& be);
+// Forward shapes (ReplayKeys) whose CUDA graph is captured and current on `be` (0 for a backend
+// that is not CUDA): what a start-up warm-up reports.
+int64_t cuda_graphs_ready(Backend& be);
 
 }  // namespace ssd

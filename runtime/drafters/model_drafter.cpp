@@ -87,6 +87,12 @@ ModelDrafter::ModelDrafter(ModelFile draft, Backend& backend, const ModelDrafter
   model_ = std::make_unique<Transformer>(*file_, backend);
   runner_ = std::make_unique<ModelDraftRunner>(*model_, opts.kv_tokens, opts.prefill_chunk,
                                                "model drafter " + dpath);
+  prefill_chunk_ = opts.prefill_chunk;
+}
+
+std::vector<WarmupSite> ModelDrafter::warmup_sites(const WarmupPlan& plan) {
+  return {WarmupSite{"drafter " + name(), model_.get(), &runner_->kv(), prefill_chunk_,
+                     drafter_warmup_sizes(plan)}};
 }
 
 std::string ModelDrafter::name() const { return "model:" + file_->path(); }

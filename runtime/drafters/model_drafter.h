@@ -55,6 +55,8 @@ class ModelDrafter final : public Drafter {
   void commit(int32_t seq, std::span<const int32_t> tokens) override;
   std::vector<DraftTree> draft(std::span<const DraftRequest> requests) override;
   void finish(int32_t seq) override;
+  // Its model's tree decode (drafter_warmup_sizes) on its own cache.
+  std::vector<WarmupSite> warmup_sites(const WarmupPlan& plan) override;
 
   const ModelFile& file() const { return *file_; }
   const ModelDraftRunner& runner() const { return *runner_; }
@@ -63,6 +65,7 @@ class ModelDrafter final : public Drafter {
   std::unique_ptr<ModelFile> file_;  // heap: the transformer points into it
   std::unique_ptr<Transformer> model_;
   std::unique_ptr<ModelDraftRunner> runner_;
+  int64_t prefill_chunk_ = 0;  // its largest forward (catch-up chunks)
 };
 
 }  // namespace ssd

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/model/forward_warmup.h"
 #include "runtime/sampling/sampler.h"
 #include "runtime/spec/draft_tree.h"
 
@@ -78,6 +79,13 @@ class Drafter {
   // the host only for such a drafter (a device target leaves them on the device, and the
   // outcome's target_logits is then null).
   virtual bool observes_target_logits() const { return false; }
+  // The models and caches whose forwards this drafter repeats, with the sizes a run of `plan`
+  // repeats, for the start-up warm-up on a backend that replays forwards
+  // (runtime/model/forward_warmup.h). None by default.
+  virtual std::vector<WarmupSite> warmup_sites(const WarmupPlan& plan) {
+    (void)plan;
+    return {};
+  }
   virtual void finish(int32_t seq) = 0;
 };
 

@@ -13,77 +13,14 @@
 #include "runtime/backend/backend.h"
 #include "runtime/model/model_file.h"
 #include "runtime/model/transformer.h"
+#include "tests/support/region_recorder.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_model.h"
 
 namespace ssd {
 namespace {
 
-class RegionRecorder final : public Backend {
- public:
-  RegionRecorder() : cpu_(make_cpu_backend(1)) {}
-  std::vector<ReplayKey> keys;
-  int ended = 0, violations = 0;
-
-  const char* name() const override { return "region-recorder"; }
-  int threads() const override { return 1; }
-  BackendBuffer allocate(size_t bytes) override {
-    violations += open_;
-    return cpu_->allocate(bytes);
-  }
-  void upload(void* d, const void* s, size_t b) override {
-    violations += open_;
-    cpu_->upload(d, s, b);
-  }
-  void download(void* d, const void* s, size_t b) override {
-    violations += open_;
-    cpu_->download(d, s, b);
-  }
-  void copy(void* d, const void* s, size_t b) override { cpu_->copy(d, s, b); }
-  void begin_replayable(const ReplayKey& key) override {
-    violations += open_;
-    open_ = true;
-    keys.push_back(key);
-  }
-  void end_replayable() override {
-    violations += !open_;
-    open_ = false;
-    ++ended;
-  }
-  void abort_replayable() noexcept override { open_ = false; }
-  kernels::WeightMatrix prepare_weight(const TensorRef& t) override {
-    return cpu_->prepare_weight(t);
-  }
-  void matmul(const kernels::WeightMatrix& w, const float* x, float* y, int64_t n) override {
-    cpu_->matmul(w, x, y, n);
-  }
-  void embed(const kernels::WeightMatrix& t, const int32_t* tok, int64_t n, float* o) override {
-    cpu_->embed(t, tok, n, o);
-  }
-  void rmsnorm(const float* x, const float* g, float* y, int64_t r, int64_t d, float e) override {
-    cpu_->rmsnorm(x, g, y, r, d, e);
-  }
-  void rope(float* x, int64_t n, int64_t h, int64_t hd, int64_t rd, const int32_t* p,
-            const float* f, kernels::RopeLayout l) override {
-    cpu_->rope(x, n, h, hd, rd, p, f, l);
-  }
-  void store_kv(KvCache& c, int64_t l, const SeqId* s, const int64_t* cp, const float* k,
-                const float* v, int64_t n) override {
-    cpu_->store_kv(c, l, s, cp, k, v, n);
-  }
-  void attention(const AttentionCall& c) override { cpu_->attention(c); }
-  void swiglu(const float* g, const float* u, float* o, int64_t n) override {
-    cpu_->swiglu(g, u, o, n);
-  }
-  void add(float* y, const float* x, int64_t n) override { cpu_->add(y, x, n); }
-  void add_bias(float* y, const float* b, int64_t r, int64_t c) override {
-    cpu_->add_bias(y, b, r, c);
-  }
-
- private:
-  std::unique_ptr<Backend> cpu_;
-  bool open_ = false;
-};
+using test::RegionRecorder;
 
 TEST(ReplayableRegion, OneRegionPerForwardWithNoTransfersInsideAndTheCpuLogits) {
   test::TempDir tmp;

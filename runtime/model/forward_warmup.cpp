@@ -1,0 +1,123 @@
+// The start-up warm-up (see forward_warmup.h): the size sets, and the forwards on scratch
+// sequences.
+#include "runtime/model/forward_warmup.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "runtime/core/error.h"
+#include "runtime/model/transformer.h"
+
+namespace ssd {
+namespace {
+
+std::vector<int64_t> sorted_within(std::vector<int64_t> v, int64_t max_rows) {
+  std::erase_if(v, [&](int64_t n) { return n < 1 || n > max_rows; });
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+// Room for one scratch sequence of n positions.
+int64_t room(const Transformer& model, const KvCache& kv) {
+  return std::min<int64_t>(model.config().context_length, kv.capacity_tokens());
+}
+
+// One forward of n rows on `seq` (cached length 0), logits for every row (left in backend
+// memory: nobody reads them), then the sequence truncated back to 0.
+void scratch_forward(Transformer& model, KvCache& kv, SeqId seq, int64_t n, bool all_logits) {
+  Batch b = Batch::sequence(seq, std::vector<int32_t>(static_cast<size_t>(n), 0), 0, all_logits);
+  b.logits_in_backend = true;
+  model.forward(b, kv);
+  kv.truncate(seq, 0);
+}
+
+// A scratch sequence released on every exit path.
+class ScratchSeq {
+ public:
+  explicit ScratchSeq(KvCache& kv) : kv_(kv), seq_(kv.create()) {}
+  ~ScratchSeq() { kv_.release(seq_); }
+  ScratchSeq(const ScratchSeq&) = delete;
+  ScratchSeq& operator=(const ScratchSeq&) = delete;
+  SeqId id() const { return seq_; }
+
+ private:
+  KvCache& kv_;
+  SeqId seq_;
+};
+
+}  // namespace
+
+std::vector<int64_t> target_warmup_sizes(const WarmupPlan& p) {
+  SSD_CHECK(p.max_batch >= 1 && p.width >= 1, "warm-up: batch {}, width {} (need >= 1)",
+            p.max_batch, p.width);
+  std::vector<int64_t> v;
+  for (int64_t b = 1; b <= p.max_batch; ++b) {
+    v.push_back(b);
+    if (p.verify_hidden) continue;
+    for (int32_t k : p.ks) {
+      SSD_CHECK(k >= 1, "warm-up: draft depth {} (need >= 1)", k);
+      v.push_back(b * (1 + int64_t{p.width} * k));
+    }
+  }
+  return sorted_within(std::move(v), p.max_rows);
+}
+
+std::vector<int64_t> drafter_warmup_sizes(const WarmupPlan& p) {
+  SSD_CHECK(p.max_batch >= 1 && p.width >= 1, "warm-up: batch {}, width {} (need >= 1)",
+            p.max_batch, p.width);
+  std::vector<int64_t> v;
+  if (std::any_of(p.ks.begin(), p.ks.end(), [](int32_t k) { return k >= 2; }))
+    for (int64_t b = 1; b <= p.max_batch; ++b) v.push_back(b * p.width);
+  return sorted_within(std::move(v), p.max_rows);
+}
+
+std::string describe_sizes(const std::vector<int64_t>& sizes) {
+  std::string s;
+  for (size_t i = 0; i < sizes.size();) {
+    size_t j = i;
+    while (j + 1 < sizes.size() && sizes[j + 1] == sizes[j] + 1) ++j;
+    if (!s.empty()) s += ',';
+    s += std::to_string(sizes[i]);
+    if (j > i) {
+      s += j == i + 1 ? ',' : '-';
+      s += std::to_string(sizes[j]);
+    }
+    i = j + 1;
+  }
+  return s;
+}
+
+WarmupResult warm_up_forwards(std::span<const WarmupSite> sites) {
+  WarmupResult r;
+  const auto t0 = std::chrono::steady_clock::now();
+  // Buffers to their final size first, on every site (they may share one backend).
+  for (const WarmupSite& s : sites) {
+    const int64_t n = std::min(s.grow_rows, room(*s.model, *s.kv));
+    if (n < 1) continue;
+    ScratchSeq seq(*s.kv);
+    scratch_forward(*s.model, *s.kv, seq.id(), n, /*all_logits=*/false);
+    ++r.forwards;
+  }
+  // Then each size twice, largest first.
+  for (const WarmupSite& s : sites) {
+    std::vector<int64_t> ran;
+    std::vector<int64_t> sizes = s.sizes;
+    std::sort(sizes.rbegin(), sizes.rend());
+    ScratchSeq seq(*s.kv);
+    for (int64_t n : sizes) {
+      if (n < 1 || n > room(*s.model, *s.kv)) continue;
+      for (int rep = 0; rep < 2; ++rep) scratch_forward(*s.model, *s.kv, seq.id(), n, true);
+      r.forwards += 2;
+      ran.push_back(n);
+    }
+    if (ran.empty()) continue;
+    std::sort(ran.begin(), ran.end());
+    if (!r.summary.empty()) r.summary += " + ";
+    r.summary += s.what + " " + describe_sizes(ran);
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace ssd

@@ -1,0 +1,73 @@
+// Start-up warm-up of the forwards a run repeats, so that a backend that records replayable
+// forwards (the CUDA backend's graphs, Backend::begin_replayable) has them captured before the
+// first request instead of at their second use. Which sizes: the decode step at every batch
+// size, the verification forward at the run's K for every batch size, and a drafter model's
+// tree decode (one row per branch of every request) at every batch size; every one of these
+// forwards computes logits for all its rows, so a size (batch rows) identifies its ReplayKey.
+//
+// How: every site (a model and the KV cache it runs on) first runs one forward of its largest
+// size (grow_rows: the prefill chunk), so its buffers reach their final size, because an
+// allocation after a capture makes every graph on the backend stale. Only then, site after site and
+// largest size first (so no later forward grows a buffer), each size runs twice on a scratch
+// sequence (tokens 0 at positions 0..n-1, causal): the backend measures the first run and
+// captures the second. The scratch sequence is truncated between runs and released at the end,
+// so the caches are as before. Replays of other shapes (a partly accepted batch, SSD's fan-out,
+// the draft's catch-up step) are still captured at their second use.
+//
+// The CPU backend replays nothing; the caller warms up only on a backend that does (on the CPU
+// it would only waste forwards). Sizes above the backend's replay limit are left out by the plan.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/kv/kv_cache.h"
+
+namespace ssd {
+
+class Transformer;
+
+// What a run will do, as far as forward shapes go.
+struct WarmupPlan {
+  int64_t max_batch = 1;       // requests decoded together (>= 1)
+  std::vector<int32_t> ks;     // draft depths verified per round (empty: AR only)
+  int32_t width = 1;           // first-level branches per draft (a tree of width x k nodes)
+  bool verify_hidden = false;  // verification reads target hidden layers: never replayed
+  int64_t max_rows = 256;      // the largest forward the backend replays
+};
+
+// The target's sizes: decode steps of 1..max_batch rows; for each k (unless verification reads
+// hidden layers) verification forwards of b full drafts, b x (1 + width x k) rows,
+// b = 1..max_batch. Sorted, unique, at most max_rows.
+std::vector<int64_t> target_warmup_sizes(const WarmupPlan& plan);
+// A drafter model's tree decode: its depth steps 2..k forward one row per branch of every
+// request, b x width rows for b = 1..max_batch (nothing unless some k >= 2). Sorted, unique,
+// at most max_rows.
+std::vector<int64_t> drafter_warmup_sizes(const WarmupPlan& plan);
+
+// One model and the cache its repeated forwards run on.
+struct WarmupSite {
+  std::string what;              // "target", "drafter model:<path>" (for the report)
+  Transformer* model = nullptr;
+  KvCache* kv = nullptr;
+  int64_t grow_rows = 0;         // its largest forward (e.g. the prefill chunk); 0: none
+  std::vector<int64_t> sizes;    // forward sizes to run twice
+};
+
+struct WarmupResult {
+  int64_t forwards = 0;   // forwards run
+  double seconds = 0;
+  std::string summary;    // "target 1-4,20,40 + drafter model:d.gguf 1-4"
+};
+
+// Runs the sites as described above. Sizes that do not fit the site's cache or its model's
+// context are skipped (and left out of the summary). Throws what a forward throws, with the
+// scratch sequences released.
+WarmupResult warm_up_forwards(std::span<const WarmupSite> sites);
+
+// "1-4,20,40": runs of consecutive sizes collapsed.
+std::string describe_sizes(const std::vector<int64_t>& sizes);
+
+}  // namespace ssd
