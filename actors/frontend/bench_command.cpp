@@ -150,6 +150,7 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
   spec.drafter_options.domino_head = args.domino_head == "on";
   spec.drafter_options.threads = args.threads;
   spec.dist = args.dist;
+  spec.max_batch = args.batch;
   check_job(spec, layout);
   if (!layout.is_target_leader()) return serve_rank(cluster, session, spec);
   LeaderJob job(cluster, session, spec);

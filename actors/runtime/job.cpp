@@ -74,6 +74,24 @@ int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec) {
   DrafterActorOptions opts;
   opts.step_s = step_s;
   const SsdDrafterOptions core = to_ssd_options(spec.dist, spec.k, spec.sampler);
+  if (const ReplayStatus rs = replay_status(session.backend()); rs.replays) {
+    int64_t per_seq = core.fan_out.budget;  // branches pre-speculated per sequence and round
+    for (const auto* list : {&core.fan_out.after_hit, &core.fan_out.after_miss}) {
+      int64_t sum = 0;
+      for (int32_t f : *list) sum += f;
+      per_seq = std::max(per_seq, sum);
+    }
+    WarmupPlan plan;
+    plan.max_batch = spec.max_batch * std::max<int64_t>(1, per_seq);
+    plan.ks = {spec.k};
+    plan.max_rows = rs.max_rows;
+    const WarmupResult r = warm_up_forwards(primary->warmup_sites(plan));
+    fmt::print(stderr,
+               "cuda graphs (drafter rank {}): {} forward shapes captured at start-up ({} "
+               "forwards, {:.2f} s): {}\n",
+               layout.rank, replay_status(session.backend()).captured, r.forwards, r.seconds,
+               r.summary.empty() ? "none" : r.summary);
+  }
   run_drafter_actor(*cluster.world(), layout, *primary, &backup, core, opts, cluster.dog());
   return 0;
 }

@@ -33,6 +33,7 @@ struct JobSpec {
   SamplerConfig sampler;
   DrafterOptions drafter_options;
   DistributedArgs dist;
+  int64_t max_batch = 1;  // requests decoded together (bench --batch): drafter-rank warm-up sizes
 };
 
 // Resolves `backend_flag` (--backend auto|cpu|cuda) on this rank, joins the job (Cluster: the
@@ -52,7 +53,11 @@ SessionOptions session_options(Cluster& cluster, const std::string& model_path, 
 // Throws ssd::Error for a mode the layout cannot run (e.g. ssd without a drafter rank).
 void check_job(const JobSpec& spec, const RankLayout& layout);
 
-// Ranks other than 0: serve until the leader ends the job. Returns the process exit code.
+// Ranks other than 0: serve until the leader ends the job. Returns the process exit code. A
+// drafter rank on a backend that replays forwards (CUDA graphs) first captures its drafter
+// model's tree decode at every call size up to spec.max_batch x the fan-out budget (SSD's
+// pre-speculation drafts that many branches per round, split over the drafter ranks; its
+// fallback drafts up to the batch) and prints one stderr line saying what it captured.
 int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec);
 
 // Rank 0's side of the job.
