@@ -74,10 +74,14 @@ class DrafterActor {
 
   void handle(const Envelope& env) {
     switch (env.kind) {
-      case MsgKind::kStartSeqs: on_start(env); break;
+      case MsgKind::kStartSeqs:
+        relay<StartSeqs>(env);
+        on_start(env);
+        break;
       case MsgKind::kOutcome: on_outcome(env); break;
       case MsgKind::kPrespecWork: on_work(env); break;
       case MsgKind::kFinishSeqs:
+        relay<FinishSeqs>(env);
         for (int32_t s : decode<FinishSeqs>(env).seqs) core_->finish(s);
         break;
       case MsgKind::kDrafterStatsAsk:
@@ -95,6 +99,16 @@ class DrafterActor {
       default:
         fail(fmt::format("drafter rank {}: unexpected {}", layout_.rank, kind_name(env.kind)));
     }
+  }
+
+  // The lead passes sequence starts and finishes on to the other drafter ranks, in order with
+  // the kPrespecWork it sends them (one sender, so they arrive in that order).
+  template <class T>
+  void relay(const Envelope& env) {
+    if (!layout_.is_drafter_lead()) return;
+    const T m = decode<T>(env);
+    for (int r : layout_.drafter_ranks())
+      if (r != layout_.rank) world_.send(r, m, std::span<const std::byte>(env.bulk()));
   }
 
   void on_start(const Envelope& env) {

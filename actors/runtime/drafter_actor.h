@@ -14,6 +14,11 @@
 // list; branch i is drafted by drafter rank i mod D; the others send their entries back
 // (kPrespecShare) and the lead installs the merged cache before it answers the next outcome.
 //
+// Sequence starts and finishes reach only the lead, which relays them to the other drafter ranks
+// when it handles them: one sender, so a secondary rank sees a sequence's start before the first
+// kPrespecWork that names it and its finish after the last (were they sent by the target leader,
+// the two senders' messages could arrive in either order).
+//
 // Ordering: the core is not thread-safe and the pre-speculation job uses it, so drafter-link
 // messages that arrive while the job (or the shares of other ranks) is outstanding are queued and
 // handled, in arrival order, as soon as the cache is installed. The loop itself never blocks: it

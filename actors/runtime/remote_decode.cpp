@@ -29,13 +29,14 @@ RemoteDecoder::RemoteDecoder(TargetModel& target, Transport& world, const RankLa
               target.config().n_layers - 1);
 }
 
+// Only to the drafter lead: it relays sequence starts and finishes to the other drafter ranks
+// itself, in order with its own pre-speculation work (drafter_actor.h, Ordering), which messages
+// from two senders could not guarantee.
 template <class T>
-void RemoteDecoder::send_drafters(const T& msg, std::span<const std::byte> bulk) {
-  for (int r : layout_.drafter_ranks()) {
-    std::vector<std::byte> frame = encode_frame(msg, bulk);
-    bytes_ += static_cast<int64_t>(frame.size());
-    world_.send_frame(r, std::move(frame));
-  }
+void RemoteDecoder::send_drafter_lead(const T& msg, std::span<const std::byte> bulk) {
+  std::vector<std::byte> frame = encode_frame(msg, bulk);
+  bytes_ += static_cast<int64_t>(frame.size());
+  world_.send_frame(layout_.drafter_lead(), std::move(frame));
 }
 
 Envelope RemoteDecoder::receive(MsgKind kind, const std::string& waiting_for) {
@@ -113,7 +114,7 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
     features.insert(features.end(), pre.features.begin(), pre.features.end());
   }
   const double t1 = monotonic_seconds();
-  if (!start.seqs.empty()) send_drafters(start, std::as_bytes(std::span<const float>(features)));
+  if (!start.seqs.empty()) send_drafter_lead(start, std::as_bytes(std::span<const float>(features)));
 
   std::vector<size_t> active;
   for (int64_t round = 0;; ++round) {
@@ -229,7 +230,7 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
                               vr.seqs[a].features.end());
       outcome.seqs.push_back(std::move(o));
     }
-    if (!finished.seqs.empty()) send_drafters(finished);
+    if (!finished.seqs.empty()) send_drafter_lead(finished);
     if (!outcome.seqs.empty()) {
       std::vector<std::byte> frame =
           encode_frame(outcome, std::as_bytes(std::span<const float>(round_features)));

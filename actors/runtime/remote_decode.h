@@ -70,7 +70,7 @@ class RemoteDecoder {
 
  private:
   Envelope receive(MsgKind kind, const std::string& waiting_for);
-  template <class T> void send_drafters(const T& msg, std::span<const std::byte> bulk = {});
+  template <class T> void send_drafter_lead(const T& msg, std::span<const std::byte> bulk = {});
 
   TargetModel& target_;
   Transport& world_;

@@ -217,8 +217,9 @@ struct DrafterReady {
   friend bool operator==(const DrafterReady&, const DrafterReady&) = default;
 };
 
-// New sequences for every drafter rank: prompts, the tokens the target emitted from the prefill
-// (the first one), Philox streams. Bulk: the prompt's target features, [sum feature_rows, dim].
+// New sequences for every drafter rank (target leader -> drafter lead, which relays it to the
+// other drafter ranks): prompts, the tokens the target emitted from the prefill (the first one),
+// Philox streams. Bulk: the prompt's target features, [sum feature_rows, dim].
 struct StartSeqs {
   static constexpr MsgKind kKind = MsgKind::kStartSeqs;
   std::vector<int32_t> seqs;                  // [B]
@@ -336,6 +337,7 @@ struct DrafterStatsMsg {
   friend bool operator==(const DrafterStatsMsg&, const DrafterStatsMsg&) = default;
 };
 
+// Sequences that ended (target leader -> drafter lead, relayed to the other drafter ranks).
 struct FinishSeqs {
   static constexpr MsgKind kKind = MsgKind::kFinishSeqs;
   std::vector<int32_t> seqs;
