@@ -3,10 +3,7 @@
 #include <fmt/format.h>
 
 #include "kernels/cpu/rowops.h"
-
-#ifndef SSD_GIT_COMMIT
-#define SSD_GIT_COMMIT "unknown"
-#endif
+#include "ssd_git_commit.h"  // generated at every build (cmake/git_commit.cmake)
 #ifndef SSD_BUILD_TYPE
 #define SSD_BUILD_TYPE "unknown"
 #endif
