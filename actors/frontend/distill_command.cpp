@@ -1,7 +1,6 @@
 #include "actors/frontend/distill_command.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -128,23 +127,21 @@ int run_distill(const DistillArgs& args) {
   opts.stop_ids = tok.spec().eog_ids;
   DistillWriter writer(out, layers, cfg.dim, cfg.vocab, model_file_digest(args.model.string()));
 
-  const bool tty = isatty(fileno(stderr)) != 0;
+  train::StatusLine status(stderr);
   auto progress = [&](const DistillProgress& p) {
-    const double left = p.done > 0 ? p.seconds / static_cast<double>(p.done) *
-                                         static_cast<double>(p.total - p.done)
-                                   : 0;
     const double tps =
         p.seconds > 0 ? static_cast<double>(p.prompt_tokens + p.response_tokens) / p.seconds : 0;
     const double gen_tps =
         p.generate_s > 0 ? static_cast<double>(p.response_tokens) / p.generate_s : 0;
-    fmt::print(stderr, "{}distill: {}/{} sequences | {:.0f} tok/s stored ({:.1f} response tok/s "
-               "decoding) | {} elapsed, ~{} left{}",
-               tty ? "\r" : "", p.done, p.total, tps, gen_tps, train::format_duration(p.seconds),
-               train::format_duration(left), tty ? "   " : "\n");
-    std::fflush(stderr);
+    const auto left = train::time_left(p.seconds, static_cast<int64_t>(p.done),
+                                       static_cast<int64_t>(p.total));
+    status.show(fmt::format("distill: {}/{} sequences | {:.0f} tok/s stored ({:.1f} response "
+                            "tok/s decoding) | {} elapsed, ~{} left",
+                            p.done, p.total, tps, gen_tps, train::format_duration(p.seconds),
+                            train::format_duration(left)));
   };
   const DistillProgress p = distill_prompts(target, prompts, opts, writer, progress);
-  if (tty) fmt::print(stderr, "\n");
+  status.finish();
   writer.finish();
 
   const uint64_t bytes = std::filesystem::file_size(args.out);
@@ -152,7 +149,8 @@ int run_distill(const DistillArgs& args) {
              "distill: wrote {} | {} sequences | {} prompt + {} response tokens | {:.1f} MB | "
              "wall {} (decoding {}, feature capture {})\n",
              out, p.done, p.prompt_tokens, p.response_tokens, static_cast<double>(bytes) / 1e6,
-             train::format_duration(p.seconds), train::format_duration(p.generate_s), train::format_duration(p.capture_s));
+             train::format_duration(p.seconds), train::format_duration(p.generate_s),
+             train::format_duration(p.capture_s));
   return 0;
 }
 

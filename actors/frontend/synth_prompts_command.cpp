@@ -3,7 +3,6 @@
 #include "actors/frontend/synth_prompts_command.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -112,22 +111,19 @@ int run_synth(const SynthArgs& a) {
              a.count, chat_format_name(tmpl.format()), opening.size(), a.temp, a.top_p, a.seed,
              a.max_tokens, a.batch, exclude.size(), a.threads);
 
-  const bool tty = isatty(fileno(stderr)) != 0;
+  train::StatusLine status(stderr);
   auto progress = [&](const PromptSynthStats& s) {
-    const double left = s.kept > 0 ? s.seconds / static_cast<double>(s.kept) *
-                                         static_cast<double>(a.count - s.kept)
-                                   : NAN;
-    fmt::print(stderr, "{}synth-prompts: {}/{} kept of {} turns | {:.0f} tok/s | {} elapsed, ~{} "
-               "left{}",
-               tty ? "\r" : "", s.kept, a.count, s.attempts,
-               s.seconds > 0 ? static_cast<double>(s.tokens) / s.seconds : 0.0,
-               train::format_duration(s.seconds), train::format_duration(left), tty ? "   " : "\n");
-    std::fflush(stderr);
+    status.show(fmt::format("synth-prompts: {}/{} kept of {} turns | {:.0f} tok/s | {} elapsed, "
+                            "~{} left",
+                            s.kept, a.count, s.attempts,
+                            s.seconds > 0 ? static_cast<double>(s.tokens) / s.seconds : 0.0,
+                            train::format_duration(s.seconds),
+                            train::format_duration(train::time_left(s.seconds, s.kept, a.count))));
   };
   PromptSynthStats s;
   const std::vector<std::string> prompts =
       synthesize_prompts(target, tok, opening, o, &s, progress);
-  if (tty) fmt::print(stderr, "\n");
+  status.finish();
   SSD_CHECK(!prompts.empty(), "synth-prompts: no turn of {} was kept ({} truncated, {} too short)",
             s.attempts, s.truncated, s.too_short);
 

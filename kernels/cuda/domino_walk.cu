@@ -18,6 +18,7 @@
 #include "kernels/common/dequant.h"
 #include "kernels/common/domino_math.h"
 #include "kernels/common/half_math.h"
+#include "kernels/cuda/block_argmax.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kernels.cuh"
 
@@ -45,36 +46,6 @@ __device__ void warp_rows(const uint16_t* w, int64_t rows, int64_t cols, X&& x, 
     const float v = warp_sum(hd::lane_dot(wc, x, cols, lane));
     if (lane == 0) store(row, v);
   }
-}
-
-// The block's argmax of row[0, n) (NaN skipped; -1 when all NaN); every thread gets it.
-__device__ int32_t block_argmax(const float* row, int64_t n) {
-  __shared__ float sv[kThreads];
-  __shared__ int32_t si[kThreads];
-  const int t = static_cast<int>(threadIdx.x);
-  float bv = 0.0f;
-  int32_t bi = -1;
-  for (int64_t i = t; i < n; i += kThreads) {
-    const float v = row[i];
-    if (v != v) continue;
-    if (hd::argmax_better(v, static_cast<int32_t>(i), bv, bi)) {
-      bv = v;
-      bi = static_cast<int32_t>(i);
-    }
-  }
-  sv[t] = bv;
-  si[t] = bi;
-  __syncthreads();
-  for (int s = kThreads / 2; s > 0; s /= 2) {
-    if (t < s && hd::argmax_better(sv[t + s], si[t + s], sv[t], si[t])) {
-      sv[t] = sv[t + s];
-      si[t] = si[t + s];
-    }
-    __syncthreads();
-  }
-  const int32_t r = si[0];
-  __syncthreads();  // sv / si are reused by the next position
-  return r;
 }
 
 // s <- GRU(s, emb(token)) for one chain.   s: [g], x: [d], gi, gh: [3g]
@@ -122,7 +93,7 @@ __global__ void domino_walk_kernel(DominoWalkArgs a) {
                 [&](int64_t v, float corr) { f[v] = hd::domino_final(f[v], corr); });
       __syncthreads();
     }
-    const int32_t token = hd::domino_target_id(a.vocab_ids, block_argmax(f, a.vd));
+    const int32_t token = hd::domino_target_id(a.vocab_ids, block_argmax<kThreads>(f, a.vd));
     if (threadIdx.x == 0) a.tokens[row] = token;
     if (token < 0) return;  // every logit NaN: the host reports it (the same for all threads)
     if (a.use_head && i + 1 < k) gru_step(a, token, s, x, gi, gh);

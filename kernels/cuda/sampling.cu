@@ -8,6 +8,7 @@
 #include "kernels/common/domino_math.h"
 #include "kernels/common/row_math.h"
 #include "kernels/common/sampling_math.h"
+#include "kernels/cuda/block_argmax.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kernels.cuh"
 
@@ -16,44 +17,8 @@ namespace {
 
 constexpr int kThreads = kernels::hd::kRowThreads;
 
-// (value, index) with "better" = larger value, then lower index; NaN never better (the rule
-// of ssd::argmax, shared with the fused Domino walk: kernels/common/domino_math.h).
-__device__ bool better(float a, int32_t ia, float b, int32_t ib) {
-  return kernels::hd::argmax_better(a, ia, b, ib);
-}
-
-// Block argmax of row [0, vocab); every thread gets the result's index (-1 if all NaN).
-__device__ int32_t block_argmax(const float* row, int32_t vocab) {
-  __shared__ float sv[kThreads];
-  __shared__ int32_t si[kThreads];
-  const int t = static_cast<int>(threadIdx.x);
-  float bv = 0.0f;
-  int32_t bi = -1;
-  for (int32_t i = t; i < vocab; i += kThreads) {
-    const float v = row[i];
-    if (v != v) continue;  // NaN
-    if (better(v, i, bv, bi)) {
-      bv = v;
-      bi = i;
-    }
-  }
-  sv[t] = bv;
-  si[t] = bi;
-  __syncthreads();
-  for (int s = kThreads / 2; s > 0; s /= 2) {
-    if (t < s && better(sv[t + s], si[t + s], sv[t], si[t])) {
-      sv[t] = sv[t + s];
-      si[t] = si[t + s];
-    }
-    __syncthreads();
-  }
-  const int32_t r = si[0];
-  __syncthreads();  // the shared arrays may be reused by the caller's next row
-  return r;
-}
-
 __global__ void argmax_rows_kernel(const float* logits, int32_t vocab, int32_t* out) {
-  const int32_t r = block_argmax(logits + static_cast<int64_t>(blockIdx.x) * vocab, vocab);
+  const int32_t r = block_argmax<kThreads>(logits + static_cast<int64_t>(blockIdx.x) * vocab, vocab);
   if (threadIdx.x == 0) out[blockIdx.x] = r;
 }
 
@@ -63,7 +28,7 @@ __global__ void add_argmax_kernel(const float* base, const float* corr, float* l
   for (int32_t i = static_cast<int32_t>(threadIdx.x); i < vocab; i += kThreads)
     logits[off + i] = kernels::hd::add_rn(base[off + i], corr[off + i]);
   __syncthreads();
-  const int32_t r = block_argmax(logits + off, vocab);
+  const int32_t r = block_argmax<kThreads>(logits + off, vocab);
   if (threadIdx.x == 0) next[blockIdx.x] = r;
 }
 

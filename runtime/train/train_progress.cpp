@@ -21,6 +21,11 @@ std::string format_duration(double s) {
   return fmt::format("{}s", t);
 }
 
+double time_left(double elapsed_s, int64_t done, int64_t total) {
+  if (done <= 0) return NAN;
+  return elapsed_s / static_cast<double>(done) * static_cast<double>(total - done);
+}
+
 std::string progress_line(const ProgressPoint& p) {
   const double left = p.steps_per_s > 0 ? (p.total - p.step) / p.steps_per_s : NAN;
   return fmt::format(
@@ -41,8 +46,26 @@ std::string progress_json(const ProgressPoint& p) {
       .dump();
 }
 
+StatusLine::StatusLine(std::FILE* out) : out_(out), tty_(out && isatty(fileno(out))) {}
+
+void StatusLine::show(std::string_view line) {
+  if (!out_) return;
+  if (tty_) {
+    fmt::print(out_, "\r\033[K{}", line);
+    dirty_ = true;
+  } else {
+    fmt::print(out_, "{}\n", line);
+  }
+  std::fflush(out_);
+}
+
+void StatusLine::finish() {
+  if (dirty_ && out_) fmt::print(out_, "\n");
+  dirty_ = false;
+}
+
 ProgressReporter::ProgressReporter(std::FILE* out, const std::string& json_path, bool append_json)
-    : out_(out), tty_(out && isatty(fileno(out))) {
+    : status_(out) {
   if (!json_path.empty()) {
     json_ = std::fopen(json_path.c_str(), append_json ? "a" : "w");
     SSD_CHECK(json_, "--log-json: cannot open {}: {}", json_path, std::strerror(errno));
@@ -55,23 +78,13 @@ ProgressReporter::~ProgressReporter() {
 }
 
 void ProgressReporter::report(const ProgressPoint& p, bool log_step) {
-  if (out_ && tty_) {
-    fmt::print(out_, "\r\033[K{}", progress_line(p));
-    std::fflush(out_);
-    dirty_ = true;
-  } else if (out_ && log_step) {
-    fmt::print(out_, "{}\n", progress_line(p));
-    std::fflush(out_);
-  }
+  if (status_.tty() || log_step) status_.show(progress_line(p));
   if (json_ && log_step) {
     fmt::print(json_, "{}\n", progress_json(p));
     std::fflush(json_);
   }
 }
 
-void ProgressReporter::finish() {
-  if (dirty_ && out_) fmt::print(out_, "\n");
-  dirty_ = false;
-}
+void ProgressReporter::finish() { status_.finish(); }
 
 }  // namespace ssd::train

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace ssd::train {
 
@@ -16,8 +17,29 @@ struct ProgressPoint {
 };
 
 std::string format_duration(double seconds);  // "1h02m", "3m07s", "12s"
+// Time left at the rate so far: elapsed / done x (total - done); NaN before anything is done
+// (format_duration prints it as "?").
+double time_left(double elapsed_s, int64_t done, int64_t total);
 std::string progress_line(const ProgressPoint& p);
 std::string progress_json(const ProgressPoint& p);
+
+// One status line on `out` (stderr) for a long job: rewritten in place on a TTY, a line of its own
+// each time otherwise (a log file keeps every update). Used by train-domino, distill and
+// synth-prompts.
+class StatusLine {
+ public:
+  explicit StatusLine(std::FILE* out);
+  ~StatusLine() { finish(); }
+  StatusLine(const StatusLine&) = delete;
+  StatusLine& operator=(const StatusLine&) = delete;
+  bool tty() const { return tty_; }
+  void show(std::string_view line);
+  void finish();  // ends an in-place line (the next output starts on a fresh line)
+
+ private:
+  std::FILE* out_;
+  bool tty_ = false, dirty_ = false;
+};
 
 class ProgressReporter {
  public:
@@ -31,9 +53,8 @@ class ProgressReporter {
   void finish();  // ends the in-place line
 
  private:
-  std::FILE* out_;
+  StatusLine status_;
   std::FILE* json_ = nullptr;
-  bool tty_ = false, dirty_ = false;
 };
 
 }  // namespace ssd::train

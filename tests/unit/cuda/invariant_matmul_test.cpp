@@ -27,16 +27,7 @@ TEST(CudaInvariantMatmul, DecodesStoredBytesWithTheTwinsBitsAtEveryBatchSize) {
   for (DType t : kernels::test::kAllTypes) {
     const int64_t rows = 67, cols = 3 * std::max<int64_t>(32, dtype_traits(t).block_elems);
     std::vector<uint8_t> bytes;
-    for (int64_t r = 0; r < rows; ++r) {
-      const auto row = kernels::test::random_row(t, cols, rng);
-      bytes.insert(bytes.end(), row.begin(), row.end());
-    }
-    TensorRef ref;
-    ref.name = "w";
-    ref.type = t;
-    ref.ne = {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)};
-    ref.data = bytes.data();
-    ref.nbytes = bytes.size();
+    const TensorRef ref = kernels::test::random_matrix(t, rows, cols, bytes, rng);
     const uint64_t row_bytes = ref.row_bytes();
     const auto w = gpu->prepare_weight(ref);
     const int64_t n = 9;

@@ -55,22 +55,6 @@ struct Backends {
   std::unique_ptr<Backend> gpu = make_cuda_backend(0);
 };
 
-TensorRef matrix(DType t, int64_t rows, int64_t cols, std::vector<uint8_t>& bytes,
-                 std::mt19937& rng) {
-  bytes.clear();
-  for (int64_t r = 0; r < rows; ++r) {
-    auto row = kernels::test::random_row(t, cols, rng);
-    bytes.insert(bytes.end(), row.begin(), row.end());
-  }
-  TensorRef ref;
-  ref.name = "w";
-  ref.type = t;
-  ref.ne = {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)};
-  ref.data = bytes.data();
-  ref.nbytes = bytes.size();
-  return ref;
-}
-
 TEST(CudaOps, MatmulEveryWeightTypeAndBatchInvariance) {
   SSD_SKIP_WITHOUT_GPU("CPU-vs-CUDA op comparison");
   Backends b;
@@ -78,7 +62,7 @@ TEST(CudaOps, MatmulEveryWeightTypeAndBatchInvariance) {
   for (DType t : kernels::test::kAllTypes) {
     std::vector<uint8_t> bytes;
     const int64_t rows = 67, cols = 512;
-    const TensorRef ref = matrix(t, rows, cols, bytes, rng);
+    const TensorRef ref = kernels::test::random_matrix(t, rows, cols, bytes, rng);
     const auto wc = b.cpu->prepare_weight(ref);
     const auto wg = b.gpu->prepare_weight(ref);
     for (int64_t n : {1, 5, 300}) {  // 300 > invariant_max_tokens: the cuBLAS path
@@ -143,7 +127,7 @@ TEST(CudaOps, EmbedEveryType) {
   std::mt19937 rng(3);
   for (DType t : kernels::test::kAllTypes) {
     std::vector<uint8_t> bytes;
-    const TensorRef ref = matrix(t, 37, 256, bytes, rng);
+    const TensorRef ref = kernels::test::random_matrix(t, 37, 256, bytes, rng);
     const auto tc = b.cpu->prepare_weight(ref);
     const auto tg = b.gpu->prepare_weight(ref);
     const std::vector<int32_t> toks = {0, 36, 5, 5, 17};

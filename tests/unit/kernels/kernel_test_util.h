@@ -1,6 +1,6 @@
-// Shared helpers of the kernel tests: random but valid rows of every weight type, the list of
-// instruction sets this CPU can run (each dispatched kernel is tested on all of them), and a
-// float comparison that treats two NaNs as equal and +0 / -0 as different.
+// Shared helpers of the kernel tests: random but valid rows (and matrices) of every weight type,
+// the list of instruction sets this CPU can run (each dispatched kernel is tested on all of
+// them), and a float comparison that treats two NaNs as equal and +0 / -0 as different.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/rowops.h"
 #include "runtime/core/dtype.h"
+#include "runtime/io/tensor_ref.h"
 
 namespace ssd::kernels::test {
 
@@ -91,6 +92,24 @@ inline std::vector<uint8_t> random_row(DType t, int64_t cols, std::mt19937& rng)
       break;
   }
   return out;
+}
+
+// A [rows, cols] weight tensor of random_row rows, its bytes kept in `bytes` (which the returned
+// reference points into).
+inline TensorRef random_matrix(DType t, int64_t rows, int64_t cols, std::vector<uint8_t>& bytes,
+                               std::mt19937& rng) {
+  bytes.clear();
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::vector<uint8_t> row = random_row(t, cols, rng);
+    bytes.insert(bytes.end(), row.begin(), row.end());
+  }
+  TensorRef ref;
+  ref.name = "w";
+  ref.type = t;
+  ref.ne = {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)};
+  ref.data = bytes.data();
+  ref.nbytes = bytes.size();
+  return ref;
 }
 
 inline std::vector<float> random_floats(int64_t n, std::mt19937& rng, float sigma = 1.0f) {
