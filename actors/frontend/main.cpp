@@ -11,6 +11,7 @@
 #include "actors/frontend/bench_kernels_command.h"
 #include "actors/frontend/build_info.h"
 #include "actors/frontend/distill_command.h"
+#include "actors/frontend/eval_domino_command.h"
 #include "actors/frontend/generate_command.h"
 #include "actors/frontend/info_command.h"
 #include "actors/frontend/synth_prompts_command.h"
@@ -39,6 +40,8 @@ constexpr Command kCommands[] = {
      ssd::run_distill_command},
     {"train-domino", "train a Domino drafter for a target from `ssd distill` data",
      ssd::run_train_domino_command},
+    {"eval-domino", "offline acceptance of a Domino checkpoint on `ssd distill` data",
+     ssd::run_eval_domino_command},
 };
 
 void print_usage() {

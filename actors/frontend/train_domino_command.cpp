@@ -31,6 +31,7 @@ struct TrainDominoArgs {
   double lr = 3e-4, warmup_frac = 0.03, curriculum_frac = 0.5, weight_decay = 0.01, clip = 1.0;
   std::string head_inputs = "teacher", fc_init = "deepest";
   int64_t draft_vocab = 0;
+  bool context_inject = false;
   uint64_t seed = 1;
   int32_t threads = 2;
   std::optional<std::filesystem::path> resume, log_json;
@@ -74,6 +75,8 @@ struct TrainDominoArgs {
       {.choices = {"teacher", "sampled"}});
     v(draft_vocab, "draft-vocab",
       "reduced draft vocabulary: the N most frequent response tokens (0 = full)", {.min = 0});
+    v(context_inject, "context-inject",
+      "add the last context entry, projected (ctx_inject.weight, starts at 0), to every block row");
     v(init_layers, "init-layers",
       "target layers copied into the backbone layers (default: the ones right after the deepest "
       "feature layer, else the target's last ones)");
@@ -159,6 +162,7 @@ int run_train_domino_command(int argc, const char* const* argv) {
     fmt::print(stderr, "draft vocabulary: {} ids cover {:.2f}% of the response tokens\n",
                c.draft_vocab.size(), 100.0 * train::draft_vocab_coverage(counts, c.draft_vocab));
   }
+  c.context_inject = a.context_inject;
   c.validate("ssd train-domino flags");
   o.steps = a.steps;
   o.batch_seqs = a.batch_seqs;

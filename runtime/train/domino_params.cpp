@@ -36,6 +36,7 @@ DominoViewT<T> view_of(const ParamLayout& L, const DominoConfig& cfg, T* base) {
   v.fc = at("fc.weight");
   v.fc_norm = at("fc_norm.weight");
   v.mask = at("mask_embedding");
+  v.ctx_inject = cfg.context_inject ? at("ctx_inject.weight") : nullptr;
   v.norm = at("norm.weight");
   for (int32_t l = 0; l < cfg.n_layers; ++l) {
     const std::string p = fmt::format("layers.{}.", l);

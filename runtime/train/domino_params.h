@@ -46,6 +46,7 @@ struct DominoViewT {
   T* fc;              // [d, F]
   T* fc_norm;         // [d]
   T* mask;            // [d]
+  T* ctx_inject;      // [d, d] (null without context_inject)
   std::vector<Layer> layers;
   T* norm;            // [d]
   T* gru_w_ih;        // [3g, d]

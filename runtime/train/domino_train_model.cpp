@@ -103,6 +103,18 @@ void DominoTrainModel::forward(const DominoConstView& p, std::span<const int32_t
     }
     is_mask_[b * B] = 0;
   }
+  // context_inject: every row of block b gets W_inject c_{a-1} (nothing when a == 0).
+  if (p.ctx_inject) {
+    clast_.assign(A * d, 0.0f);
+    for (int64_t b = 0; b < A; ++b)
+      if (anchors[b] > 0) std::copy_n(c_.data() + (anchors[b] - 1) * d, d, clast_.data() + b * d);
+    std::vector<float> inj(A * d);
+    linear_forward(clast_.data(), p.ctx_inject, inj.data(), A, d, d);
+    for (int64_t b = 0; b < A; ++b)
+      if (anchors[b] > 0)
+        for (int64_t t = 0; t < B; ++t)
+          for (int64_t u = 0; u < d; ++u) x0_[(b * B + t) * d + u] += inj[b * d + u];
+  }
   std::vector<float> x = x0_;
   for (int64_t l = 0; l < cfg_.n_layers; ++l) {
     LayerCache& lc = layers_[l];
@@ -350,6 +362,17 @@ void DominoTrainModel::backward(const DominoConstView& p, DominoView& gr,
   for (int64_t row = 0; row < R; ++row)
     if (is_mask_[row])
       for (int64_t u = 0; u < d; ++u) gr.mask[u] += dx[row * d + u];
+  if (p.ctx_inject) {  // d(inject_b) = sum of the block's row gradients
+    std::vector<float> dinj(A * d, 0.0f), dlast(A * d, 0.0f);
+    for (int64_t b = 0; b < A; ++b)
+      if (anchors[b] > 0)
+        for (int64_t t = 0; t < B; ++t)
+          for (int64_t u = 0; u < d; ++u) dinj[b * d + u] += dx[(b * B + t) * d + u];
+    linear_backward(dinj.data(), clast_.data(), p.ctx_inject, dlast.data(), gr.ctx_inject, A, d, d);
+    for (int64_t b = 0; b < A; ++b)
+      if (anchors[b] > 0)
+        for (int64_t u = 0; u < d; ++u) dc[(anchors[b] - 1) * d + u] += dlast[b * d + u];
+  }
   std::vector<float> dpre(n * d, 0.0f);
   rmsnorm_backward(dc.data(), pre_.data(), p.fc_norm, rstd_c_.data(), dpre.data(), gr.fc_norm, n,
                    d);

@@ -6,7 +6,8 @@
 //             k_j = RoPE_j(W_k^l hn), v_j = W_v^l hn. Computed ONCE per sequence for j < max(a);
 //             the block of anchor a sees entries [0, a).
 //   block:    rows [emb(t[a]), mask x (B-1)] at positions a .. a+B-1 through the Llama layers
-//             (attention over [context [0, a) ; the whole block]).
+//             (attention over [context [0, a) ; the whole block]). With context_inject every row
+//             also gets W_inject c_{a-1} added to its input (nothing when a == 0).
 //   output:   h_i = RMSNorm(x_i) * norm, base_i = h_i E^T (E = the target's frozen LM head rows of
 //             the draft vocabulary), i = 1 .. nv, nv = min(B-1, L-1-a) (rows with a label).
 //   head:     s_0 = GRU(0, emb(t[a])); final_i = base_i + W2 SiLU(W1 [h_i ; s_{i-1}]);
@@ -93,6 +94,7 @@ class DominoTrainModel {
   int64_t n_ctx_ = 0, rows_ = 0, nblocks_ = 0, max_nv_ = 0;
   std::vector<int32_t> ctx_pos_, pos_, nv_;
   std::vector<float> pre_, c_, rstd_c_, x0_, xl_, hfin_, rstd_f_;
+  std::vector<float> clast_;  // [A, d] c_{a-1} of each block (context_inject; zero when a == 0)
   std::vector<uint8_t> is_mask_;
   std::vector<LayerCache> layers_;
   // Head, rows in position-major order m: for i = 1..max_nv, blocks with nv >= i.

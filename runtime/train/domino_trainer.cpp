@@ -100,7 +100,13 @@ TrainSummary train_domino(const ModelFile& target, const TrainData& data, const 
   TrainSummary sum;
   double wall_before = 0;
   if (!o.resume.empty()) {
-    const DominoCheckpoint ck = DominoCheckpoint::open(o.resume);
+    const DominoCheckpoint ck = [&] {
+      try {
+        return DominoCheckpoint::open(o.resume);
+      } catch (const Error& e) {
+        fail(fmt::format("--resume: {}", e.what()));
+      }
+    }();
     SSD_CHECK(ck.config().to_json() == cfg.to_json(),
               "--resume {}: its config {} differs from this run's {}", o.resume,
               ck.config().to_json(), cfg.to_json());

@@ -44,7 +44,7 @@ std::vector<std::string> init_params(const ParamLayout& layout, const DominoConf
       const double b = 1.0 / std::sqrt(g);
       for (int64_t i = 0; i < t.size; ++i)
         p[i] = static_cast<float>(b * (2.0 * rng_uniform(seed, stream, i) - 1.0));
-    } else if (t.name == "head.w2.weight") {
+    } else if (t.name == "head.w2.weight" || t.name == "ctx_inject.weight") {
       std::fill(p, p + t.size, 0.0f);
     } else {  // fc, W1, layer matrices: N(0, 1 / in)
       normal(1.0 / std::sqrt(static_cast<double>(t.shape.at(1))));

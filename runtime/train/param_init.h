@@ -1,7 +1,8 @@
 // Initial values of a Domino drafter's parameters (brief issue 7), a pure function of the seed:
 //   fc ~ N(0, 1/F); every norm gain 1; mask_embedding ~ N(0, 0.02^2); GRU weights and biases
 //   uniform(+-1/sqrt(g)) as PyTorch's nn.GRU; W1 ~ N(0, 1/(d + g)); W2 = 0, so final = base at
-//   step 0 and the head starts as a no-op; backbone layers copied from target layers
+//   step 0 and the head starts as a no-op; ctx_inject = 0 (when the config has it), so the rows
+//   start exactly as without it; backbone layers copied from target layers
 //   (init_layers) when the shapes match, else N(0, 1/in) matrices.
 // With a target, two more pieces start from it:
 //   - the output norm gain `norm` is the target's own output norm (the drafter scores with the

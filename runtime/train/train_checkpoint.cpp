@@ -6,7 +6,10 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "kernels/cpu/rowops.h"
 #include "runtime/core/error.h"
+#include "runtime/drafters/domino/domino_checkpoint.h"
+#include "runtime/io/safetensors_file.h"
 #include "runtime/train/safetensors_out.h"
 
 namespace ssd::train {
@@ -33,6 +36,22 @@ void save_checkpoint(const std::string& path, const DominoConfig& cfg, const Par
   out.metadata("domino_config", cfg.to_json());
   for (const auto& [k, v] : provenance) out.metadata(k, v);
   out.write(path);
+}
+
+std::vector<float> load_checkpoint_params(const std::string& path, const DominoConfig& cfg,
+                                          const ParamLayout& layout) {
+  const DominoCheckpoint ck = DominoCheckpoint::open(path);  // checks names, shapes, dtypes
+  SSD_CHECK(ck.config().to_json() == cfg.to_json(), "{}: its config {} differs from {}", path,
+            ck.config().to_json(), cfg.to_json());
+  const SafetensorsModel file = SafetensorsModel::open(path);
+  std::vector<float> params(layout.total());
+  for (const ParamTensor& t : layout.tensors()) {
+    const TensorRef* ref = file.find_tensor(t.name);
+    SSD_CHECK(ref && static_cast<int64_t>(ref->elements()) == t.size,
+              "{}: tensor {} missing or of the wrong size", path, t.name);
+    kernels::dequantize_row(ref->type, ref->data, params.data() + t.offset, t.size);
+  }
+  return params;
 }
 
 void save_optim_state(const std::string& path, const OptimState& s) {

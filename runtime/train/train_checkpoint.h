@@ -31,6 +31,12 @@ void save_checkpoint(const std::string& path, const DominoConfig& cfg, const Par
                      const float* params, DType type,
                      const std::map<std::string, std::string>& provenance);
 
+// The parameters of a checkpoint (F32, F16 or BF16 tensors) as float32 in `layout`'s flat order.
+// Throws ssd::Error naming the file when its config differs from `cfg` (checked by the caller's
+// DominoCheckpoint::open) or a tensor is missing.
+std::vector<float> load_checkpoint_params(const std::string& path, const DominoConfig& cfg,
+                                          const ParamLayout& layout);
+
 struct OptimState {
   int64_t step = 0;
   uint64_t seed = 0;

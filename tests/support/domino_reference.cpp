@@ -67,6 +67,7 @@ DominoReference::DominoReference(const DominoCheckpoint& ck, const ModelFile& ta
   fc_ = matrix(*ck.fc);
   fc_norm_ = vec(*ck.fc_norm);
   mask_ = vec(*ck.mask_embedding);
+  if (ck.ctx_inject) inject_ = matrix(*ck.ctx_inject);
   final_norm_ = vec(*ck.final_norm);
   for (const DominoLayerTensors& t : ck.layers) {
     Layer l{matrix(*t.wq), matrix(*t.wk),     matrix(*t.wv),   matrix(*t.wo),
@@ -90,7 +91,8 @@ DominoReference::DominoReference(const DominoCheckpoint& ck, const ModelFile& ta
 }
 
 DominoReference::BlockOut DominoReference::block(const std::vector<float>& features,
-                                                 const std::vector<int32_t>& known) const {
+                                                 const std::vector<int32_t>& known,
+                                                 bool with_inject) const {
   const int64_t d = cfg_.target_dim, fdim = cfg_.feature_dim(), hd = cfg_.head_dim;
   const int64_t nh = cfg_.n_heads, group = cfg_.n_heads / cfg_.n_kv_heads;
   const int64_t n_ctx = static_cast<int64_t>(features.size()) / fdim;
@@ -104,6 +106,11 @@ DominoReference::BlockOut DominoReference::block(const std::vector<float>& featu
   }
   Mat x(rows);
   for (int64_t t = 0; t < rows; ++t) x[t] = t < m ? embd_[known[t]] : mask_;
+  if (with_inject && !inject_.empty() && n_ctx > 0) {  // context_inject: W c_{n_ctx-1} into every row
+    const Vec add = matvec(inject_, ctx[n_ctx - 1]);
+    for (Vec& row : x)
+      for (int64_t u = 0; u < d; ++u) row[u] += add[u];
+  }
 
   for (const Layer& L : layers_) {
     // Keys/values: context entries first (positions 0..n_ctx-1), then the block's rows.

@@ -22,7 +22,9 @@ class DominoReference {
     std::vector<std::vector<double>> logits;  // [B - 1][Vd] base logits (draft vocabulary)
   };
   // One block [known..., MASK x (B - 1)] after context features [n_ctx, F] (row-major floats).
-  BlockOut block(const std::vector<float>& features, const std::vector<int32_t>& known) const;
+  // with_inject = false leaves out the context_inject term (tests show it matters).
+  BlockOut block(const std::vector<float>& features, const std::vector<int32_t>& known,
+                 bool with_inject = true) const;
 
   struct WalkOut {
     std::vector<int32_t> tokens;              // [k] greedy choices (target ids)
@@ -41,7 +43,7 @@ class DominoReference {
     std::vector<double> attn_norm, ffn_norm;
   };
   const DominoConfig& cfg_;
-  Mat fc_, embd_, lm_head_, w_ih_, w_hh_, w1_, w2_;
+  Mat fc_, embd_, lm_head_, w_ih_, w_hh_, w1_, w2_, inject_;  // inject_ empty without it
   std::vector<double> fc_norm_, mask_, final_norm_, b_ih_, b_hh_;
   std::vector<Layer> layers_;
 };

@@ -46,6 +46,7 @@ DominoBackbone::DominoBackbone(const DominoCheckpoint& ck, Transformer& target)
     lm_head_ = backend_.prepare_weight(rows);
   }
   fc_ = backend_.prepare_weight(*ck.fc);
+  if (cfg_.context_inject) inject_ = backend_.prepare_weight(*ck.ctx_inject);
   fc_norm_ = decode_vector(ck.fc_norm);
   mask_ = decode_vector(ck.mask_embedding);
   mask_dev_ = backend_.allocate(mask_.size() * sizeof(float));
@@ -71,7 +72,7 @@ KvCacheConfig DominoBackbone::kv_config(int64_t max_tokens) const {
 }
 
 void DominoBackbone::append_context(KvCache& kv, SeqId seq, int64_t from,
-                                    std::span<const float> features) {
+                                    std::span<const float> features, std::vector<float>* inject) {
   const int64_t fdim = cfg_.feature_dim(), d = cfg_.target_dim;
   SSD_CHECK(features.size() % fdim == 0,
             "domino drafter: {} feature values are not a whole number of rows of {} (= {} target "
@@ -79,6 +80,8 @@ void DominoBackbone::append_context(KvCache& kv, SeqId seq, int64_t from,
             features.size(), fdim, cfg_.target_layers.size(), d);
   const int64_t n = static_cast<int64_t>(features.size()) / fdim;
   SSD_ASSERT(kv.length(seq) == from);
+  SSD_ASSERT(!cfg_.context_inject || inject);
+  if (inject) inject->clear();
   if (n == 0) return;
   const size_t f = sizeof(float);
   reserve_floats(backend_, feats_, n * fdim);
@@ -105,6 +108,11 @@ void DominoBackbone::append_context(KvCache& kv, SeqId seq, int64_t from,
   } catch (...) {
     kv.truncate(seq, from);
     throw;
+  }
+  if (cfg_.context_inject) {  // u = W_inject c   [n, d]
+    backend_.matmul(inject_, x_.data(), h_.data(), n);
+    inject->resize(n * d);
+    backend_.download(inject->data(), h_.data(), n * d * f);
   }
 }
 
@@ -158,6 +166,19 @@ DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Bloc
   backend_.embed(token_embd_, tokens.data(), n, x_.data());
   for (int64_t r = 0; r < n; ++r)
     if (is_mask[r]) backend_.copy(x_.data() + r * d, mask_dev_.data(), d * f);
+  if (cfg_.context_inject) {  // every row of a block += its u_{n_ctx-1}
+    std::vector<float> inj(blocks.size() * d, 0.0f);
+    for (size_t bi = 0; bi < blocks.size(); ++bi) {
+      SSD_ASSERT((blocks[bi].inject != nullptr) == (blocks[bi].n_ctx > 0));
+      if (blocks[bi].inject) std::copy_n(blocks[bi].inject, d, inj.data() + bi * d);
+    }
+    reserve_floats(backend_, inj_, blocks.size() * d);
+    backend_.upload(inj_.data(), inj.data(), inj.size() * f);
+    for (size_t bi = 0; bi < blocks.size(); ++bi)
+      if (blocks[bi].inject)
+        backend_.add_bias(x_.data() + first[bi] * d, inj_.data() + bi * d,
+                          static_cast<int64_t>(blocks[bi].known.size()) + masks, d);
+  }
 
   const BatchView view{n, positions.data(), seqs.data(), cache_pos.data(),
                        prefix.data(), visible.data(), offsets.data()};

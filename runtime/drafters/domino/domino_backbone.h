@@ -10,7 +10,9 @@
 //
 // Block. [known tokens..., MASK x (B - 1)]: normally one known token, the anchor (the last
 // emitted token, whose features do not exist yet). Known tokens enter as the target's token
-// embeddings, MASK as the learned mask_embedding. The rows run through Llama decoder layers
+// embeddings, MASK as the learned mask_embedding. With context_inject (domino_config.h) every row
+// of the block also gets u = W_inject c_{n_ctx-1}, the last visible context entry projected;
+// append_context hands those u rows back so the caller keeps them with its sequence. The rows run through Llama decoder layers
 // (attn_norm, GQA attention, o_proj, residual, ffn_norm, SwiGLU, residual); in attention every
 // block row sees ALL the visible context entries and the WHOLE block (bidirectional). RoPE
 // positions: context j at j; block row t at n_ctx + t (so the anchor sits at root_pos and MASK i
@@ -47,14 +49,18 @@ class DominoBackbone {
   KvCacheConfig kv_config(int64_t max_tokens) const;
 
   // Appends the context entries of positions [from, from + n) to `seq`, whose length must be
-  // `from`. features: [n, F] row-major (layer blocks in target_layers order).
-  void append_context(KvCache& kv, SeqId seq, int64_t from, std::span<const float> features);
+  // `from`. features: [n, F] row-major (layer blocks in target_layers order). With
+  // context_inject, `inject` (required then) receives the rows u_j = W_inject c_j, [n, d].
+  void append_context(KvCache& kv, SeqId seq, int64_t from, std::span<const float> features,
+                      std::vector<float>* inject = nullptr);
 
   struct Block {
     SeqId seq = -1;              // the sequence holding the context entries
     int64_t n_ctx = 0;           // context entries visible: positions [0, n_ctx) (<= length)
     std::vector<int32_t> known;  // tokens at positions n_ctx, n_ctx + 1, ...; the anchor is last
     int32_t n_out = 0;           // MASK rows wanted: 1..n_out (0 <= n_out <= B - 1)
+    const float* inject = nullptr;  // [d] u_{n_ctx-1} from append_context (context_inject and
+                                    // n_ctx > 0; null otherwise)
   };
   struct Result {
     std::vector<float> hidden;    // [rows, d]  h_i after the final norm
@@ -76,6 +82,7 @@ class DominoBackbone {
   kernels::WeightMatrix lm_head_;            // the target's, or its draft-vocabulary rows
   std::vector<uint8_t> lm_head_rows_;        // [Vd, row_bytes]: those rows (draft vocab only)
   kernels::WeightMatrix fc_;
+  kernels::WeightMatrix inject_;  // [d, d] ctx_inject.weight (context_inject only)
   std::vector<float> fc_norm_, mask_, final_norm_;  // [d]
   std::vector<float> inv_freq_;                     // [head_dim / 2]
   std::vector<DecoderLayerWeights> layers_;  // run through run_decoder_layer, as the target's
@@ -88,6 +95,7 @@ class DominoBackbone {
   BackendBuffer x_, h_;   // [rows, d]
   BackendBuffer feats_;   // [rows, feature_dim] context features (append_context)
   BackendBuffer logits_;  // [out rows, Vd]
+  BackendBuffer inj_;     // [blocks, d] the blocks' inject rows (context_inject)
   DecoderScratch scratch_;
 };
 

@@ -25,6 +25,7 @@ std::vector<DominoTensorSpec> domino_tensor_specs(const DominoConfig& c) {
                  r = c.rank, v = c.draft_vocab_size();
   std::vector<DominoTensorSpec> s = {
       {"fc.weight", {d, f}}, {"fc_norm.weight", {d}}, {"mask_embedding", {d}}};
+  if (c.context_inject) s.push_back({"ctx_inject.weight", {d, d}});
   for (int32_t l = 0; l < c.n_layers; ++l) {
     const std::string p = fmt::format("layers.{}.", l);
     s.push_back({p + "input_layernorm.weight", {d}});
@@ -79,6 +80,7 @@ DominoCheckpoint DominoCheckpoint::open(const std::string& path) {
   ck.fc = found.at("fc.weight");
   ck.fc_norm = found.at("fc_norm.weight");
   ck.mask_embedding = found.at("mask_embedding");
+  if (ck.cfg_.context_inject) ck.ctx_inject = found.at("ctx_inject.weight");
   ck.final_norm = found.at("norm.weight");
   for (int32_t l = 0; l < ck.cfg_.n_layers; ++l) {
     const std::string p = fmt::format("layers.{}.", l);

@@ -10,6 +10,8 @@
 //   fc.weight                                   [d, F]      context projection (no bias)
 //   fc_norm.weight                              [d]         RMSNorm gain of the context features
 //   mask_embedding                              [d]         the learned MASK token vector
+//   ctx_inject.weight                           [d, d]      only with "context_inject": the last
+//                                                           context entry's term in every row
 //   layers.{l}.input_layernorm.weight           [d]         for l in 0..n_layers-1
 //   layers.{l}.self_attn.q_proj.weight          [H, d]
 //   layers.{l}.self_attn.k_proj.weight          [KV, d]
@@ -78,6 +80,7 @@ class DominoCheckpoint {
   const TensorRef* fc = nullptr;              // [d, F]
   const TensorRef* fc_norm = nullptr;         // [d]
   const TensorRef* mask_embedding = nullptr;  // [d]
+  const TensorRef* ctx_inject = nullptr;      // [d, d] (null without context_inject)
   const TensorRef* final_norm = nullptr;      // [d]
   std::vector<DominoLayerTensors> layers;     // [n_layers]
   DominoHeadTensors head;

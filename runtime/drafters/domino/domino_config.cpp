@@ -84,6 +84,11 @@ DominoConfig DominoConfig::from_json(const std::string& text, const std::string&
       c.draft_vocab.push_back(t.get<int32_t>());
     }
   }
+  if (auto it = j.find("context_inject"); it != j.end()) {
+    SSD_CHECK(it->is_boolean(), "{}: domino_config field 'context_inject' must be true or false, got {}",
+              src, it->dump().substr(0, 80));
+    c.context_inject = it->get<bool>();
+  }
   c.validate(src);
   return c;
 }
@@ -104,6 +109,7 @@ std::string DominoConfig::to_json() const {
   j["target_dim"] = target_dim;
   j["target_vocab"] = target_vocab;
   if (!draft_vocab.empty()) j["draft_vocab"] = draft_vocab;
+  if (context_inject) j["context_inject"] = true;
   return j.dump();
 }
 

@@ -14,6 +14,11 @@
 // [] = the whole vocabulary. Verification is untouched: acceptance is always judged by the
 // target over its full vocabulary, so a reduced vocabulary can cost acceptance, never exactness.
 //
+// Optional: "context_inject": true adds the tensor ctx_inject.weight [d, d]: the projected features
+// of the last visible context position, W_inject c_{n_ctx-1}, are added to the input of EVERY
+// block row (EAGLE-style fusion of the newest target state into the rows that predict from it;
+// without it the rows reach the context only through attention). Absent = false.
+//
 // The drafter's width is target_dim (it reuses the target's token embeddings and LM head), so
 // the config has no separate "dim". RoPE is NeoX-style (rotate halves, as in Hugging Face Llama)
 // over the whole head_dim, with no frequency scaling.
@@ -40,6 +45,7 @@ struct DominoConfig {
   int64_t target_dim = 0;              // d: the target's residual width (also the drafter's)
   int64_t target_vocab = 0;
   std::vector<int32_t> draft_vocab;    // strictly increasing target ids; empty = all of them
+  bool context_inject = false;         // ctx_inject.weight: last context entry into every row
 
   // Width of one token's concatenated target features: target_layers.size() * target_dim.
   int64_t feature_dim() const { return static_cast<int64_t>(target_layers.size()) * target_dim; }

@@ -58,11 +58,16 @@ void DominoDrafter::set_features(int32_t seq, int64_t from, std::span<const floa
             "domino drafter: sequence {}: features for positions {}..{} but only {} tokens were "
             "committed",
             seq, from, from + n - 1, s.tokens.size());
+  const int64_t d = ck_.config().target_dim;
   if (from < s.n_feat) {  // re-delivered positions replace the old entries
     kv_->truncate(s.kv, from);
+    s.inject.resize(from * d);
     s.n_feat = from;
   }
-  backbone_->append_context(*kv_, s.kv, from, features);
+  std::vector<float> inject;
+  backbone_->append_context(*kv_, s.kv, from, features,
+                            ck_.config().context_inject ? &inject : nullptr);
+  s.inject.insert(s.inject.end(), inject.begin(), inject.end());
   s.n_feat = from + n;
 }
 
@@ -91,6 +96,7 @@ std::vector<DraftTree> DominoDrafter::draft(std::span<const DraftRequest> reques
     b.known.assign(s.tokens.begin() + b.n_ctx, s.tokens.end());
     b.known.insert(b.known.end(), req.suffix.begin(), req.suffix.end());
     b.n_out = k;
+    if (cfg.context_inject && b.n_ctx > 0) b.inject = s.inject.data() + (b.n_ctx - 1) * cfg.target_dim;
     blocks.push_back(std::move(b));
     which.push_back(r);
   }

@@ -69,6 +69,7 @@ class DominoDrafter final : public Drafter {
     SeqId kv = -1;                // context entries [0, n_feat)
     std::vector<int32_t> tokens;  // every emitted token, prompt included
     int64_t n_feat = 0;
+    std::vector<float> inject;    // [n_feat, d] u_j = W_inject c_j (context_inject only)
   };
   Seq& seq_ref(int32_t seq);
 

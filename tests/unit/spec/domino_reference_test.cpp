@@ -60,11 +60,12 @@ struct World {
   std::unique_ptr<test::DominoReference> ref;
   std::vector<float> features;  // [12, 2 * 256]: target layers 0 and 1 of kTokens[0..12)
   // draft_vocab: the checkpoint's draft vocabulary (empty = the whole vocabulary).
-  explicit World(std::vector<int32_t> draft_vocab = {}) {
+  explicit World(std::vector<int32_t> draft_vocab = {}, bool context_inject = false) {
     target = std::make_unique<test::drafting::Engine>(
         test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32), tmp.file("t.gguf")), 2);
     test::DominoSpec spec = test::tiny_domino_spec();
     spec.cfg.draft_vocab = std::move(draft_vocab);
+    spec.cfg.context_inject = context_inject;
     path = test::write_domino(spec, tmp.file("d.safetensors"));
     ck = std::make_unique<DominoCheckpoint>(DominoCheckpoint::open(path));
     ref = std::make_unique<test::DominoReference>(*ck, target->file);
@@ -116,6 +117,42 @@ TEST(DominoReference, KnownSuffixTokensGoInFrontOfTheBlock) {
   for (int i = 0; i < 7; ++i) {
     ASSERT_GT(top2_gap(want.logits[i]), 1e-3) << "near-tie at " << i;
     EXPECT_EQ(t.tokens[i], argmax_of(want.logits[i])) << "position " << i + 1;
+  }
+}
+
+// context_inject: the drafter keeps u_j = W_inject c_j per position (through chunked and
+// re-delivered features) and adds u_{n_ctx-1} to every row; the reference does it from the
+// equation. Without the term the logits would differ by O(1) (the random W_inject is not small).
+TEST(DominoReference, ContextInjectMatchesFloat64Reference) {
+  World w({}, /*context_inject=*/true);
+  DominoOptions o;
+  o.path = w.path;
+  o.head = false;
+  DominoDrafter d(*w.target->model, o);
+  d.start(0, kTokens);
+  const int64_t f = 512;
+  d.set_features(0, 0, {w.features.data(), static_cast<size_t>(8 * f)});
+  d.set_features(0, 5, {w.features.data() + 5 * f, static_cast<size_t>(7 * f)});  // re-delivers 5..7
+  for (const std::vector<int32_t>& suffix : {std::vector<int32_t>{}, std::vector<int32_t>{90, 3}}) {
+    DraftRequest r;
+    r.k = 7;
+    r.suffix = suffix;
+    const DraftTree t = d.draft({&r, 1}).at(0);
+    std::vector<int32_t> known = {kTokens.back()};
+    known.insert(known.end(), suffix.begin(), suffix.end());
+    const auto want = w.ref->block(w.features, known);
+    ASSERT_EQ(t.size(), 7u);
+    const auto plain = w.ref->block(w.features, known, /*with_inject=*/false);
+    double diff = 0, scale = 0;
+    for (size_t v = 0; v < want.logits[0].size(); ++v) {
+      diff = std::max(diff, std::fabs(plain.logits[0][v] - want.logits[0][v]));
+      scale = std::max(scale, std::fabs(want.logits[0][v]));
+    }
+    EXPECT_GT(diff, 0.05 * scale) << "the term must matter";
+    for (int i = 0; i < 7; ++i) {
+      ASSERT_GT(top2_gap(want.logits[i]), 1e-3) << "near-tie at " << i;
+      EXPECT_EQ(t.tokens[i], argmax_of(want.logits[i])) << "suffix " << suffix.size() << " position " << i + 1;
+    }
   }
 }
 

@@ -2,7 +2,8 @@
 // for a few parameters of EVERY tensor of the checkpoint: the two entries with the largest
 // analytic gradient and two pseudo-random ones. Tiny config (block 4, 2 layers, 3 anchors, one
 // block cut short by the sequence end), lambda 0.5 so both CE terms flow, teacher forcing; once
-// with the full vocabulary and once with a draft vocabulary that leaves some labels out.
+// with the full vocabulary, once with a draft vocabulary that leaves some labels out, and once
+// with context_inject (its weight made non-zero so the path back into the context is live).
 //
 // Tolerance: |fd - an| <= 5% |an| + 1% of the tensor's largest |gradient| + 1e-4. The objective
 // is a float32 computation ~15 stages deep whose value is O(10); central differences with
@@ -21,10 +22,16 @@
 namespace ssd::train {
 namespace {
 
-void check_model_gradient(std::vector<int32_t> draft_vocab) {
+void check_model_gradient(std::vector<int32_t> draft_vocab, bool inject = false) {
   DominoConfig cfg = test::tiny_train_config(4);
   cfg.draft_vocab = std::move(draft_vocab);
+  cfg.context_inject = inject;
   test::TinyWorld w(cfg);
+  if (inject) {  // starts at 0, which would hide the path back into the context; make it live
+    const ParamTensor& t = w.layout->find("ctx_inject.weight");
+    for (int64_t i = 0; i < t.size; ++i)
+      w.params[t.offset + i] = static_cast<float>(0.2 * rng_normal(77, 1, i));
+  }
   const int64_t L = 12;
   std::vector<int32_t> tokens;
   std::vector<float> feats;
@@ -79,6 +86,10 @@ TEST(DominoTrainModel, GradientMatchesFiniteDifferencesWithDraftVocab) {
   std::vector<int32_t> vocab;
   for (int32_t t = 0; t < 261; t += 2) vocab.push_back(t);
   check_model_gradient(vocab);
+}
+
+TEST(DominoTrainModel, GradientMatchesFiniteDifferencesWithContextInject) {
+  check_model_gradient({}, /*inject=*/true);
 }
 
 }  // namespace

@@ -34,10 +34,16 @@ double row_rel_err(const float* a, const float* b, int64_t n) {
   return num / den;
 }
 
-void compare(std::vector<int32_t> draft_vocab) {
+void compare(std::vector<int32_t> draft_vocab, bool inject = false) {
   DominoConfig cfg = test::tiny_train_config(8);
   cfg.draft_vocab = std::move(draft_vocab);
+  cfg.context_inject = inject;
   test::TinyWorld w(cfg);
+  if (inject) {  // starts at 0; give it weight so the term is really compared
+    const ParamTensor& t = w.layout->find("ctx_inject.weight");
+    for (int64_t i = 0; i < t.size; ++i)
+      w.params[t.offset + i] = static_cast<float>(0.2 * rng_normal(77, 1, i));
+  }
   const int64_t L = 20, F = cfg.feature_dim(), d = cfg.target_dim, Vd = cfg.draft_vocab_size(),
                 V = cfg.target_vocab;
   std::vector<int32_t> tokens;
@@ -67,8 +73,11 @@ void compare(std::vector<int32_t> draft_vocab) {
 
     KvCache kv(bb.kv_config(256));
     const SeqId s = kv.create();
-    bb.append_context(kv, s, 0, std::span<const float>(feats.data(), a * F));
-    const DominoBackbone::Block blk{s, a, {tokens[a]}, static_cast<int32_t>(nv)};
+    std::vector<float> urows;
+    bb.append_context(kv, s, 0, std::span<const float>(feats.data(), a * F),
+                      inject ? &urows : nullptr);
+    DominoBackbone::Block blk{s, a, {tokens[a]}, static_cast<int32_t>(nv)};
+    if (inject && a > 0) blk.inject = urows.data() + (a - 1) * d;
     const auto res = bb.forward(kv, {&blk, 1});
     DominoChain ch;
     ch.base = res.logits.data();
@@ -96,6 +105,10 @@ void compare(std::vector<int32_t> draft_vocab) {
 }
 
 TEST(DominoTrainModel, ForwardEqualsInferenceDrafter) { compare({}); }
+
+TEST(DominoTrainModel, ForwardEqualsInferenceDrafterWithContextInject) {
+  compare({}, /*inject=*/true);
+}
 
 TEST(DominoTrainModel, ForwardEqualsInferenceDrafterWithDraftVocab) {
   std::vector<int32_t> vocab;
