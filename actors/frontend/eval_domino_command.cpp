@@ -21,7 +21,7 @@ namespace {
 
 struct EvalDominoArgs {
   std::filesystem::path model, data, drafter;
-  int32_t rows = 0, stride = 4, max_anchors = 48, threads = 2;
+  int32_t rows = 0, stride = 4, max_anchors = 48, threads = 2, known = 1;
   int64_t max_seqs = 0;
 
   template <class V>
@@ -33,6 +33,9 @@ struct EvalDominoArgs {
     v(drafter, "drafter", "Domino checkpoint (.safetensors)", {.required = true, .must_exist = true});
     v(rows, "rows", "block rows [anchor, MASK x (rows-1)] (0 = the checkpoint's block size)",
       {.min = 0, .max = 64});
+    v(known, "known",
+      "known tokens per block without features (1: SD's shape; 2..K+2: SSD's pre-speculation)",
+      {.min = 1, .max = 16});
     v(stride, "stride", "one anchor every N response positions", {.min = 1});
     v(max_anchors, "max-anchors", "at most N anchors per sequence (spread evenly)", {.min = 1});
     v(max_seqs, "max-seqs", "evaluate the first N sequences (0 = all)", {.min = 0});
@@ -72,13 +75,14 @@ int run_eval_domino_command(int argc, const char* const* argv) {
   o.stride = a.stride;
   o.max_seqs = a.max_seqs;
   o.max_anchors = a.max_anchors;
+  o.known = a.known;
   const train::EvalReport r =
       train::evaluate_domino(cfg, frozen, params, train::train_data_from(ds), o);
   SSD_CHECK(r.blocks > 0, "--data {}: no response is long enough for a block of {} rows",
             a.data.string(), r.rows);
 
-  fmt::print("eval-domino: {} on {} ({} sequences, {} blocks of {} rows)\n", a.drafter.string(),
-             a.data.string(), r.seqs, r.blocks, r.rows);
+  fmt::print("eval-domino: {} on {} ({} sequences, {} blocks of {} rows, {} known)\n",
+             a.drafter.string(), a.data.string(), r.seqs, r.blocks, r.rows, a.known);
   fmt::print("CE per block (position-weighted): final {:.3f}, base {:.3f}\n", r.ce_final, r.ce_base);
   fmt::print("{:>8} {:>10} {:>10} {:>14}\n", "position", "acc final", "acc base", "accepted = i");
   for (int32_t i = 0; i < r.rows; ++i)

@@ -10,6 +10,7 @@
 
 #include "actors/frontend/flags.h"
 #include "runtime/core/error.h"
+#include "runtime/drafters/domino/domino_checkpoint.h"
 #include "runtime/model/model_file.h"
 #include "runtime/train/distill_dataset.h"
 #include "runtime/train/domino_trainer.h"
@@ -32,6 +33,8 @@ struct TrainDominoArgs {
   std::string head_inputs = "teacher", fc_init = "deepest";
   int64_t draft_vocab = 0;
   bool context_inject = false;
+  int32_t known_max = 1;
+  std::optional<std::filesystem::path> init_from;
   uint64_t seed = 1;
   int32_t threads = 2;
   std::optional<std::filesystem::path> resume, log_json;
@@ -84,6 +87,13 @@ struct TrainDominoArgs {
       "context projection at step 0: deepest (identity on the deepest feature layer, so the first "
       "copied layer sees that layer's context K/V) or random",
       {.choices = {"deepest", "random"}});
+    v(known_max, "known-max",
+      "blocks get 1..N known tokens without features (N > 1: also SSD's pre-speculation shape)",
+      {.min = 1, .max = 16});
+    v(init_from, "init-from",
+      "start a new run from this checkpoint's weights and config (fine-tuning; the architecture "
+      "flags are then ignored)",
+      {.must_exist = true});
     v(seed, "seed", "random seed (initialisation, sequences, anchors)");
     v(threads, "threads", "OpenBLAS threads", {.min = 1, .max = 256});
     v(resume, "resume", "checkpoint to resume from (needs its PATH.optim)", {.must_exist = true});
@@ -156,7 +166,7 @@ int run_train_domino_command(int argc, const char* const* argv) {
   c.rope_theta = tc.rope_theta;
   c.target_dim = tc.dim;
   c.target_vocab = tc.vocab;
-  if (a.draft_vocab > 0) {
+  if (a.draft_vocab > 0 && !a.init_from) {
     const std::vector<int64_t> counts = ds.response_token_counts();
     c.draft_vocab = train::select_draft_vocab(counts, a.draft_vocab);
     fmt::print(stderr, "draft vocabulary: {} ids cover {:.2f}% of the response tokens\n",
@@ -164,6 +174,15 @@ int run_train_domino_command(int argc, const char* const* argv) {
   }
   c.context_inject = a.context_inject;
   c.validate("ssd train-domino flags");
+  if (a.init_from) {
+    c = DominoCheckpoint::open(a.init_from->string()).config();
+    c.check_target(tc.n_layers, tc.dim, tc.vocab, "--init-from " + a.init_from->string());
+    SSD_CHECK(c.target_layers == ds.target_layers(),
+              "--init-from {} reads target layers {} but --data holds layers {}",
+              a.init_from->string(), fmt::join(c.target_layers, ","),
+              fmt::join(ds.target_layers(), ","));
+    fmt::print(stderr, "config: from --init-from {}\n", a.init_from->string());
+  }
   o.steps = a.steps;
   o.batch_seqs = a.batch_seqs;
   o.anchors = a.anchors;
@@ -187,6 +206,8 @@ int run_train_domino_command(int argc, const char* const* argv) {
   o.seed = a.seed;
   o.out = a.out.string();
   o.resume = a.resume ? a.resume->string() : "";
+  o.init_from = a.init_from ? a.init_from->string() : "";
+  o.known_max = a.known_max;
   o.save_every = a.save_every;
   o.log_every = a.log_every;
   o.log_json = a.log_json ? a.log_json->string() : "";

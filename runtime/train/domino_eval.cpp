@@ -36,8 +36,9 @@ EvalReport evaluate_domino(const DominoConfig& cfg_in, const FrozenTarget& targe
   DominoConfig cfg = cfg_in;
   if (opt.rows > 0) cfg.block_size = opt.rows;
   SSD_CHECK(cfg.block_size >= 2, "eval: a block needs at least 2 rows, not {}", cfg.block_size);
-  SSD_CHECK(opt.stride >= 1 && opt.max_anchors >= 1, "eval: stride {} and max anchors {} must be >= 1",
-            opt.stride, opt.max_anchors);
+  SSD_CHECK(opt.stride >= 1 && opt.max_anchors >= 1 && opt.known >= 1,
+            "eval: stride {}, max anchors {} and known tokens {} must be >= 1", opt.stride,
+            opt.max_anchors, opt.known);
   const ParamLayout layout(cfg);
   SSD_CHECK(static_cast<int64_t>(params.size()) == layout.total(),
             "eval: {} parameters for a layout of {}", params.size(), layout.total());
@@ -58,6 +59,7 @@ EvalReport evaluate_domino(const DominoConfig& cfg_in, const FrozenTarget& targe
   LossOptions lo;
   lo.lambda = 0.5f;  // ce_final and ce_base are reported separately; lambda only mixes the loss
   lo.gamma = 7.0f * static_cast<float>(R) / 16.0f;
+  lo.known = opt.known;
   const DominoConstView view = make_view(layout, cfg, params.data());
   std::vector<int32_t> tokens, anchors;
   std::vector<float> feats;
@@ -65,10 +67,12 @@ EvalReport evaluate_domino(const DominoConfig& cfg_in, const FrozenTarget& targe
   for (size_t idx = 0; idx < data.size; ++idx) {
     if (opt.max_seqs > 0 && rep.seqs >= opt.max_seqs) break;
     const int32_t L = data.length(idx), P = data.prompt_len(idx);
-    // Full blocks only: anchor a needs labels a+1 .. a+R-1 inside the sequence.
-    if (P < 1 || L - R < P - 1) continue;
+    // Full blocks only: anchor a needs labels a+1 .. a+R-1 inside the sequence (and its kn
+    // known tokens t[a-kn+1 .. a]).
+    const int32_t first = std::max(P - 1, opt.known - 1);
+    if (P < 1 || L - R < first) continue;
     anchors.clear();
-    for (int32_t a = P - 1; a <= L - R; a += opt.stride) anchors.push_back(a);
+    for (int32_t a = first; a <= L - R; a += opt.stride) anchors.push_back(a);
     if (static_cast<int32_t>(anchors.size()) > opt.max_anchors) {
       std::vector<int32_t> thin(opt.max_anchors);
       for (int32_t k = 0; k < opt.max_anchors; ++k)

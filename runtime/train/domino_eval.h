@@ -9,6 +9,9 @@
 // teacher-forced pass gives the accepted prefix of each block (no second pass). A label outside
 // the draft vocabulary cannot be drafted: it counts as a miss.
 //
+// With known = kn > 1 the blocks take SSD's pre-speculation shape: [t[a-kn+1..a], MASK...] after
+// the context [0, a-kn+1) (the last kn tokens have no target features yet).
+//
 // The figures are per anchor, anchors on a fixed stride over each response; the mean acceptance
 // length of a real run weights anchors by where rounds happen to start, so the two agree to a few
 // percent, not exactly (the run's `ssd bench` is the measure; this is the quick, deterministic
@@ -28,6 +31,7 @@ struct EvalOptions {
   int32_t stride = 4;        // one anchor every `stride` response positions
   int64_t max_seqs = 0;      // evaluate the first N usable sequences (0 = all)
   int32_t max_anchors = 48;  // per sequence, spread evenly (bounds the pass's memory)
+  int32_t known = 1;         // known tokens per block without features (> 1: SSD's shape)
 };
 
 struct EvalReport {

@@ -42,11 +42,14 @@ LossStats DominoTrainModel::run(const DominoConstView& p, DominoView* grads,
   SSD_CHECK(static_cast<int64_t>(features.size()) == L * cfg_.feature_dim(),
             "domino trainer: {} feature values for {} tokens of width {}", features.size(), L,
             cfg_.feature_dim());
+  SSD_CHECK(opt.known >= 1, "domino trainer: {} known tokens per block (at least the anchor)",
+            opt.known);
   for (int32_t a : anchors)
-    SSD_CHECK(a >= 0 && a <= L - 2, "domino trainer: anchor {} outside 0..{}", a, L - 2);
+    SSD_CHECK(a >= opt.known - 1 && a <= L - 2, "domino trainer: anchor {} outside {}..{}", a,
+              opt.known - 1, L - 2);
   LossStats st;
   forward(p, tokens, features, anchors, opt, grads != nullptr, st);
-  if (grads) backward(p, *grads, features, anchors);
+  if (grads) backward(p, *grads, features);
   return st;
 }
 
@@ -60,10 +63,17 @@ void DominoTrainModel::forward(const DominoConstView& p, std::span<const int32_t
   const float eps = cfg_.rms_eps;
   const AttentionShape ash{H, cfg_.n_kv_heads, hd};
   nblocks_ = static_cast<int64_t>(anchors.size());
-  const int64_t A = nblocks_, R = A * B;
+  kn_ = opt.known;
+  rb_ = kn_ + B - 1;
+  const int64_t A = nblocks_, kn = kn_, Rb = rb_, R = A * Rb;
   rows_ = R;
+  // Block b: rows [t[a-kn+1 .. a], MASK x (B-1)] at positions a-kn+1 ..; context [0, a-kn+1).
+  ctx_of_.resize(A);
   n_ctx_ = 0;
-  for (int32_t a : anchors) n_ctx_ = std::max<int64_t>(n_ctx_, a);
+  for (int64_t b = 0; b < A; ++b) {
+    ctx_of_[b] = static_cast<int32_t>(anchors[b] - kn + 1);
+    n_ctx_ = std::max<int64_t>(n_ctx_, ctx_of_[b]);
+  }
   const int64_t n = n_ctx_;
   layers_.resize(cfg_.n_layers);
 
@@ -94,26 +104,27 @@ void DominoTrainModel::forward(const DominoConstView& p, std::span<const int32_t
   x0_.resize(R * d);
   nv_.resize(A);
   for (int64_t b = 0; b < A; ++b) {
-    const int32_t a = anchors[b];
+    const int32_t a = anchors[b], first = ctx_of_[b];
     nv_[b] = static_cast<int32_t>(std::min<int64_t>(B - 1, L - 1 - a));
-    for (int64_t t = 0; t < B; ++t) {
-      pos_[b * B + t] = static_cast<int32_t>(a + t);
-      const float* src = t == 0 ? target_.embedding(tokens[a]) : p.mask;
-      std::copy_n(src, d, x0_.data() + (b * B + t) * d);
+    for (int64_t t = 0; t < Rb; ++t) {
+      pos_[b * Rb + t] = static_cast<int32_t>(first + t);
+      const bool known = t < kn;
+      const float* src = known ? target_.embedding(tokens[first + t]) : p.mask;
+      std::copy_n(src, d, x0_.data() + (b * Rb + t) * d);
+      is_mask_[b * Rb + t] = !known;
     }
-    is_mask_[b * B] = 0;
   }
-  // context_inject: every row of block b gets W_inject c_{a-1} (nothing when a == 0).
+  // context_inject: every row of block b gets W_inject c_{first-1} (nothing when first == 0).
   if (p.ctx_inject) {
     clast_.assign(A * d, 0.0f);
     for (int64_t b = 0; b < A; ++b)
-      if (anchors[b] > 0) std::copy_n(c_.data() + (anchors[b] - 1) * d, d, clast_.data() + b * d);
+      if (ctx_of_[b] > 0) std::copy_n(c_.data() + (ctx_of_[b] - 1) * d, d, clast_.data() + b * d);
     std::vector<float> inj(A * d);
     linear_forward(clast_.data(), p.ctx_inject, inj.data(), A, d, d);
     for (int64_t b = 0; b < A; ++b)
-      if (anchors[b] > 0)
-        for (int64_t t = 0; t < B; ++t)
-          for (int64_t u = 0; u < d; ++u) x0_[(b * B + t) * d + u] += inj[b * d + u];
+      if (ctx_of_[b] > 0)
+        for (int64_t t = 0; t < Rb; ++t)
+          for (int64_t u = 0; u < d; ++u) x0_[(b * Rb + t) * d + u] += inj[b * d + u];
   }
   std::vector<float> x = x0_;
   for (int64_t l = 0; l < cfg_.n_layers; ++l) {
@@ -134,9 +145,9 @@ void DominoTrainModel::forward(const DominoConstView& p, std::span<const int32_t
     rope_apply(lc.k.data(), pos_.data(), R, cfg_.n_kv_heads, hd, inv_freq_.data());
     lc.probs.resize(A);
     for (int64_t b = 0; b < A; ++b) {
-      const BlockAttention in{lc.q.data() + b * B * qw, lc.kc.data(), lc.vc.data(),
-                              lc.k.data() + b * B * kw, lc.v.data() + b * B * kw, B, anchors[b]};
-      block_attention_forward(ash, in, lc.att.data() + b * B * qw, lc.probs[b]);
+      const BlockAttention in{lc.q.data() + b * Rb * qw, lc.kc.data(), lc.vc.data(),
+                              lc.k.data() + b * Rb * kw, lc.v.data() + b * Rb * kw, Rb, ctx_of_[b]};
+      block_attention_forward(ash, in, lc.att.data() + b * Rb * qw, lc.probs[b]);
     }
     linear_forward(lc.att.data(), w.wo, x.data(), R, qw, d, 1.0f);  // x += o
     lc.xmid = x;
@@ -167,7 +178,7 @@ void DominoTrainModel::forward(const DominoConstView& p, std::span<const int32_t
     m_first_.push_back(static_cast<int64_t>(m_block_.size()));
   }
   const int64_t M = static_cast<int64_t>(m_block_.size());
-  auto row_of = [&](int64_t m, int64_t i) { return m_block_[m] * B + i; };  // R-row
+  auto row_of = [&](int64_t m, int64_t i) { return m_block_[m] * Rb + kn - 1 + i; };  // R-row
   hsel_.resize(M * d);
   for (int64_t i = 1; i <= max_nv_; ++i)
     for (int64_t m = m_first_[i - 1]; m < m_first_[i]; ++m)
@@ -269,13 +280,12 @@ void DominoTrainModel::forward(const DominoConstView& p, std::span<const int32_t
 }
 
 void DominoTrainModel::backward(const DominoConstView& p, DominoView& gr,
-                                std::span<const float> features,
-                                std::span<const int32_t> anchors) {
+                                std::span<const float> features) {
   const int64_t d = cfg_.target_dim, F = cfg_.feature_dim(), H = cfg_.n_heads,
                 hd = cfg_.head_dim, qw = H * hd, kw = cfg_.n_kv_heads * hd, ffn = cfg_.ffn_dim,
-                B = cfg_.block_size, g = cfg_.gru_dim, r = cfg_.rank,
-                Vd = cfg_.draft_vocab_size();
-  const int64_t A = nblocks_, R = rows_, n = n_ctx_, M = static_cast<int64_t>(m_block_.size());
+                g = cfg_.gru_dim, r = cfg_.rank, Vd = cfg_.draft_vocab_size();
+  const int64_t A = nblocks_, R = rows_, n = n_ctx_, M = static_cast<int64_t>(m_block_.size()),
+                kn = kn_, Rb = rb_;
   const AttentionShape ash{H, cfg_.n_kv_heads, hd};
 
   // ---- head ----
@@ -309,7 +319,7 @@ void DominoTrainModel::backward(const DominoConstView& p, DominoView& gr,
   std::vector<float> dhf(R * d, 0.0f), dx(R * d, 0.0f);
   for (int64_t i = 1; i <= max_nv_; ++i)
     for (int64_t m = m_first_[i - 1]; m < m_first_[i]; ++m)
-      std::copy_n(dh.data() + m * d, d, dhf.data() + (m_block_[m] * B + i) * d);
+      std::copy_n(dh.data() + m * d, d, dhf.data() + (m_block_[m] * Rb + kn - 1 + i) * d);
   rmsnorm_backward(dhf.data(), xl_.data(), p.norm, rstd_f_.data(), dx.data(), gr.norm, R, d);
 
   // ---- layers, last first; context K/V gradients per layer ----
@@ -337,11 +347,11 @@ void DominoTrainModel::backward(const DominoConstView& p, DominoView& gr,
     dkc.assign(n * kw, 0.0f);
     dvc.assign(n * kw, 0.0f);
     for (int64_t b = 0; b < A; ++b) {
-      const BlockAttention in{lc.q.data() + b * B * qw, lc.kc.data(), lc.vc.data(),
-                              lc.k.data() + b * B * kw, lc.v.data() + b * B * kw, B, anchors[b]};
-      block_attention_backward(ash, in, lc.probs[b], datt.data() + b * B * qw,
-                               dq.data() + b * B * qw, dkc.data(), dvc.data(),
-                               dk.data() + b * B * kw, dv.data() + b * B * kw);
+      const BlockAttention in{lc.q.data() + b * Rb * qw, lc.kc.data(), lc.vc.data(),
+                              lc.k.data() + b * Rb * kw, lc.v.data() + b * Rb * kw, Rb, ctx_of_[b]};
+      block_attention_backward(ash, in, lc.probs[b], datt.data() + b * Rb * qw,
+                               dq.data() + b * Rb * qw, dkc.data(), dvc.data(),
+                               dk.data() + b * Rb * kw, dv.data() + b * Rb * kw);
     }
     rope_apply(dq.data(), pos_.data(), R, H, hd, inv_freq_.data(), /*inverse=*/true);
     rope_apply(dk.data(), pos_.data(), R, cfg_.n_kv_heads, hd, inv_freq_.data(), true);
@@ -365,13 +375,13 @@ void DominoTrainModel::backward(const DominoConstView& p, DominoView& gr,
   if (p.ctx_inject) {  // d(inject_b) = sum of the block's row gradients
     std::vector<float> dinj(A * d, 0.0f), dlast(A * d, 0.0f);
     for (int64_t b = 0; b < A; ++b)
-      if (anchors[b] > 0)
-        for (int64_t t = 0; t < B; ++t)
-          for (int64_t u = 0; u < d; ++u) dinj[b * d + u] += dx[(b * B + t) * d + u];
+      if (ctx_of_[b] > 0)
+        for (int64_t t = 0; t < Rb; ++t)
+          for (int64_t u = 0; u < d; ++u) dinj[b * d + u] += dx[(b * Rb + t) * d + u];
     linear_backward(dinj.data(), clast_.data(), p.ctx_inject, dlast.data(), gr.ctx_inject, A, d, d);
     for (int64_t b = 0; b < A; ++b)
-      if (anchors[b] > 0)
-        for (int64_t u = 0; u < d; ++u) dc[(anchors[b] - 1) * d + u] += dlast[b * d + u];
+      if (ctx_of_[b] > 0)
+        for (int64_t u = 0; u < d; ++u) dc[(ctx_of_[b] - 1) * d + u] += dlast[b * d + u];
   }
   std::vector<float> dpre(n * d, 0.0f);
   rmsnorm_backward(dc.data(), pre_.data(), p.fc_norm, rstd_c_.data(), dpre.data(), gr.fc_norm, n,

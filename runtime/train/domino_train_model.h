@@ -1,7 +1,12 @@
 // The Domino drafter's training forward and backward (the model of brief issue 7), written to
 // equal the inference drafter (domino_backbone.h, domino_head.h) op for op:
 //
-// One sequence t[0, L) with target features X [L, F] and A anchors a (P-1 <= a <= L-2).
+// One sequence t[0, L) with target features X [L, F] and A anchors a (P-1 <= a <= L-2), each
+// block with kn = LossOptions::known known tokens (1 = the anchor alone; more = the SSD
+// pre-speculation shape [accepted..., bonus, MASK...], whose known tokens have no features yet).
+// Below, "context [0, a)" and "rows [emb(t[a]), ...]" are for kn = 1; in general the context is
+// [0, a-kn+1) and the rows are [emb(t[a-kn+1]) .. emb(t[a]), mask x (B-1)] at positions a-kn+1 ..;
+// draft i is still the MASK row at position a+i and the GRU still starts from the anchor t[a].
 //   context:  c_j = RMSNorm(W_fc X_j) * fc_norm; per layer l, from hn = RMSNorm(c_j) * attn_norm^l:
 //             k_j = RoPE_j(W_k^l hn), v_j = W_v^l hn. Computed ONCE per sequence for j < max(a);
 //             the block of anchor a sees entries [0, a).
@@ -39,6 +44,7 @@ struct LossOptions {
   float gamma = 7.0f;       // position-weight decay
   HeadInputs head_inputs = HeadInputs::Teacher;
   float loss_scale = 1.0f;  // the gradient is of loss_scale * sum over blocks
+  int32_t known = 1;        // known tokens per block (anchors must be >= known - 1)
 };
 
 // Sums over blocks (divide by blocks for means).
@@ -82,8 +88,7 @@ class DominoTrainModel {
   void forward(const DominoConstView& p, std::span<const int32_t> tokens,
                std::span<const float> features, std::span<const int32_t> anchors,
                const LossOptions& opt, bool grad, LossStats& st);
-  void backward(const DominoConstView& p, DominoView& g, std::span<const float> features,
-                std::span<const int32_t> anchors);
+  void backward(const DominoConstView& p, DominoView& g, std::span<const float> features);
 
   const DominoConfig& cfg_;
   const FrozenTarget& target_;
@@ -92,9 +97,12 @@ class DominoTrainModel {
 
   // Forward state of the last run.
   int64_t n_ctx_ = 0, rows_ = 0, nblocks_ = 0, max_nv_ = 0;
+  int64_t kn_ = 1, rb_ = 0;          // known tokens per block; rows per block (kn + B - 1)
+  std::vector<int32_t> ctx_of_;      // [A] context entries block b sees (a - kn + 1)
   std::vector<int32_t> ctx_pos_, pos_, nv_;
   std::vector<float> pre_, c_, rstd_c_, x0_, xl_, hfin_, rstd_f_;
-  std::vector<float> clast_;  // [A, d] c_{a-1} of each block (context_inject; zero when a == 0)
+  std::vector<float> clast_;  // [A, d] last visible context entry of each block (context_inject;
+                              // zero when the block sees no context)
   std::vector<uint8_t> is_mask_;
   std::vector<LayerCache> layers_;
   // Head, rows in position-major order m: for i = 1..max_nv, blocks with nv >= i.

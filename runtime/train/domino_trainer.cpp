@@ -18,7 +18,7 @@
 namespace ssd::train {
 namespace {
 
-constexpr uint64_t kStreamSequence = 1, kStreamAnchor = 2;
+constexpr uint64_t kStreamSequence = 1, kStreamAnchor = 2, kStreamKnown = 3;
 
 std::string group_of(const std::string& name) {
   if (name.rfind("layers.", 0) == 0) return "backbone layers";
@@ -74,8 +74,10 @@ TrainSummary train_domino(const ModelFile& target, const TrainData& data, const 
   cfg.validate("train-domino config");
   cfg.check_target(target.config().n_layers, target.config().dim, target.config().vocab,
                    "train-domino config");
-  SSD_CHECK(o.steps >= 1 && o.batch_seqs >= 1 && o.anchors >= 1,
-            "train-domino: steps, batch-seqs and anchors must be >= 1");
+  SSD_CHECK(o.steps >= 1 && o.batch_seqs >= 1 && o.anchors >= 1 && o.known_max >= 1,
+            "train-domino: steps, batch-seqs, anchors and known-max must be >= 1");
+  SSD_CHECK(o.init_from.empty() || o.resume.empty(),
+            "train-domino: --init-from starts a new run and --resume continues one; not both");
   // Sequences with at least one response token to predict (P >= 1, L >= P + 1).
   std::vector<size_t> usable;
   double len_sum = 0;
@@ -118,6 +120,9 @@ TrainSummary train_domino(const ModelFile& target, const TrainData& data, const 
     adam.v() = std::move(st.v);
     sum.first_step = st.step;
     wall_before = st.wall_seconds;
+  } else if (!o.init_from.empty()) {
+    params = load_checkpoint_params(o.init_from, cfg, layout);
+    if (log) fmt::print(log, "init: every tensor from {}\n", o.init_from);
   } else {
     for (const std::string& line :
          init_params(layout, cfg, o.seed, &target, o.init_layers, o.fc_init, params.data()))
@@ -140,6 +145,8 @@ TrainSummary train_domino(const ModelFile& target, const TrainData& data, const 
         {"train.steps", std::to_string(o.steps)},
         {"train.seed", std::to_string(o.seed)},
         {"train.data", data.path},
+        {"train.init_from", o.init_from},
+        {"train.known_max", std::to_string(o.known_max)},
         {"train.wall_seconds", fmt::format("{:.1f}", wall_before + elapsed())}};
     save_checkpoint(o.out, cfg, layout, params.data(), o.save_dtype, prov);
     OptimState st{at, o.seed, wall_before + elapsed(), params, adam.m(), adam.v()};
@@ -164,9 +171,16 @@ TrainSummary train_domino(const ModelFile& target, const TrainData& data, const 
       const size_t idx = usable[rng_below(o.seed, kStreamSequence, draw, usable.size())];
       data.read(idx, tokens, feats);
       const int32_t L = static_cast<int32_t>(tokens.size()), P = data.prompt_len(idx);
+      // Known tokens of this sequence's blocks: 1, or uniform in 1..known_max (SSD shapes),
+      // as many as the sequence allows (the first anchor is P - 1).
+      lo.known = 1;
+      if (o.known_max > 1)
+        lo.known = 1 + static_cast<int32_t>(rng_below(o.seed, kStreamKnown, draw, o.known_max));
+      lo.known = std::min(lo.known, L - 1);
+      const int32_t first = std::max(P - 1, lo.known - 1);
       for (int64_t k = 0; k < o.anchors; ++k)
-        anchors[k] = P - 1 + static_cast<int32_t>(rng_below(
-                                 o.seed, kStreamAnchor, draw * o.anchors + k, L - 1 - (P - 1)));
+        anchors[k] = first + static_cast<int32_t>(rng_below(
+                                 o.seed, kStreamAnchor, draw * o.anchors + k, L - 1 - first));
       window.add(model.run(make_view(layout, cfg, static_cast<const float*>(params.data())), &gv,
                            tokens, feats, anchors, lo));
     }

@@ -3,7 +3,10 @@
 // backward, updates with AdamW, and reports, saves and resumes.
 //
 // A step = batch_seqs sequences x anchors random anchors each (a uniform in [P-1, L-2]; the
-// context K/V of a sequence is computed once and shared by its blocks). Loss = mean over the
+// context K/V of a sequence is computed once and shared by its blocks). With known_max > 1 each
+// sequence's blocks get kn known tokens, kn uniform in 1..known_max: [t[a-kn+1..a], MASK...]
+// after the context [0, a-kn+1), the shape SSD's pre-speculation drafts (accepted tokens and the
+// bonus, which have no target features yet). Loss = mean over the
 // step's blocks. lambda (the base-CE weight) goes linearly from 1 to 0 over the first
 // curriculum_frac of the steps, then stays 0 (the base-anchored curriculum); lambda_fixed
 // overrides it. All randomness is a function of (seed, step) (train_rng.h).
@@ -48,6 +51,8 @@ struct TrainOptions {
   uint64_t seed = 1;
   std::string out;                   // checkpoint path; the sidecar is out + ".optim"
   std::string resume;                // checkpoint to resume from (its .optim sidecar too)
+  std::string init_from;             // a new run starting from this checkpoint's weights
+  int32_t known_max = 1;             // blocks get 1..known_max known tokens (the SSD shape)
   int64_t save_every = 0, log_every = 10;
   std::string log_json;
   DType save_dtype = DType::BF16;

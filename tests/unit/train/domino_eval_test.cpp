@@ -3,8 +3,9 @@
 // after the anchor agrees with the drafter's own greedy walk (DominoDrafter, the runtime's code)
 // for exactly j tokens, j = 0..B-1, and then differs. The evaluator must report each block's
 // accepted prefix as exactly j: that is what a greedy verifier would accept, so its MAL is the
-// run's MAL on those blocks. Also with context_inject (its weight made non-zero), and the MAL
-// formula on a hand-made histogram.
+// run's MAL on those blocks. Also with context_inject (its weight made non-zero), with SSD-shaped
+// blocks (3 known tokens after the last featured position), and the MAL formula on a hand-made
+// histogram.
 //
 // Exact equality is required: both sides choose tokens by argmax over float32 logits that agree to
 // ~1e-6 relative (model_matches_drafter_test.cpp), and the random drafter's top-two gaps are far
@@ -22,7 +23,7 @@
 namespace ssd::train {
 namespace {
 
-void check_prefixes(bool inject) {
+void check_prefixes(bool inject, int32_t known = 1) {
   DominoConfig cfg = test::tiny_train_config(6);
   cfg.context_inject = inject;
   test::TinyWorld w(cfg);
@@ -50,7 +51,8 @@ void check_prefixes(bool inject) {
     test::random_sequence(L, F, cfg.target_vocab, 40 + s, tokens, f);
     DominoDrafter drafter(target, dopt);
     drafter.start(0, std::span<const int32_t>(tokens.data(), a + 1));
-    drafter.set_features(0, 0, std::span<const float>(f.data(), a * F));
+    // Features stop before the block's known tokens t[a-known+1 .. a] (SSD's shape when > 1).
+    drafter.set_features(0, 0, std::span<const float>(f.data(), (a - known + 1) * F));
     DraftRequest r;
     r.k = B - 1;
     const DraftTree walk = drafter.draft({&r, 1}).at(0);
@@ -72,6 +74,7 @@ void check_prefixes(bool inject) {
   };
   EvalOptions o;
   o.stride = 4;
+  o.known = known;
   const EvalReport rep = evaluate_domino(cfg, *w.frozen, w.params, data, o);
   EXPECT_EQ(rep.rows, B);
   EXPECT_EQ(rep.seqs, 2 * B);
@@ -84,6 +87,7 @@ void check_prefixes(bool inject) {
 
 TEST(DominoEval, AcceptedPrefixIsWhatTheDrafterWalkMatches) { check_prefixes(false); }
 TEST(DominoEval, AcceptedPrefixWithContextInject) { check_prefixes(true); }
+TEST(DominoEval, AcceptedPrefixWithKnownTokens) { check_prefixes(true, /*known=*/3); }
 
 TEST(DominoEval, MeanAcceptanceLengthCapsDraftsAtK) {
   EvalReport r;

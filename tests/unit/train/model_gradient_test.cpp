@@ -3,7 +3,8 @@
 // analytic gradient and two pseudo-random ones. Tiny config (block 4, 2 layers, 3 anchors, one
 // block cut short by the sequence end), lambda 0.5 so both CE terms flow, teacher forcing; once
 // with the full vocabulary, once with a draft vocabulary that leaves some labels out, and once
-// with context_inject (its weight made non-zero so the path back into the context is live).
+// with context_inject (its weight made non-zero so the path back into the context is live), and
+// with SSD-shaped blocks of 3 known tokens.
 //
 // Tolerance: |fd - an| <= 5% |an| + 1% of the tensor's largest |gradient| + 1e-4. The objective
 // is a float32 computation ~15 stages deep whose value is O(10); central differences with
@@ -22,7 +23,8 @@
 namespace ssd::train {
 namespace {
 
-void check_model_gradient(std::vector<int32_t> draft_vocab, bool inject = false) {
+void check_model_gradient(std::vector<int32_t> draft_vocab, bool inject = false,
+                          int32_t known = 1) {
   DominoConfig cfg = test::tiny_train_config(4);
   cfg.draft_vocab = std::move(draft_vocab);
   cfg.context_inject = inject;
@@ -36,8 +38,9 @@ void check_model_gradient(std::vector<int32_t> draft_vocab, bool inject = false)
   std::vector<int32_t> tokens;
   std::vector<float> feats;
   test::random_sequence(L, cfg.feature_dim(), cfg.target_vocab, 8, tokens, feats);
-  const std::vector<int32_t> anchors = {0, 4, 9};
+  const std::vector<int32_t> anchors = {known - 1, 4, 9};
   LossOptions opt;
+  opt.known = known;
   opt.lambda = 0.5f;
   opt.gamma = 2.0f;
   DominoTrainModel model(cfg, *w.frozen);
@@ -53,7 +56,9 @@ void check_model_gradient(std::vector<int32_t> draft_vocab, bool inject = false)
       make_view(*w.layout, cfg, static_cast<const float*>(w.params.data())), &gv, tokens, feats,
       anchors, opt);
   ASSERT_EQ(st.blocks, 3);
-  if (!cfg.draft_vocab.empty()) ASSERT_GT(st.oov, 0) << "the draft vocabulary test needs oov labels";
+  if (!cfg.draft_vocab.empty()) {
+    ASSERT_GT(st.oov, 0) << "the draft vocabulary test needs oov labels";
+  }
 
   const double h = 1e-2;
   for (const ParamTensor& t : w.layout->tensors()) {
@@ -90,6 +95,10 @@ TEST(DominoTrainModel, GradientMatchesFiniteDifferencesWithDraftVocab) {
 
 TEST(DominoTrainModel, GradientMatchesFiniteDifferencesWithContextInject) {
   check_model_gradient({}, /*inject=*/true);
+}
+
+TEST(DominoTrainModel, GradientMatchesFiniteDifferencesWithKnownTokens) {
+  check_model_gradient({}, /*inject=*/true, /*known=*/3);
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // loaded by the runtime (DominoCheckpoint, DominoBackbone, DominoHead) give the same hidden
 // states, base logits and final logits for a block as DominoTrainModel, with the trainer's head
 // fed its own argmax (HeadInputs::Sampled == the greedy walk). Full vocabulary and a draft
-// vocabulary.
+// vocabulary; context_inject; blocks with several known tokens (the SSD shape).
 //
 // Tolerance: relative error (max |a - b| / max |b| per row) <= 1e-4: both sides are float32 with
 // different accumulation orders (OpenBLAS sgemm vs the runtime's kernels) through ~10 matmul and
@@ -34,7 +34,7 @@ double row_rel_err(const float* a, const float* b, int64_t n) {
   return num / den;
 }
 
-void compare(std::vector<int32_t> draft_vocab, bool inject = false) {
+void compare(std::vector<int32_t> draft_vocab, bool inject = false, int32_t known = 1) {
   DominoConfig cfg = test::tiny_train_config(8);
   cfg.draft_vocab = std::move(draft_vocab);
   cfg.context_inject = inject;
@@ -63,7 +63,10 @@ void compare(std::vector<int32_t> draft_vocab, bool inject = false) {
   LossOptions opt;
   opt.lambda = 0.5f;
   opt.head_inputs = HeadInputs::Sampled;
-  for (int32_t a : {0, 9, 13}) {  // no context; a mid block; a block cut short by L (nv = 6)
+  opt.known = known;
+  // no context; a mid block; a block cut short by L (nv = 6)
+  for (int32_t a : {known - 1, 9, 13}) {
+    const int32_t n_ctx = a - known + 1;  // the block's known tokens t[n_ctx .. a] have no features
     const std::vector<int32_t> anchors = {a};
     model.run(make_view(*w.layout, cfg, static_cast<const float*>(w.params.data())), nullptr,
               tokens, feats, anchors, opt);
@@ -74,10 +77,11 @@ void compare(std::vector<int32_t> draft_vocab, bool inject = false) {
     KvCache kv(bb.kv_config(256));
     const SeqId s = kv.create();
     std::vector<float> urows;
-    bb.append_context(kv, s, 0, std::span<const float>(feats.data(), a * F),
+    bb.append_context(kv, s, 0, std::span<const float>(feats.data(), n_ctx * F),
                       inject ? &urows : nullptr);
-    DominoBackbone::Block blk{s, a, {tokens[a]}, static_cast<int32_t>(nv)};
-    if (inject && a > 0) blk.inject = urows.data() + (a - 1) * d;
+    DominoBackbone::Block blk{s, n_ctx, {tokens.begin() + n_ctx, tokens.begin() + a + 1},
+                              static_cast<int32_t>(nv)};
+    if (inject && n_ctx > 0) blk.inject = urows.data() + (n_ctx - 1) * d;
     const auto res = bb.forward(kv, {&blk, 1});
     DominoChain ch;
     ch.base = res.logits.data();
@@ -108,6 +112,12 @@ TEST(DominoTrainModel, ForwardEqualsInferenceDrafter) { compare({}); }
 
 TEST(DominoTrainModel, ForwardEqualsInferenceDrafterWithContextInject) {
   compare({}, /*inject=*/true);
+}
+
+// SSD-shaped blocks: three known tokens without features, [t[a-2], t[a-1], t[a], MASK...].
+TEST(DominoTrainModel, ForwardEqualsInferenceDrafterWithKnownTokens) {
+  compare({}, /*inject=*/false, /*known=*/3);
+  compare({}, /*inject=*/true, /*known=*/3);
 }
 
 TEST(DominoTrainModel, ForwardEqualsInferenceDrafterWithDraftVocab) {

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <regex>
 
+#include "runtime/drafters/domino/domino_checkpoint.h"
+#include "runtime/train/train_checkpoint.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_model.h"
@@ -63,7 +65,7 @@ TEST_F(TrainEvalCli, TrainsAndEvaluatesACheckpoint) {
           " --stride 2 --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"((\d+) sequences, (\d+) blocks of 6 rows)")))
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"((\d+) sequences, (\d+) blocks of 6 rows, 1 known)")))
       << r.out;
   const int blocks = std::stoi(m[2]);
   EXPECT_GT(blocks, 0);
@@ -78,6 +80,24 @@ TEST_F(TrainEvalCli, TrainsAndEvaluatesACheckpoint) {
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(k=1 [12]\.\d{3}  k=3 [1-4]\.\d{3}$)",
                                                   std::regex::multiline)))
       << r.out;
+
+  // A fine-tuning run starts from the checkpoint's weights and config (here lr 0 and no decay,
+  // so one step must leave every weight as it was), also with SSD-shaped blocks.
+  const std::string tuned = tmp_.file("tuned.safetensors");
+  r = ssd("train-domino --data " + shell_quote(data_) + " --out " + shell_quote(tuned) +
+          " --init-from " + shell_quote(ck) +
+          " --steps 1 --lr 0 --weight-decay 0 --known-max 3 --batch-seqs 2 --anchors 2 --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("config: from --init-from"), std::string::npos) << r.err;
+  const DominoConfig cfg = DominoCheckpoint::open(ck).config();
+  EXPECT_TRUE(cfg.context_inject);
+  const train::ParamLayout layout(cfg);
+  EXPECT_EQ(train::load_checkpoint_params(tuned, cfg, layout),
+            train::load_checkpoint_params(ck, cfg, layout));
+  r = ssd("eval-domino --data " + shell_quote(data_) + " --drafter " + shell_quote(tuned) +
+          " --known 3 --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("blocks of 6 rows, 3 known"), std::string::npos) << r.out;
 }
 
 TEST_F(TrainEvalCli, RefusesMismatchesWithOneLine) {
