@@ -115,7 +115,7 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
       fail(fmt::format("rank {} ({}) failed: {}", e.rank, role_name(e.role), e.what));
     }
     const DrafterReady ready = decode<DrafterReady>(env);
-    verify_hidden_ = !ready.feature_layers.empty();
+    remote_features_ = ready.feature_layers;
     remote_ = std::make_unique<RemoteDecoder>(target(), world, layout, ready.feature_layers,
                                               spec.k, cluster.dog(), spec.dist.watchdog_s);
   } else if (spec.mode == "sd") {
@@ -129,15 +129,28 @@ void LeaderJob::warm_up(WarmupPlan plan, int64_t prefill_chunk,
   if (!before.replays || tp_) return;
   std::vector<Drafter*> all(drafters.begin(), drafters.end());
   if (drafter_) all.push_back(drafter_.get());
-  // Verification replays unless every drafter of the run feeds on target features.
-  plan.verify_hidden =
-      verify_hidden_ || (!all.empty() && std::all_of(all.begin(), all.end(), [](Drafter* d) {
-        return !d->target_feature_layers().empty();
-      }));
+  // Verification keeps the target features its drafter feeds on: the remote drafter's, or those
+  // of the local drafters (the first one's layers; a bench whose drafters read different layers
+  // captures the others at their second use). Plain verification too unless every drafter reads
+  // features.
+  if (remote_) {
+    plan.feature_layers = remote_features_;
+    plan.plain_verify = remote_features_.empty();
+  } else {
+    plan.plain_verify = all.empty();
+    for (Drafter* d : all) {
+      const std::vector<int32_t> f = d->target_feature_layers();
+      if (f.empty()) plan.plain_verify = true;
+      else if (plan.feature_layers.empty()) plan.feature_layers = f;
+    }
+  }
   plan.max_rows = before.max_rows;
   std::vector<WarmupSite> sites;
-  sites.push_back(WarmupSite{"target", &session_.model(), &session_.kv(), prefill_chunk,
-                             target_warmup_sizes(plan)});
+  WarmupSite target{"target", &session_.model(), &session_.kv(), prefill_chunk,
+                    target_warmup_sizes(plan)};
+  target.hidden_sizes = target_feature_sizes(plan);
+  target.hidden_layers = plan.feature_layers;
+  sites.push_back(std::move(target));
   for (Drafter* d : all)
     for (WarmupSite& s : d->warmup_sites(plan)) sites.push_back(std::move(s));
   const WarmupResult r = warm_up_forwards(sites);

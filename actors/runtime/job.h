@@ -76,7 +76,7 @@ class LeaderJob {
   // forwards the run repeats (runtime/model/forward_warmup.h): the target's decode step at
   // 1..plan.max_batch rows and its verification forward at each of plan.ks for every batch,
   // and the tree decode of this job's local drafter and of `drafters` (the command's own);
-  // prints one stderr line saying what was captured. The job fills in verify_hidden and
+  // prints one stderr line saying what was captured. The job fills in the feature layers and
   // max_rows. Nothing on the CPU, or under tensor parallelism (its forwards exchange on the
   // host and stay eager).
   void warm_up(WarmupPlan plan, int64_t prefill_chunk, std::span<Drafter* const> drafters = {});
@@ -84,7 +84,7 @@ class LeaderJob {
  private:
   ModelSession& session_;
   JobSpec spec_;
-  bool verify_hidden_ = false;  // verification forwards read target features (never replayed)
+  std::vector<int32_t> remote_features_;  // target layers the remote drafter reads (verification keeps them)
   Cluster& cluster_;
   LocalTarget local_;
   std::unique_ptr<TpLeaderTarget> tp_;

@@ -4,8 +4,8 @@
 //     waits for the stream. The Transformer keeps its activations there, so its ops get device
 //     pointers and a forward enqueues kernels without waiting until it downloads the logits.
 //   - Staging (staging.h): device pointers are used in place, host pointers staged.
-//   - Replayable regions (Backend::begin_replayable; the Transformer's forward without TP and
-//     without hidden layers): per ReplayKey, the first region runs eagerly and measures the input
+//   - Replayable regions (Backend::begin_replayable; the Transformer's forward without TP):
+//     per ReplayKey, the first region runs eagerly and measures the input
 //     arena it needs (Measure); the next one is captured as a CUDA graph (Capture) and each one
 //     after that replayed (Replay): the ops run only their host parts (KV bookkeeping, page
 //     tables, inputs written into the pinned arena), then at end_replayable the deferred KV page

@@ -42,10 +42,11 @@
 //             chains every row processed on the device and judged by launch_verify_sampled_chains,
 //             verify_sampled.cu), all on this backend's stream; only token ids and accept counts
 //             come back (and a sampled tree's kept candidates per row).
-// CUDA graphs (cuda_graphs.h) in the forward: the Transformer marks each forward without TP and
-// without hidden layers to read back as a replayable region (Backend::begin_replayable) keyed
-// by (model, cache, batch size, logits rows): a decode step at each batch size, a verification
-// forward at each K, a drafter model's tree forward at each size. Per key the first forward runs
+// CUDA graphs (cuda_graphs.h) in the forward: the Transformer marks each forward without TP as a
+// replayable region (Backend::begin_replayable) keyed by (model, cache, batch size, logits rows,
+// hidden layers kept): a decode step at each batch size, a verification forward at each K (with
+// the target features a drafter reads: they are copied aside on the device inside the region
+// and downloaded after it), a drafter model's tree forward at each size. Per key the first forward runs
 // eagerly and measures its host inputs, the second is captured, the rest replay: the ops run
 // only their host parts (KV copy-on-write bookkeeping, page tables, QueryDesc, visible lists,
 // positions, norm gains), which land in fixed slots of one pinned arena; end_replayable enqueues
@@ -53,8 +54,7 @@
 // allocate() makes the graphs stale (a graph bakes in addresses); they are captured again at the
 // next use. CudaBackendOptions::graphs = false (SSD_CUDA_GRAPHS=off) keeps every op eager;
 // graph_sizes limits the sizes captured (CudaGraphSet::decoder_sizes builds the usual set).
-// Still eager: prefill above invariant_max_tokens (cuBLAS), forwards that read hidden layers
-// (drafters fed target features), tensor-parallel forwards (the exchanges run on host buffers
+// Still eager: prefill above invariant_max_tokens (cuBLAS), tensor-parallel forwards (the exchanges run on host buffers
 // through Collective; NCCL collectives on the backend's stream could be captured), and the
 // Domino backbone's passes (not marked replayable yet). A run's repeated sizes are captured at
 // start-up by running each twice on a scratch sequence (runtime/model/forward_warmup.h, called

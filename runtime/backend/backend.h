@@ -61,6 +61,7 @@ struct ReplayKey {
   const void* cache = nullptr;  // the KV cache it writes
   int64_t n = 0;                // batch rows
   std::vector<int32_t> rows;    // the rows whose logits are computed, in order
+  std::vector<int32_t> hidden;  // the layers whose hidden states are kept, in order
   auto operator<=>(const ReplayKey&) const = default;
 };
 

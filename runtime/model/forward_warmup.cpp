@@ -2,6 +2,9 @@
 // sequences.
 #include "runtime/model/forward_warmup.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -24,10 +27,12 @@ int64_t room(const Transformer& model, const KvCache& kv) {
 }
 
 // One forward of n rows on `seq` (cached length 0), logits for every row (left in backend
-// memory: nobody reads them), then the sequence truncated back to 0.
-void scratch_forward(Transformer& model, KvCache& kv, SeqId seq, int64_t n, bool all_logits) {
+// memory: nobody reads them) and the given hidden layers, then the sequence truncated back to 0.
+void scratch_forward(Transformer& model, KvCache& kv, SeqId seq, int64_t n, bool all_logits,
+                     const std::vector<int32_t>& hidden) {
   Batch b = Batch::sequence(seq, std::vector<int32_t>(static_cast<size_t>(n), 0), 0, all_logits);
   b.logits_in_backend = true;
+  b.hidden_layers = hidden;
   model.forward(b, kv);
   kv.truncate(seq, 0);
 }
@@ -48,18 +53,33 @@ class ScratchSeq {
 
 }  // namespace
 
-std::vector<int64_t> target_warmup_sizes(const WarmupPlan& p) {
+namespace {
+
+// Verification forwards of b full drafts at each k, b = 1..max_batch (checks the plan).
+std::vector<int64_t> verify_sizes(const WarmupPlan& p) {
   SSD_CHECK(p.max_batch >= 1 && p.width >= 1, "warm-up: batch {}, width {} (need >= 1)",
             p.max_batch, p.width);
   std::vector<int64_t> v;
-  for (int64_t b = 1; b <= p.max_batch; ++b) {
-    v.push_back(b);
-    if (p.verify_hidden) continue;
+  for (int64_t b = 1; b <= p.max_batch; ++b)
     for (int32_t k : p.ks) {
       SSD_CHECK(k >= 1, "warm-up: draft depth {} (need >= 1)", k);
       v.push_back(b * (1 + int64_t{p.width} * k));
     }
-  }
+  return v;
+}
+
+}  // namespace
+
+std::vector<int64_t> target_warmup_sizes(const WarmupPlan& p) {
+  std::vector<int64_t> v = verify_sizes(p);
+  if (!p.plain_verify) v.clear();
+  for (int64_t b = 1; b <= p.max_batch; ++b) v.push_back(b);
+  return sorted_within(std::move(v), p.max_rows);
+}
+
+std::vector<int64_t> target_feature_sizes(const WarmupPlan& p) {
+  std::vector<int64_t> v = verify_sizes(p);
+  if (p.feature_layers.empty()) v.clear();
   return sorted_within(std::move(v), p.max_rows);
 }
 
@@ -96,25 +116,40 @@ WarmupResult warm_up_forwards(std::span<const WarmupSite> sites) {
     const int64_t n = std::min(s.grow_rows, room(*s.model, *s.kv));
     if (n < 1) continue;
     ScratchSeq seq(*s.kv);
-    scratch_forward(*s.model, *s.kv, seq.id(), n, /*all_logits=*/false);
+    scratch_forward(*s.model, *s.kv, seq.id(), n, /*all_logits=*/false,
+                    s.hidden_sizes.empty() ? std::vector<int32_t>{} : s.hidden_layers);
     ++r.forwards;
   }
-  // Then each size twice, largest first.
+  // Then each size twice, largest first (with and without hidden layers: the buffer of the
+  // hidden copies grows with the rows too).
   for (const WarmupSite& s : sites) {
-    std::vector<int64_t> ran;
-    std::vector<int64_t> sizes = s.sizes;
-    std::sort(sizes.rbegin(), sizes.rend());
+    struct Job {
+      int64_t n;
+      bool hidden;
+    };
+    std::vector<Job> jobs;
+    for (int64_t n : s.sizes) jobs.push_back({n, false});
+    if (!s.hidden_layers.empty())
+      for (int64_t n : s.hidden_sizes) jobs.push_back({n, true});
+    std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.n > b.n; });
+    std::vector<int64_t> ran, ran_hidden;
     ScratchSeq seq(*s.kv);
-    for (int64_t n : sizes) {
-      if (n < 1 || n > room(*s.model, *s.kv)) continue;
-      for (int rep = 0; rep < 2; ++rep) scratch_forward(*s.model, *s.kv, seq.id(), n, true);
+    for (const Job& j : jobs) {
+      if (j.n < 1 || j.n > room(*s.model, *s.kv)) continue;
+      for (int rep = 0; rep < 2; ++rep)
+        scratch_forward(*s.model, *s.kv, seq.id(), j.n, true,
+                        j.hidden ? s.hidden_layers : std::vector<int32_t>{});
       r.forwards += 2;
-      ran.push_back(n);
+      (j.hidden ? ran_hidden : ran).push_back(j.n);
     }
-    if (ran.empty()) continue;
+    if (ran.empty() && ran_hidden.empty()) continue;
     std::sort(ran.begin(), ran.end());
+    std::sort(ran_hidden.begin(), ran_hidden.end());
     if (!r.summary.empty()) r.summary += " + ";
     r.summary += s.what + " " + describe_sizes(ran);
+    if (!ran_hidden.empty())
+      r.summary += fmt::format("{}{} (hidden {})", ran.empty() ? "" : ",",
+                               describe_sizes(ran_hidden), fmt::join(s.hidden_layers, ","));
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

@@ -3,7 +3,9 @@
 // first request instead of at their second use. Which sizes: the decode step at every batch
 // size, the verification forward at the run's K for every batch size, and a drafter model's
 // tree decode (one row per branch of every request) at every batch size; every one of these
-// forwards computes logits for all its rows, so a size (batch rows) identifies its ReplayKey.
+// forwards computes logits for all its rows, so a size (batch rows) and the hidden layers it
+// keeps identify its ReplayKey. Verification for a drafter fed target features keeps those
+// layers, so it is warmed up with them.
 //
 // How: every site (a model and the KV cache it runs on) first runs one forward of its largest
 // size (grow_rows: the prefill chunk), so its buffers reach their final size, because an
@@ -34,14 +36,18 @@ struct WarmupPlan {
   int64_t max_batch = 1;       // requests decoded together (>= 1)
   std::vector<int32_t> ks;     // draft depths verified per round (empty: AR only)
   int32_t width = 1;           // first-level branches per draft (a tree of width x k nodes)
-  bool verify_hidden = false;  // verification reads target hidden layers: never replayed
+  bool plain_verify = true;    // some verification forwards keep no hidden layers
+  std::vector<int32_t> feature_layers;  // the hidden layers the others keep (empty: none do)
   int64_t max_rows = 256;      // the largest forward the backend replays
 };
 
-// The target's sizes: decode steps of 1..max_batch rows; for each k (unless verification reads
-// hidden layers) verification forwards of b full drafts, b x (1 + width x k) rows,
+// The target's sizes without hidden layers: decode steps of 1..max_batch rows and, with
+// plain_verify, for each k the verification forwards of b full drafts, b x (1 + width x k) rows,
 // b = 1..max_batch. Sorted, unique, at most max_rows.
 std::vector<int64_t> target_warmup_sizes(const WarmupPlan& plan);
+// The verification sizes again when feature_layers is not empty (they keep those layers), else
+// none.
+std::vector<int64_t> target_feature_sizes(const WarmupPlan& plan);
 // A drafter model's tree decode: its depth steps 2..k forward one row per branch of every
 // request, b x width rows for b = 1..max_batch (nothing unless some k >= 2). Sorted, unique,
 // at most max_rows.
@@ -54,12 +60,15 @@ struct WarmupSite {
   KvCache* kv = nullptr;
   int64_t grow_rows = 0;         // its largest forward (e.g. the prefill chunk); 0: none
   std::vector<int64_t> sizes;    // forward sizes to run twice
+  std::vector<int64_t> hidden_sizes;   // forward sizes to run twice keeping hidden_layers
+  std::vector<int32_t> hidden_layers;  // (the grow forward keeps them too, to size their buffer)
 };
 
 struct WarmupResult {
   int64_t forwards = 0;   // forwards run
   double seconds = 0;
-  std::string summary;    // "target 1-4,20,40 + drafter model:d.gguf 1-4"
+  std::string summary;    // "target 1-4,20,40 + drafter model:d.gguf 1-4"; sizes kept with
+                          // hidden layers as "8,16 (hidden 3,15,27)"
 };
 
 // Runs the sites as described above. Sizes that do not fit the site's cache or its model's

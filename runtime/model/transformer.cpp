@@ -161,8 +161,10 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
   const int64_t rows = static_cast<int64_t>(b.logits_rows.size());
   const int64_t local_vocab =
       tp_ ? vocab_offsets_[tp_->comm->rank() + 1] - vocab_offsets_[tp_->comm->rank()] : cfg_.vocab;
+  const int64_t nh = static_cast<int64_t>(b.hidden_layers.size());
   reserve_floats(backend_, x_, n * dim);
   reserve_floats(backend_, logits_, rows * local_vocab);
+  if (nh > 0) reserve_floats(backend_, hidden_, nh * n * dim);
   scratch_.reserve(backend_, n, shape_);
   out.vocab = cfg_.vocab;
   out.dim = dim;
@@ -170,24 +172,32 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
   const BatchView view{n, b.positions.data(), b.seqs.data(), cache_pos.data(),
                        prefix.data(), visible.data(), offsets.data()};
 
-  // Without TP exchanges or hidden layers to read back, everything up to the logits download is
-  // device work that depends only on the shape: the backend may replay it (CUDA graphs).
+  // Without TP exchanges, everything up to the logits download is device work that depends only
+  // on the shape (and which hidden layers are kept): the backend may replay it (CUDA graphs).
+  // Hidden layers are copied into hidden_ on the backend and downloaded after the region, so
+  // reading them needs no sync in the middle of the forward.
   std::optional<ReplayableRegion> region;
-  if (!tp_ && b.hidden_layers.empty() && rows > 0)
-    region.emplace(backend_, ReplayKey{this, &kv, n, b.logits_rows});
+  if (!tp_ && rows > 0) region.emplace(backend_, ReplayKey{this, &kv, n, b.logits_rows, b.hidden_layers});
+  auto download_hidden = [&] {
+    for (int64_t hl = 0; hl < nh; ++hl) {
+      out.hidden[hl].resize(n * dim);
+      backend_.download(out.hidden[hl].data(), hidden_.data() + hl * n * dim, n * dim * f);
+    }
+  };
   backend_.embed(token_embd_, b.tokens.data(), n, x_.data());
   for (int64_t l = 0; l < layers(); ++l) {
     run_decoder_layer(backend_, layers_[l], shape_, l, kv, view, x_.data(), scratch_,
                       tp_ ? &block_tp_ : nullptr);
-    for (size_t hl = 0; hl < b.hidden_layers.size(); ++hl) {
-      if (b.hidden_layers[hl] != l) continue;
-      out.hidden[hl].resize(n * dim);
-      backend_.download(out.hidden[hl].data(), x_.data(), n * dim * f);
-    }
+    for (int64_t hl = 0; hl < nh; ++hl)
+      if (b.hidden_layers[hl] == l)
+        backend_.copy(hidden_.data() + hl * n * dim, x_.data(), n * dim * f);
   }
 
   // --- LM head over the requested rows only ---
-  if (rows == 0) return;
+  if (rows == 0) {
+    download_hidden();
+    return;
+  }
   float* head_in = scratch_.h.data();  // [rows, dim] (rows <= n)
   for (int64_t r = 0; r < rows; ++r)
     backend_.copy(head_in + r * dim, x_.data() + b.logits_rows[r] * dim, dim * f);
@@ -196,6 +206,7 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
   if (!tp_) {
     backend_.matmul(output_, head_in, logits_.data(), rows);
     if (region) region->end();
+    download_hidden();
     if (b.logits_in_backend) {  // the caller's TokenPicker reads them where they are
       out.backend_logits = logits_.data();
       out.backend = &backend_;
@@ -210,6 +221,7 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
   const int64_t local = rows * local_vocab;
   local_logits_.resize(local);
   backend_.matmul(output_, head_in, logits_.data(), rows);
+  download_hidden();
   backend_.download(local_logits_.data(), logits_.data(), local * f);
   gather_columns(*tp_->comm, local_logits_.data(), rows, vocab_offsets_, gather_scratch_,
                  out.logits.data());

@@ -102,6 +102,7 @@ class Transformer {
   // seen. A forward reads back only the logits rows and the hidden layers asked for.
   BackendBuffer x_;       // [n, dim] residual stream
   BackendBuffer logits_;  // [rows, this rank's vocab rows]
+  BackendBuffer hidden_;  // [hidden layers, n, dim] the batch's requested hidden layers
   DecoderScratch scratch_;
 };
 

@@ -1,6 +1,8 @@
 // CUDA graphs in the forward: the same forwards on a backend with graphs (the first forward of a
 // shape measured, the second captured, the rest replayed) and on one without give the same
-// logits bit for bit, for decode steps, verification blocks on forks and a size left eager.
+// logits bit for bit, for decode steps, verification blocks on forks and a size left eager; and
+// verification blocks that keep hidden layers (a drafter fed target features) give the same
+// hidden states too.
 // Needs a GPU; skips with a visible message without one (none has run yet).
 #include <gtest/gtest.h>
 
@@ -32,6 +34,7 @@ void expect_same(const ForwardResult& a, const ForwardResult& b, const std::stri
   ASSERT_EQ(a.logits.size(), b.logits.size()) << what;
   for (size_t i = 0; i < a.logits.size(); ++i)
     ASSERT_EQ(a.logits[i], b.logits[i]) << what << " at " << i;
+  ASSERT_EQ(a.hidden, b.hidden) << what;
 }
 
 TEST(CudaForwardGraphs, ReplayGivesTheEagerLogitsBitForBit) {
@@ -62,6 +65,20 @@ TEST(CudaForwardGraphs, ReplayGivesTheEagerLogitsBitForBit) {
     const SeqId gf = graphed.kv.fork(graphed.seq), ef = eager.kv.fork(eager.seq);
     both({3, 1, 4, 1, static_cast<int32_t>(5 + round)}, pos, true, gf, ef,
          "verify round " + std::to_string(round));
+    graphed.kv.release(gf);
+    eager.kv.release(ef);
+  }
+  // The same verification blocks keeping hidden layers 1 and 0: their own key, replayed too.
+  for (int32_t round = 0; round < 4; ++round) {
+    const SeqId gf = graphed.kv.fork(graphed.seq), ef = eager.kv.fork(eager.seq);
+    Batch gb = Batch::sequence(gf, {2, 7, 1, 8, static_cast<int32_t>(2 + round)}, pos, true);
+    gb.hidden_layers = {1, 0};
+    Batch eb = gb;
+    for (SeqId& s : eb.seqs) s = ef;
+    const ForwardResult g = graphed.model.forward(gb, graphed.kv);
+    const ForwardResult e = eager.model.forward(eb, eager.kv);
+    ASSERT_EQ(g.hidden.size(), 2u);
+    expect_same(g, e, "verify round with hidden layers " + std::to_string(round));
     graphed.kv.release(gf);
     eager.kv.release(ef);
   }

@@ -1,12 +1,14 @@
 // The start-up warm-up (runtime/model/forward_warmup.h), checked on the CPU:
 //   - the size sets a run's config gives (decode 1..B, verification B x (1 + width x k) per k,
-//     the drafter's B x width), capped by the replay limit, without verification when it reads
-//     hidden layers; describe_sizes' ranges;
+//     the drafter's B x width), capped by the replay limit; verification sizes that keep the
+//     drafter's feature layers apart from the plain ones; describe_sizes' ranges;
 //   - warm_up_forwards through a backend that records replayable regions (RegionRecorder): the
 //     grow forward first, then each size twice, largest first, with every buffer allocated
 //     before the first size's second run (so nothing a capture baked in moves later); the
 //     cache is left as it was; a decode step and a verification round of the run afterwards
 //     open regions with keys the warm-up ran, and allocate nothing;
+//   - a site whose verification keeps hidden layers warms those sizes with them (and its grow
+//     forward too), and a real verification round reading features replays such a key;
 //   - sizes that do not fit the cache are skipped.
 #include <gtest/gtest.h>
 
@@ -44,7 +46,11 @@ TEST(WarmupSizes, FromTheRunConfig) {
   EXPECT_EQ(drafter_warmup_sizes(p), (Sizes{2, 4, 6}));
   p.max_rows = 10;
   EXPECT_EQ(target_warmup_sizes(p), (Sizes{1, 2, 3, 5, 7, 10}));
-  p.verify_hidden = true;  // drafters fed target features: verification never replays
+  EXPECT_EQ(target_feature_sizes(p), Sizes{});  // no drafter reads features
+  p.feature_layers = {0, 1};
+  EXPECT_EQ(target_feature_sizes(p), (Sizes{5, 7, 10}));  // verification keeps them
+  EXPECT_EQ(target_warmup_sizes(p), (Sizes{1, 2, 3, 5, 7, 10}));  // and some drafter does not
+  p.plain_verify = false;  // every drafter reads features: decode steps only without them
   EXPECT_EQ(target_warmup_sizes(p), (Sizes{1, 2, 3}));
   p.ks = {1};  // a one-token draft has no depth steps
   EXPECT_EQ(drafter_warmup_sizes(p), Sizes{});
@@ -131,6 +137,51 @@ TEST(WarmupForwards, GrowThenEachSizeTwiceLargestFirst) {
     if (k.n > 1 && k.rows.size() == 1) continue;  // a prefill: not a repeated shape
     EXPECT_NE(std::find(keys.begin() + 1, keys.end(), k), keys.end()) << "n " << k.n;
   }
+}
+
+// A site whose verification keeps hidden layers: the grow forward keeps them too (so their buffer
+// is at its final size before any capture), each hidden size runs twice with them, keyed by them,
+// and a real verification round that reads features then opens only regions the warm-up ran.
+TEST(WarmupForwards, VerificationKeepingHiddenLayersIsWarmedWithThem) {
+  Model m(512);
+  WarmupPlan plan;
+  plan.ks = {3};
+  plan.feature_layers = {1, 0};
+  plan.plain_verify = false;
+  WarmupSite site{"target", m.model.get(), m.kv.get(), 40, target_warmup_sizes(plan)};
+  site.hidden_sizes = target_feature_sizes(plan);
+  site.hidden_layers = plan.feature_layers;
+  ASSERT_EQ(site.sizes, Sizes{1});
+  ASSERT_EQ(site.hidden_sizes, Sizes{4});
+  const size_t before = m.rec.keys.size();
+  const WarmupResult r = warm_up_forwards({&site, 1});
+  EXPECT_EQ(r.summary, "target 1,4 (hidden 1,0)");
+  EXPECT_EQ(r.forwards, 1 + 2 * 2);
+  const std::vector<ReplayKey> keys(m.rec.keys.begin() + before, m.rec.keys.end());
+  ASSERT_EQ(keys.size(), 5u);
+  EXPECT_EQ(keys[0].hidden, (std::vector<int32_t>{1, 0}));  // the grow forward
+  EXPECT_EQ(keys[1].n, 4);
+  EXPECT_EQ(keys[1].hidden, (std::vector<int32_t>{1, 0}));
+  EXPECT_EQ(keys[3].n, 1);
+  EXPECT_TRUE(keys[3].hidden.empty());
+  for (size_t at : m.rec.allocated_at) EXPECT_LE(at, before + 2);
+  EXPECT_EQ(m.rec.violations, 0);
+
+  LocalTarget target(*m.model, *m.kv);
+  const size_t allocs = m.rec.allocated_at.size();
+  TargetSeqs seqs(target);
+  const DraftTree chain = DraftTree::chain({4, 5, 6});
+  VerifyInput in;
+  in.kv_seq = seqs.create();
+  target.forward(Batch::sequence(in.kv_seq, {3, 4, 5}, 0));
+  in.root = 7;
+  in.root_pos = 3;
+  in.tree = &chain;
+  const size_t run_from = m.rec.keys.size();
+  verify_round(target, {&in, 1}, plan.feature_layers);
+  EXPECT_EQ(m.rec.allocated_at.size(), allocs);
+  ASSERT_EQ(m.rec.keys.size(), run_from + 1);
+  EXPECT_EQ(m.rec.keys.back(), keys[1]);
 }
 
 TEST(WarmupForwards, SizesBeyondTheCacheAreSkipped) {

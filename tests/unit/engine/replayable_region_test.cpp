@@ -1,8 +1,9 @@
 // The Transformer's side of the replayable-region contract (Backend::begin_replayable), checked
 // on the CPU through a backend that wraps the CPU one and records what happens inside regions:
-// a forward without TP and without hidden layers is one region keyed by (model, cache, n, logits
-// rows); inside it nothing is allocated, uploaded or downloaded; a forward asking for hidden
-// layers opens none; the logits are the CPU backend's bit for bit. (The CUDA backend replays
+// a forward without TP is one region keyed by (model, cache, n, logits rows, hidden layers);
+// inside it nothing is allocated, uploaded or downloaded (hidden layers are copied aside on the
+// backend and downloaded after it); the logits and hidden states are the CPU backend's bit for
+// bit. (The CUDA backend replays
 // regions as CUDA graphs: tests/unit/cuda/forward_graphs_test.cpp, GPU only.)
 #include <gtest/gtest.h>
 
@@ -49,10 +50,18 @@ TEST(ReplayableRegion, OneRegionPerForwardWithNoTransfersInsideAndTheCpuLogits) 
   EXPECT_EQ(rec.keys[1], (ReplayKey{&mr, &kr, 1, {0}}));
   EXPECT_EQ(rec.keys[2], (ReplayKey{&mr, &kr, 3, {0, 1, 2}}));
 
-  Batch with_hidden = Batch::sequence(sr, {11}, 8);
-  with_hidden.hidden_layers = {0};
-  both(with_hidden);  // hidden layers are read back between blocks: no region
-  EXPECT_EQ(rec.keys.size(), 3u);
+  Batch with_hidden = Batch::sequence(sr, {11, 12}, 8, true);
+  with_hidden.hidden_layers = {1, 0};
+  both(with_hidden);
+  ASSERT_EQ(rec.keys.size(), 4u);
+  EXPECT_EQ(rec.keys[3], (ReplayKey{&mr, &kr, 2, {0, 1}, {1, 0}}));
+  EXPECT_EQ(rec.violations, 0);
+  // The hidden states are the layers' outputs, not a copy of the last one: layer 1 != layer 0.
+  Batch again = Batch::sequence(sr, {13}, 10);
+  again.hidden_layers = {0, 1};
+  const ForwardResult a = mr.forward(again, kr);
+  ASSERT_EQ(a.hidden.size(), 2u);
+  EXPECT_NE(a.hidden[0], a.hidden[1]);
   EXPECT_EQ(rec.violations, 0);
 }
 
