@@ -25,11 +25,37 @@ class DeviceTokenPicker final : public TokenPicker {
     return sampler_.sample(rows(fr, row, 1), static_cast<int32_t>(fr.vocab), cfg, stream, step);
   }
 
+  // Greedy rows: one argmax launch over every row of the step (sampled rows are in it too, which
+  // costs a few microseconds and keeps the rows contiguous); sampled rows drawn one by one.
+  std::vector<int32_t> sample_rows(const ForwardResult& fr,
+                                   std::span<const RowDraw> draws) override {
+    std::vector<int32_t> out(draws.size(), -1);
+    const auto vocab = static_cast<int32_t>(fr.vocab);
+    bool any_greedy = false;
+    for (const RowDraw& d : draws) any_greedy = any_greedy || is_greedy(*d.cfg);
+    std::vector<int32_t> best;
+    if (any_greedy) {
+      SSD_CHECK(vocab > 0, "argmax: vocabulary size must be positive (got {})", vocab);
+      best = verifier_.argmax_rows(rows(fr, 0, draws.size()), static_cast<int64_t>(draws.size()),
+                                   vocab);
+    }
+    for (size_t r = 0; r < draws.size(); ++r) {
+      if (is_greedy(*draws[r].cfg)) {
+        validate(*draws[r].cfg);  // as Sampler's constructor does on the host
+        SSD_CHECK(best[r] >= 0, "argmax: all {} logits are NaN", vocab);
+        out[r] = best[r];
+      } else {
+        out[r] = sample(fr, r, *draws[r].cfg, draws[r].stream, draws[r].step);
+      }
+    }
+    return out;
+  }
+
   VerifyResult verify(const DraftTree& tree, const ForwardResult& fr, size_t first_row,
                       const SamplerConfig& cfg, const VerifyRng& rng) override {
     const auto vocab = static_cast<int32_t>(fr.vocab);
     const float* logits = rows(fr, first_row, tree.size() + 1);
-    if (is_greedy(cfg)) return verifier_.greedy(tree, logits, vocab);
+    if (is_greedy(cfg)) return verifier_.greedy(tree, logits, vocab);  // (validates the tree)
     if (tree.is_chain())
       return verifier_.sampled_chain(tree, logits, vocab, cfg, rng);
     // Branches: every row's processed list from the device, the walk on the host.

@@ -2,7 +2,8 @@
 // forwards leave their logits on the device (reads_backend_logits), and tokens are picked there,
 // in order with the backend's stream:
 //   sample   DeviceSampler: the greedy argmax, or process() + the Philox draw; one token id
-//            comes back;
+//            comes back; sample_rows (an AR decode step) takes the argmax of the step's greedy
+//            rows in one launch (DeviceVerifier::argmax_rows) and draws sampled rows one by one;
 //   verify   DeviceVerifier: greedy trees by device argmaxes (ids come back, the walk is host
 //            bookkeeping), sampled chains by the device chain verifier (emitted tokens come
 //            back); sampled trees with branches: each row processed on the device (its kept

@@ -58,10 +58,9 @@ const float* DeviceVerifier::device_rows(const float* logits, int64_t rows, int3
   return s_->logits.get<float>();
 }
 
-VerifyResult DeviceVerifier::greedy(const DraftTree& tree, const float* logits, int32_t vocab) {
-  SSD_CHECK(vocab > 0, "verify: vocabulary size must be positive (got {})", vocab);
+std::vector<int32_t> DeviceVerifier::argmax_rows(const float* logits, int64_t rows,
+                                                 int32_t vocab) {
   SSD_CUDA_CHECK(cudaSetDevice(s_->device));
-  const int64_t rows = static_cast<int64_t>(tree.size()) + 1;
   const float* dl = device_rows(logits, rows, vocab);
   s_->best.grow(static_cast<size_t>(rows) * sizeof(int32_t));
   cuda::launch_argmax_rows(dl, rows, vocab, s_->best.get<int32_t>(), s_->stream);
@@ -69,7 +68,13 @@ VerifyResult DeviceVerifier::greedy(const DraftTree& tree, const float* logits, 
   SSD_CUDA_CHECK(cudaMemcpyAsync(best.data(), s_->best.get(), best.size() * sizeof(int32_t),
                                  cudaMemcpyDeviceToHost, s_->stream));
   SSD_CUDA_CHECK(cudaStreamSynchronize(s_->stream));
-  return verify_greedy_argmax(tree, best, vocab);
+  return best;
+}
+
+VerifyResult DeviceVerifier::greedy(const DraftTree& tree, const float* logits, int32_t vocab) {
+  SSD_CHECK(vocab > 0, "verify: vocabulary size must be positive (got {})", vocab);
+  const int64_t rows = static_cast<int64_t>(tree.size()) + 1;
+  return verify_greedy_argmax(tree, argmax_rows(logits, rows, vocab), vocab);
 }
 
 namespace {

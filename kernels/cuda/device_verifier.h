@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "runtime/sampling/sampler.h"
 #include "runtime/spec/draft_tree.h"
@@ -37,6 +38,9 @@ class DeviceVerifier {
 
   // verify_greedy(tree, logits, vocab). logits: [tree.size() + 1, vocab], device or host.
   VerifyResult greedy(const DraftTree& tree, const float* logits, int32_t vocab);
+  // The argmax of each of `rows` rows (first maximum; -1 for a row of NaN only), in one launch.
+  // logits: [rows, vocab], device or host.
+  std::vector<int32_t> argmax_rows(const float* logits, int64_t rows, int32_t vocab);
   // verify_sampling(chain, logits, vocab, cfg, rng) for a sampling cfg and a chain
   // (DraftTree::is_chain). logits:
   // [chain.size() + 1, vocab], device or host. Every node's q is checked (sum 1, its token

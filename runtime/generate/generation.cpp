@@ -140,6 +140,7 @@ std::vector<GenerationResult> generate_ar_batch(TargetModel& target,
   }
 
   const double t1 = monotonic_seconds();
+  std::vector<TokenPicker::RowDraw> draws;
   for (;;) {
     // Emit every running request's next token; those that go on form the next forward.
     Batch b;
@@ -165,11 +166,15 @@ std::vector<GenerationResult> generate_ar_batch(TargetModel& target,
     }
     if (rows.empty()) break;
     const ForwardResult fr = target.forward(b);
+    draws.resize(rows.size());
     for (size_t r = 0; r < rows.size(); ++r) {
       const size_t i = rows[r];
-      st[i].next = picker.sample(fr, r, reqs[i].sampler, reqs[i].stream,
-                                 static_cast<uint32_t>(res[i].tokens.size()));
-      res[i].forwards++;
+      draws[r] = {&reqs[i].sampler, reqs[i].stream, static_cast<uint32_t>(res[i].tokens.size())};
+    }
+    const std::vector<int32_t> next = picker.sample_rows(fr, draws);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      st[rows[r]].next = next[r];
+      res[rows[r]].forwards++;
     }
   }
   return res;

@@ -21,6 +21,14 @@ int32_t HostTokenPicker::sample(const ForwardResult& fr, size_t row, const Sampl
   return Sampler(cfg).sample(host_row(fr, row), static_cast<int32_t>(fr.vocab), stream, step);
 }
 
+std::vector<int32_t> TokenPicker::sample_rows(const ForwardResult& fr,
+                                             std::span<const RowDraw> draws) {
+  std::vector<int32_t> out(draws.size());
+  for (size_t r = 0; r < draws.size(); ++r)
+    out[r] = sample(fr, r, *draws[r].cfg, draws[r].stream, draws[r].step);
+  return out;
+}
+
 VerifyResult HostTokenPicker::verify(const DraftTree& tree, const ForwardResult& fr,
                                      size_t first_row, const SamplerConfig& cfg,
                                      const VerifyRng& rng) {

@@ -20,6 +20,8 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "runtime/model/batch.h"
 #include "runtime/sampling/sampler.h"
@@ -41,6 +43,16 @@ class TokenPicker {
   // argmax). Throws the sampler's errors.
   virtual int32_t sample(const ForwardResult& fr, size_t row, const SamplerConfig& cfg,
                          uint64_t stream, uint32_t step) = 0;
+
+  // One decode step's draws: row r of fr with draws[r]'s config, stream and step, for every r
+  // (the same tokens as sample() row by row, which is what this default does). The device
+  // picker takes the argmax of all greedy rows in one launch: one sync per step, not per request.
+  struct RowDraw {
+    const SamplerConfig* cfg = nullptr;
+    uint64_t stream = 0;
+    uint32_t step = 0;
+  };
+  virtual std::vector<int32_t> sample_rows(const ForwardResult& fr, std::span<const RowDraw> draws);
 
   // verify_sampling(tree, rows [first_row, first_row + 1 + tree.size()) of fr, ...): greedy or
   // sampled by cfg, with the uniforms of rng. The tree is valid (DraftTree::validate).

@@ -90,6 +90,44 @@ TEST(DeviceTokenPicker, SampleEqualsTheHostPicker) {
   }
 }
 
+// A decode step's rows at once (greedy ones by one argmax launch), mixed configs, device and
+// host rows; a NaN row under greedy gives the host's error.
+TEST(DeviceTokenPicker, SampleRowsEqualsTheHostPicker) {
+  SSD_SKIP_WITHOUT_GPU("a decode step's rows picked on the device vs the host picker");
+  auto be = make_cuda_backend(0);
+  auto device = make_device_token_picker(*be);
+  HostTokenPicker host;
+  for (const int32_t vocab : {7, 49152}) {
+    Rows r(*be, random_rows(6, vocab, static_cast<uint32_t>(vocab) + 5), vocab);
+    for (size_t mix = 0; mix < 2; ++mix) {  // all greedy; then every config in turn
+      std::vector<TokenPicker::RowDraw> draws;
+      for (size_t row = 0; row < 6; ++row)
+        draws.push_back({mix == 0 ? &kConfigs[0] : &kConfigs[row % kConfigs.size()], 40 + row,
+                         static_cast<uint32_t>(row)});
+      const std::vector<int32_t> want = host.sample_rows(r.host, draws);
+      EXPECT_EQ(device->sample_rows(r.device, draws), want) << "vocab " << vocab << " mix " << mix;
+      EXPECT_EQ(device->sample_rows(r.host, draws), want) << "vocab " << vocab << " (host rows)";
+    }
+  }
+  std::vector<float> l = random_rows(2, 17, 3);
+  for (int32_t i = 17; i < 34; ++i) l[static_cast<size_t>(i)] = NAN;  // row 1
+  Rows nan_rows(*be, l, 17);
+  const std::vector<TokenPicker::RowDraw> greedy = {{&kConfigs[0], 1, 0}, {&kConfigs[0], 2, 0}};
+  std::string want, got;
+  try {
+    host.sample_rows(nan_rows.host, greedy);
+  } catch (const Error& e) {
+    want = e.what();
+  }
+  try {
+    device->sample_rows(nan_rows.device, greedy);
+  } catch (const Error& e) {
+    got = e.what();
+  }
+  EXPECT_FALSE(want.empty());
+  EXPECT_EQ(got, want);
+}
+
 TEST(DeviceTokenPicker, VerifyEqualsTheHostPicker) {
   SSD_SKIP_WITHOUT_GPU("device verification vs the host picker");
   auto be = make_cuda_backend(0);

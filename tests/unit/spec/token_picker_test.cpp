@@ -67,6 +67,21 @@ TEST(HostTokenPicker, SampleIsTheSampler) {
                   Sampler(cfg).sample(fr.logits_row(r), vocab, 7 + r, step));
 }
 
+// One decode step's rows, each with its own config, stream and step: sample() row by row.
+TEST(HostTokenPicker, SampleRowsIsSampleRowByRow) {
+  const int32_t vocab = 97;
+  const ForwardResult fr = host_forward(random_rows(6, vocab, 2), vocab);
+  HostTokenPicker picker;
+  std::vector<TokenPicker::RowDraw> draws;
+  for (size_t r = 0; r < 6; ++r)
+    draws.push_back({&kConfigs[r % kConfigs.size()], 30 + r, static_cast<uint32_t>(r * 3)});
+  const std::vector<int32_t> got = picker.sample_rows(fr, draws);
+  ASSERT_EQ(got.size(), 6u);
+  for (size_t r = 0; r < 6; ++r)
+    EXPECT_EQ(got[r], picker.sample(fr, r, *draws[r].cfg, draws[r].stream, draws[r].step)) << r;
+  EXPECT_TRUE(picker.sample_rows(fr, {}).empty());
+}
+
 TEST(HostTokenPicker, VerifyIsTheVerifier) {
   const int32_t vocab = 53;
   // A chain and a tree (two children of the root, one grandchild), rows after 2 unrelated rows.
