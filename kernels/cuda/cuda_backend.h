@@ -46,7 +46,8 @@
 // replayable region (Backend::begin_replayable) keyed by (model, cache, batch size, logits rows,
 // hidden layers kept): a decode step at each batch size, a verification forward at each K (with
 // the target features a drafter reads: they are copied aside on the device inside the region
-// and downloaded after it), a drafter model's tree forward at each size. Per key the first forward runs
+// and downloaded after it), a drafter model's tree forward at each size; and each Domino
+// backbone pass, keyed by its shape (domino_backbone.h). Per key the first forward runs
 // eagerly and measures its host inputs, the second is captured, the rest replay: the ops run
 // only their host parts (KV copy-on-write bookkeeping, page tables, QueryDesc, visible lists,
 // positions, norm gains), which land in fixed slots of one pinned arena; end_replayable enqueues
@@ -54,9 +55,9 @@
 // allocate() makes the graphs stale (a graph bakes in addresses); they are captured again at the
 // next use. CudaBackendOptions::graphs = false (SSD_CUDA_GRAPHS=off) keeps every op eager;
 // graph_sizes limits the sizes captured (CudaGraphSet::decoder_sizes builds the usual set).
-// Still eager: prefill above invariant_max_tokens (cuBLAS), tensor-parallel forwards (the exchanges run on host buffers
-// through Collective; NCCL collectives on the backend's stream could be captured), and the
-// Domino backbone's passes (not marked replayable yet). A run's repeated sizes are captured at
+// Still eager: prefill above invariant_max_tokens (cuBLAS), tensor-parallel forwards (the
+// exchanges run on host buffers through Collective; NCCL collectives on the backend's stream
+// could be captured), and the Domino head's sampled walk. A run's repeated sizes are captured at
 // start-up by running each twice on a scratch sequence (runtime/model/forward_warmup.h, called
 // by LeaderJob::warm_up), so replay is the normal path from the first request; other sizes are
 // captured at their second use.

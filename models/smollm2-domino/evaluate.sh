@@ -5,7 +5,10 @@
 #      the same backbone with --domino-head off, the n-gram drafter and early exit (its LoRA head
 #      as initialised, and trained online with DVI during the run);
 #   2. decode tok/s of AR, SD (one process, 2 threads) and SSD (2 ranks: target on core 0, drafter
-#      on core 1) with this drafter, each comparison inside one bench run.
+#      on core 1) with this drafter, each comparison inside one bench run;
+#   3. offline acceptance (ssd eval-domino) on the held-out prompts distilled once (the target's
+#      greedy answers, 160 tokens each): per-position accuracy and MAL for blocks with 1 known
+#      token (SD's shape) and 2 and 3 (SSD's pre-speculated shapes).
 # MAL is deterministic (greedy); tok/s is compared only within a run (this machine is noisy).
 #
 #   models/smollm2-domino/evaluate.sh [CHECKPOINT] [OUT_DIR]
@@ -41,4 +44,11 @@ echo "== AR, SD and SSD on 2 ranks (target core 0, drafter core 1), k = 7"
 SSD_BIN=$BIN "$ROOT/launch/ssd-launch" --target-ranks 1 --drafter-ranks 1 -- bench "${common[@]}" \
   --modes ar,sd,ssd --drafters "domino:$CK" --k 7 \
   --out-json "$OUT/ssd.json" --out-md "$OUT/ssd.md"
+echo "== offline acceptance on the distilled held-out set (1, 2, 3 known tokens), block 8"
+HELD=${HELDOUT_DATA:-$ROOT/.cache/distill/smollm2-heldout.bin}
+[[ -e $HELD ]] || "$BIN" distill -m "$MODEL" --prompts "$PROMPTS" -n 160 --batch 16 -o "$HELD"
+for kn in 1 2 3; do
+  "$BIN" eval-domino -m "$MODEL" --data "$HELD" --drafter "$CK" --rows 8 --known $kn \
+    | tee "$OUT/offline_known$kn.txt"
+done
 echo "evaluate: figures in $OUT"

@@ -62,6 +62,8 @@ struct ReplayKey {
   int64_t n = 0;                // batch rows
   std::vector<int32_t> rows;    // the rows whose logits are computed, in order
   std::vector<int32_t> hidden;  // the layers whose hidden states are kept, in order
+  std::vector<int32_t> layout;  // anything else that shapes the owner's ops (a Domino backbone
+                                // pass: each block's known rows and wanted outputs)
   auto operator<=>(const ReplayKey&) const = default;
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "runtime/core/error.h"
 
@@ -160,25 +161,46 @@ DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Bloc
     }
   }
 
+  int64_t out_rows = 0;
+  std::vector<int32_t> layout, wanted;  // the pass's shape (ReplayKey); the x_ rows that output
+  for (size_t bi = 0; bi < blocks.size(); ++bi) {
+    const Block& b = blocks[bi];
+    out_rows += b.n_out;
+    res.offset.push_back(out_rows);
+    layout.push_back(static_cast<int32_t>(b.known.size()));
+    layout.push_back(b.n_out);
+    layout.push_back(b.inject != nullptr);
+    for (int32_t i = 1; i <= b.n_out; ++i)
+      wanted.push_back(static_cast<int32_t>(first[bi] + static_cast<int64_t>(b.known.size()) - 1 + i));
+  }
+
+  // Every buffer at its size first: then the pass is device work that depends only on its shape
+  // (blocks, known rows, outputs), which the backend may replay (CUDA graphs); host inputs (token
+  // ids, positions, visible lists, the inject rows) are read where they are on each call.
   const size_t f = sizeof(float);
   reserve_floats(backend_, x_, n * d);
-  // Known rows: the target's token embeddings; MASK rows: the learned mask vector.
-  backend_.embed(token_embd_, tokens.data(), n, x_.data());
-  for (int64_t r = 0; r < n; ++r)
-    if (is_mask[r]) backend_.copy(x_.data() + r * d, mask_dev_.data(), d * f);
-  if (cfg_.context_inject) {  // every row of a block += its u_{n_ctx-1}
-    std::vector<float> inj(blocks.size() * d, 0.0f);
+  reserve_floats(backend_, h_, std::max<int64_t>(out_rows, 1) * d);
+  reserve_floats(backend_, logits_, std::max<int64_t>(out_rows, 1) * vocab);
+  scratch_.reserve(backend_, n, shape_);
+  std::vector<float> inj;  // [blocks, d] each block's u_{n_ctx-1} (context_inject)
+  if (cfg_.context_inject) {
+    inj.assign(blocks.size() * d, 0.0f);
     for (size_t bi = 0; bi < blocks.size(); ++bi) {
       SSD_ASSERT((blocks[bi].inject != nullptr) == (blocks[bi].n_ctx > 0));
       if (blocks[bi].inject) std::copy_n(blocks[bi].inject, d, inj.data() + bi * d);
     }
-    reserve_floats(backend_, inj_, blocks.size() * d);
-    backend_.upload(inj_.data(), inj.data(), inj.size() * f);
-    for (size_t bi = 0; bi < blocks.size(); ++bi)
-      if (blocks[bi].inject)
-        backend_.add_bias(x_.data() + first[bi] * d, inj_.data() + bi * d,
-                          static_cast<int64_t>(blocks[bi].known.size()) + masks, d);
   }
+  std::optional<ReplayableRegion> region;
+  if (out_rows > 0) region.emplace(backend_, ReplayKey{this, &kv, n, wanted, {}, layout});
+
+  // Known rows: the target's token embeddings; MASK rows: the learned mask vector.
+  backend_.embed(token_embd_, tokens.data(), n, x_.data());
+  for (int64_t r = 0; r < n; ++r)
+    if (is_mask[r]) backend_.copy(x_.data() + r * d, mask_dev_.data(), d * f);
+  for (size_t bi = 0; bi < blocks.size() && cfg_.context_inject; ++bi)  // rows += u_{n_ctx-1}
+    if (blocks[bi].inject)
+      backend_.add_bias(x_.data() + first[bi] * d, inj.data() + bi * d,
+                        static_cast<int64_t>(blocks[bi].known.size()) + masks, d);
 
   const BatchView view{n, positions.data(), seqs.data(), cache_pos.data(),
                        prefix.data(), visible.data(), offsets.data()};
@@ -186,15 +208,8 @@ DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Bloc
     run_decoder_layer(backend_, layers_[l], shape_, l, kv, view, x_.data(), scratch_);
 
   // Final norm and the target's LM head on the wanted MASK rows only.
-  int64_t out_rows = 0;
-  for (const Block& b : blocks) {
-    out_rows += b.n_out;
-    res.offset.push_back(out_rows);
-  }
   if (download) res.hidden.resize(out_rows * d);
   if (out_rows == 0) return res;
-  reserve_floats(backend_, h_, out_rows * d);
-  reserve_floats(backend_, logits_, out_rows * vocab);
   for (size_t bi = 0; bi < blocks.size(); ++bi) {  // a block's wanted rows are contiguous
     const int64_t anchor_row = first[bi] + static_cast<int64_t>(blocks[bi].known.size()) - 1;
     backend_.copy(h_.data() + res.offset[bi] * d, x_.data() + (anchor_row + 1) * d,
@@ -202,6 +217,7 @@ DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Bloc
   }
   backend_.rmsnorm(h_.data(), final_norm_.data(), h_.data(), out_rows, d, cfg_.rms_eps);
   backend_.matmul(lm_head_, h_.data(), logits_.data(), out_rows);
+  region->end();
   res.dev_logits = logits_.data();
   res.dev_hidden = h_.data();
   if (!download) return res;

@@ -26,6 +26,8 @@
 // Several blocks (many requests, or many hypothetical suffixes of one sequence) run in ONE pass:
 // each block gets a fork of its sequence's context (shared pages, no copy), its rows are appended
 // to the fork, and the fork is released afterwards, so the context is never modified by a draft.
+// A pass is one replayable region (Backend::begin_replayable) keyed by its shape (rows, each
+// block's known rows and outputs): on CUDA a repeated shape replays as a graph.
 #pragma once
 
 #include <span>
@@ -95,7 +97,6 @@ class DominoBackbone {
   BackendBuffer x_, h_;   // [rows, d]
   BackendBuffer feats_;   // [rows, feature_dim] context features (append_context)
   BackendBuffer logits_;  // [out rows, Vd]
-  BackendBuffer inj_;     // [blocks, d] the blocks' inject rows (context_inject)
   DecoderScratch scratch_;
 };
 

@@ -3,7 +3,8 @@
 // tests/unit/spec/domino_head_twin_test.cpp), on awkward sizes: d 29, GRU 7, rank 5, Vd 37 (a
 // draft vocabulary of 37 ids out of 50, and the identity case V = Vd = 37), three chains of
 // lengths 5, 1 and 3 in one launch, head on and off. Then the drafter's two paths on one CUDA
-// backend: DominoHead::walk_fused against DominoHead::walk on the same rows, predict_top included.
+// backend: DominoHead::walk_fused against DominoHead::walk on the same rows, predict_top included;
+// and a backbone pass replayed as a CUDA graph against the eager pass, bit for bit.
 // Every case needs a GPU and skips visibly without one; none has run yet (no GPU here).
 //
 // Tolerances: device vs twin, final logits 1e-5 normalised max error (the same weights, the same
@@ -222,6 +223,53 @@ TEST(CudaDominoWalk, HeadFusedPathEqualsOpByOpPathOnTheDevice) {
         b.push_back(want_final[c][i]);
       }
     EXPECT_LT(nmse_max(a.data(), b.data(), a.size()), 1e-5) << "chain " << c;
+  }
+}
+
+// A backbone pass replayed as a CUDA graph (measured, captured, then replayed: the same shape
+// three times, with context_inject so the staged inject rows are covered) gives the eager
+// backend's hidden states and base logits bit for bit, each time.
+TEST(CudaDominoWalk, GraphedBackbonePassEqualsEagerBitForBit) {
+  SSD_SKIP_WITHOUT_GPU("a Domino backbone pass replayed as a CUDA graph vs eager");
+  test::TempDir tmp;
+  ModelFile file =
+      ModelFile::open(test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32),
+                                            tmp.file("t.gguf")));
+  test::DominoSpec spec = test::tiny_domino_spec();
+  spec.cfg.context_inject = true;
+  const DominoCheckpoint ck = DominoCheckpoint::open(test::write_domino(spec, tmp.file("d.safetensors")));
+  const DominoConfig& cfg = ck.config();
+  std::mt19937 rng(5);
+  std::normal_distribution<float> n01(0.0f, 1.0f);
+  std::vector<float> features(10 * cfg.feature_dim());
+  for (float& x : features) x = n01(rng);
+  struct Run {
+    Run(const ModelFile& f, const DominoCheckpoint& ck, const CudaBackendOptions& o,
+        const std::vector<float>& feats)
+        : be(make_cuda_backend(o)), target(f, *be), bb(ck, target), kv(bb.kv_config(256)),
+          seq(kv.create()) {
+      bb.append_context(kv, seq, 0, feats, &inject);
+    }
+    std::unique_ptr<Backend> be;
+    Transformer target;
+    DominoBackbone bb;
+    KvCache kv;
+    SeqId seq;
+    std::vector<float> inject;
+    DominoBackbone::Result pass() {
+      std::vector<DominoBackbone::Block> blocks = {{seq, 10, {40}, 7}, {seq, 9, {7, 8}, 3}};
+      blocks[0].inject = inject.data() + 9 * 256;
+      blocks[1].inject = inject.data() + 8 * 256;
+      return bb.forward(kv, blocks);
+    }
+  };
+  Run graphed(file, ck, CudaBackendOptions{.device = 0, .graphs = true, .graph_sizes = {18}},
+              features);
+  Run eager(file, ck, CudaBackendOptions{.device = 0, .graphs = false}, features);
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto g = graphed.pass(), e = eager.pass();
+    EXPECT_EQ(g.hidden, e.hidden) << "pass " << rep;
+    EXPECT_EQ(g.logits, e.logits) << "pass " << rep;
   }
 }
 
