@@ -103,6 +103,7 @@ std::unique_ptr<Drafter> make_drafter(const DrafterSpec& spec, ModelSession& tar
   DominoOptions o;
   o.path = spec.arg;
   o.head = opts.domino_head;
+  o.trim_block = opts.domino_trim;
   return std::make_unique<DominoDrafter>(target.model(), o);
 }
 

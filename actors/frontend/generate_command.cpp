@@ -35,7 +35,7 @@ struct GenerateArgs {
   int32_t k = 4;
   int32_t width = 1;
   bool online_learning = false;
-  std::string domino_head = "on";
+  std::string domino_head = "on", domino_block = "full";
   std::string prompt;
   std::optional<std::filesystem::path> prompt_file;
   int64_t n_predict = 128;
@@ -70,6 +70,9 @@ struct GenerateArgs {
     v(online_learning, "online-learning", "early-exit drafter: train its head online (DVI)");
     v(domino_head, "domino-head", "domino drafter: on, or off for the backbone alone",
       {.choices = {"on", "off"}});
+    v(domino_block, "domino-block",
+      "domino drafter: full (the trained B-1 MASK rows) or trim (only the k drafts wanted; cheaper)",
+      {.choices = {"full", "trim"}});
     v(prompt, "prompt", "prompt text (or use --prompt-file)", {.short_name = 'p'});
     v(prompt_file, "prompt-file", "read the prompt from this file", {.must_exist = true});
     v(n_predict, "n", "maximum number of tokens to generate", {.short_name = 'n', .min = 0});
@@ -146,6 +149,7 @@ int run_generate(const GenerateArgs& args, Cluster& cluster) {
   spec.sampler = SamplerConfig{args.temp, args.top_k, args.top_p, args.min_p, args.seed};
   spec.drafter_options.online_learning = args.online_learning;
   spec.drafter_options.domino_head = args.domino_head == "on";
+  spec.drafter_options.domino_trim = args.domino_block == "trim";
   spec.drafter_options.threads = args.threads;
   spec.dist = args.dist;
   check_job(spec, layout);

@@ -92,11 +92,12 @@ DominoReference::DominoReference(const DominoCheckpoint& ck, const ModelFile& ta
 
 DominoReference::BlockOut DominoReference::block(const std::vector<float>& features,
                                                  const std::vector<int32_t>& known,
-                                                 bool with_inject) const {
+                                                 bool with_inject, int64_t masks) const {
   const int64_t d = cfg_.target_dim, fdim = cfg_.feature_dim(), hd = cfg_.head_dim;
   const int64_t nh = cfg_.n_heads, group = cfg_.n_heads / cfg_.n_kv_heads;
   const int64_t n_ctx = static_cast<int64_t>(features.size()) / fdim;
-  const int64_t m = static_cast<int64_t>(known.size()), rows = m + cfg_.block_size - 1;
+  if (masks < 0) masks = cfg_.block_size - 1;
+  const int64_t m = static_cast<int64_t>(known.size()), rows = m + masks;
   const double eps = cfg_.rms_eps, theta = cfg_.rope_theta;
 
   Mat ctx(n_ctx);
@@ -161,7 +162,7 @@ DominoReference::BlockOut DominoReference::block(const std::vector<float>& featu
     }
   }
   BlockOut out;
-  for (int64_t i = 1; i < cfg_.block_size; ++i) {
+  for (int64_t i = 1; i <= masks; ++i) {
     out.hidden.push_back(rmsnorm(x[m - 1 + i], final_norm_, eps));
     out.logits.push_back(matvec(lm_head_, out.hidden.back()));
   }

@@ -18,13 +18,14 @@ class DominoReference {
   DominoReference(const DominoCheckpoint& ck, const ModelFile& target);
 
   struct BlockOut {
-    std::vector<std::vector<double>> hidden;  // [B - 1][d]  after the final norm, MASK rows 1..
-    std::vector<std::vector<double>> logits;  // [B - 1][Vd] base logits (draft vocabulary)
+    std::vector<std::vector<double>> hidden;  // [masks][d]  after the final norm, MASK rows 1..
+    std::vector<std::vector<double>> logits;  // [masks][Vd] base logits (draft vocabulary)
   };
   // One block [known..., MASK x (B - 1)] after context features [n_ctx, F] (row-major floats).
-  // with_inject = false leaves out the context_inject term (tests show it matters).
+  // with_inject = false leaves out the context_inject term (tests show it matters); masks >= 0
+  // runs that many MASK rows instead of B - 1 (a trimmed block).
   BlockOut block(const std::vector<float>& features, const std::vector<int32_t>& known,
-                 bool with_inject = true) const;
+                 bool with_inject = true, int64_t masks = -1) const;
 
   struct WalkOut {
     std::vector<int32_t> tokens;              // [k] greedy choices (target ids)

@@ -119,17 +119,19 @@ void DominoBackbone::append_context(KvCache& kv, SeqId seq, int64_t from,
 
 DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Block> blocks,
                                                bool download) {
-  const int64_t d = cfg_.target_dim, masks = cfg_.block_size - 1;
+  const int64_t d = cfg_.target_dim, max_masks = cfg_.block_size - 1;
+  // MASK rows of a block: B - 1 as trained, or n_out when the caller trims the block.
+  auto masks_of = [&](const Block& b) -> int64_t { return b.trim ? b.n_out : max_masks; };
   const int64_t vocab = cfg_.draft_vocab_size();
 
   // Row layout: block b's rows start at first[b]; its token t is row first[b] + t.
   std::vector<int64_t> first;
   int64_t n = 0;
   for (const Block& b : blocks) {
-    SSD_ASSERT(!b.known.empty() && b.n_out >= 0 && b.n_out <= masks);
+    SSD_ASSERT(!b.known.empty() && b.n_out >= 0 && b.n_out <= max_masks);
     SSD_ASSERT(b.n_ctx >= 0 && b.n_ctx <= kv.length(b.seq));
     first.push_back(n);
-    n += static_cast<int64_t>(b.known.size()) + masks;
+    n += static_cast<int64_t>(b.known.size()) + masks_of(b);
   }
   Result res;
   res.offset.assign(1, 0);
@@ -145,7 +147,7 @@ DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Bloc
     const SeqId f = kv.fork(b.seq);
     guard.forks.push_back(f);
     kv.truncate(f, b.n_ctx);  // hide context entries past n_ctx (they are still in b.seq)
-    const int64_t rows = static_cast<int64_t>(b.known.size()) + masks;
+    const int64_t rows = static_cast<int64_t>(b.known.size()) + masks_of(b);
     kv.grow(f, rows);
     for (int64_t t = 0; t < rows; ++t) {
       const int64_t r = first[bi] + t;
@@ -170,6 +172,7 @@ DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Bloc
     layout.push_back(static_cast<int32_t>(b.known.size()));
     layout.push_back(b.n_out);
     layout.push_back(b.inject != nullptr);
+    layout.push_back(static_cast<int32_t>(masks_of(b)));
     for (int32_t i = 1; i <= b.n_out; ++i)
       wanted.push_back(static_cast<int32_t>(first[bi] + static_cast<int64_t>(b.known.size()) - 1 + i));
   }
@@ -200,7 +203,7 @@ DominoBackbone::Result DominoBackbone::forward(KvCache& kv, std::span<const Bloc
   for (size_t bi = 0; bi < blocks.size() && cfg_.context_inject; ++bi)  // rows += u_{n_ctx-1}
     if (blocks[bi].inject)
       backend_.add_bias(x_.data() + first[bi] * d, inj.data() + bi * d,
-                        static_cast<int64_t>(blocks[bi].known.size()) + masks, d);
+                        static_cast<int64_t>(blocks[bi].known.size()) + masks_of(blocks[bi]), d);
 
   const BatchView view{n, positions.data(), seqs.data(), cache_pos.data(),
                        prefix.data(), visible.data(), offsets.data()};

@@ -8,7 +8,9 @@
 // stored at cache position j. They are computed ONCE when the features arrive (append_context)
 // and kept in the drafter's KvCache, so a draft never recomputes the context.
 //
-// Block. [known tokens..., MASK x (B - 1)]: normally one known token, the anchor (the last
+// Block. [known tokens..., MASK x (B - 1)] (or MASK x n_out when trimmed: the rows past the last
+// wanted draft only feed attention, and dropping them cuts the pass's cost by up to half at
+// k = B/2 for a small change of the drafts): normally one known token, the anchor (the last
 // emitted token, whose features do not exist yet). Known tokens enter as the target's token
 // embeddings, MASK as the learned mask_embedding. With context_inject (domino_config.h) every row
 // of the block also gets u = W_inject c_{n_ctx-1}, the last visible context entry projected;
@@ -63,6 +65,7 @@ class DominoBackbone {
     int32_t n_out = 0;           // MASK rows wanted: 1..n_out (0 <= n_out <= B - 1)
     const float* inject = nullptr;  // [d] u_{n_ctx-1} from append_context (context_inject and
                                     // n_ctx > 0; null otherwise)
+    bool trim = false;  // n_out MASK rows instead of the trained B - 1 (a cheaper pass)
   };
   struct Result {
     std::vector<float> hidden;    // [rows, d]  h_i after the final norm

@@ -96,6 +96,7 @@ std::vector<DraftTree> DominoDrafter::draft(std::span<const DraftRequest> reques
     b.known.assign(s.tokens.begin() + b.n_ctx, s.tokens.end());
     b.known.insert(b.known.end(), req.suffix.begin(), req.suffix.end());
     b.n_out = k;
+    b.trim = opts_.trim_block;
     if (cfg.context_inject && b.n_ctx > 0) b.inject = s.inject.data() + (b.n_ctx - 1) * cfg.target_dim;
     blocks.push_back(std::move(b));
     which.push_back(r);

@@ -37,6 +37,7 @@ struct DominoOptions {
   std::string path;            // the checkpoint (a .safetensors file, or a directory holding
                                // model.safetensors)
   bool head = true;            // --domino-head on|off: off drafts from the backbone alone
+  bool trim_block = false;     // --domino-block trim: k MASK rows per draft, not the trained B - 1
   int64_t kv_tokens = 65536;   // drafter cache capacity in positions (all sequences + blocks)
 };
 

@@ -156,6 +156,35 @@ TEST(DominoReference, ContextInjectMatchesFloat64Reference) {
   }
 }
 
+// --domino-block trim: a block of k MASK rows (not B - 1) is the reference's trimmed block, and
+// the rows dropped did matter (the full block's logits differ).
+TEST(DominoReference, TrimmedBlockRunsOnlyTheWantedMaskRows) {
+  World w;
+  DominoOptions o;
+  o.path = w.path;
+  o.head = false;
+  o.trim_block = true;
+  DominoDrafter d(*w.target->model, o);
+  d.start(0, kTokens);
+  d.set_features(0, 0, w.features);
+  DraftRequest r;
+  r.k = 4;
+  r.suffix = {90};
+  const DraftTree t = d.draft({&r, 1}).at(0);
+  const auto want = w.ref->block(w.features, {kTokens.back(), 90}, true, /*masks=*/4);
+  const auto full = w.ref->block(w.features, {kTokens.back(), 90});
+  ASSERT_EQ(t.size(), 4u);
+  ASSERT_EQ(want.logits.size(), 4u);
+  double diff = 0;
+  for (size_t v = 0; v < want.logits[0].size(); ++v)
+    diff = std::max(diff, std::fabs(want.logits[0][v] - full.logits[0][v]));
+  EXPECT_GT(diff, 1e-3) << "the dropped rows must have mattered";
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_GT(top2_gap(want.logits[i]), 1e-3) << "near-tie at " << i;
+    EXPECT_EQ(t.tokens[i], argmax_of(want.logits[i])) << "position " << i + 1;
+  }
+}
+
 TEST(DominoReference, ChunkedContextAndBatchedBlocksChangeNothing) {
   World w;
   DominoBackbone bb(*w.ck, *w.target->model);

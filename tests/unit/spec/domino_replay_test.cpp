@@ -76,8 +76,9 @@ TEST(DominoReplay, OnePassIsOneRegionKeyedByItsShapeWithTheCpuResults) {
     EXPECT_EQ(a.owner, &recorded.bb);
     EXPECT_EQ(a.n, 8 + 10);  // 1 + 7 MASK rows, 3 + 7 MASK rows
     EXPECT_EQ(a.rows, (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 14}));
+    // Per block: known rows, outputs, inject term, MASK rows (B - 1 = 7: not trimmed).
     EXPECT_EQ(a.layout,
-              (std::vector<int32_t>{1, 7, context_inject, 3, 4, context_inject}));
+              (std::vector<int32_t>{1, 7, context_inject, 7, 3, 4, context_inject, 7}));
     EXPECT_EQ(rec.keys[before + 1], a);  // the same shape: the same key (a replay on CUDA)
     EXPECT_NE(rec.keys[before + 2], a);
     // Nothing allocated once the first pass had grown the buffers.
