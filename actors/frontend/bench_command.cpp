@@ -9,6 +9,7 @@
 #include "actors/frontend/backend_choice.h"
 #include "actors/frontend/build_info.h"
 #include "actors/frontend/drafter_factory.h"
+#include "actors/frontend/drafter_flags.h"
 #include "actors/frontend/flags.h"
 #include "actors/frontend/model_session.h"
 #include "actors/frontend/run_report.h"
@@ -33,8 +34,7 @@ struct BenchArgs {
   float temp = 0;
   uint64_t seed = 0;
   int32_t threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-  bool online_learning = false;
-  std::string domino_head = "on", domino_block = "full";
+  DrafterFlags drafter_flags;
   std::optional<std::filesystem::path> out_json;
   std::optional<std::filesystem::path> out_md;
   std::string modes = "ar,sd";
@@ -57,11 +57,7 @@ struct BenchArgs {
     v(temp, "temp", "sampling temperature; 0 = greedy (and checks SD == AR)", {.min = 0});
     v(seed, "seed", "sampling seed");
     v(threads, "threads", "CPU worker threads", {.short_name = 't', .min = 1, .max = 1024});
-    v(online_learning, "online-learning", "early-exit drafter: train its head online (DVI)");
-    v(domino_head, "domino-head", "domino drafter: on or off", {.choices = {"on", "off"}});
-    v(domino_block, "domino-block",
-      "domino drafter: full (the trained B-1 MASK rows) or trim (only the k drafts wanted; cheaper)",
-      {.choices = {"full", "trim"}});
+    drafter_flags.visit(v);
     v(out_json, "out-json", "write all runs and the summary as JSON here");
     v(out_md, "out-md", "write the summary table as markdown here");
     v(modes, "modes",
@@ -149,10 +145,7 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
   spec.drafter = split(args.drafters, ',').front();
   spec.k = ks.front();
   spec.sampler = SamplerConfig{args.temp, 0, 1.0f, 0.0f, args.seed};
-  spec.drafter_options.online_learning = args.online_learning;
-  spec.drafter_options.domino_head = args.domino_head == "on";
-  spec.drafter_options.domino_trim = args.domino_block == "trim";
-  spec.drafter_options.threads = args.threads;
+  spec.drafter_options = args.drafter_flags.options(args.threads);
   spec.dist = args.dist;
   spec.max_batch = args.batch;
   check_job(spec, layout);

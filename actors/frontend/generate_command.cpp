@@ -11,6 +11,7 @@
 #include "actors/frontend/backend_choice.h"
 #include "actors/frontend/build_info.h"
 #include "actors/frontend/drafter_factory.h"
+#include "actors/frontend/drafter_flags.h"
 #include "actors/frontend/flags.h"
 #include "actors/frontend/model_session.h"
 #include "actors/frontend/run_report.h"
@@ -34,8 +35,7 @@ struct GenerateArgs {
   std::string drafter = "ngram";
   int32_t k = 4;
   int32_t width = 1;
-  bool online_learning = false;
-  std::string domino_head = "on", domino_block = "full";
+  DrafterFlags drafter_flags;
   std::string prompt;
   std::optional<std::filesystem::path> prompt_file;
   int64_t n_predict = 128;
@@ -67,12 +67,7 @@ struct GenerateArgs {
     v(k, "k", "sd: draft tokens per round", {.min = 1, .max = 32});
     v(width, "width", "sd: first-level draft branches verified as a tree (1 = a chain)",
       {.min = 1, .max = 16});
-    v(online_learning, "online-learning", "early-exit drafter: train its head online (DVI)");
-    v(domino_head, "domino-head", "domino drafter: on, or off for the backbone alone",
-      {.choices = {"on", "off"}});
-    v(domino_block, "domino-block",
-      "domino drafter: full (the trained B-1 MASK rows) or trim (only the k drafts wanted; cheaper)",
-      {.choices = {"full", "trim"}});
+    drafter_flags.visit(v);
     v(prompt, "prompt", "prompt text (or use --prompt-file)", {.short_name = 'p'});
     v(prompt_file, "prompt-file", "read the prompt from this file", {.must_exist = true});
     v(n_predict, "n", "maximum number of tokens to generate", {.short_name = 'n', .min = 0});
@@ -147,10 +142,7 @@ int run_generate(const GenerateArgs& args, Cluster& cluster) {
   spec.drafter = args.drafter;
   spec.k = args.k;
   spec.sampler = SamplerConfig{args.temp, args.top_k, args.top_p, args.min_p, args.seed};
-  spec.drafter_options.online_learning = args.online_learning;
-  spec.drafter_options.domino_head = args.domino_head == "on";
-  spec.drafter_options.domino_trim = args.domino_block == "trim";
-  spec.drafter_options.threads = args.threads;
+  spec.drafter_options = args.drafter_flags.options(args.threads);
   spec.dist = args.dist;
   check_job(spec, layout);
   if (!layout.is_target_leader()) return serve_rank(cluster, session, spec);
