@@ -3,7 +3,6 @@
 #include "actors/frontend/eval_domino_command.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "actors/frontend/flags.h"
 #include "runtime/core/error.h"
@@ -56,16 +55,10 @@ int run_eval_domino_command(int argc, const char* const* argv) {
   const ModelFile target = ModelFile::open(a.model.string());
   const ModelConfig& tc = target.config();
   const DistillDataset ds = DistillDataset::open(a.data.string());
-  SSD_CHECK(ds.dim() == tc.dim && ds.vocab() == tc.vocab,
-            "--data {}: made for a target of dim {} / vocab {}, but --model has {} / {}",
-            a.data.string(), ds.dim(), ds.vocab(), tc.dim, tc.vocab);
+  ds.check_target(tc.dim, tc.vocab);
   const DominoConfig cfg = DominoCheckpoint::open(a.drafter.string()).config();
-  SSD_CHECK(cfg.target_dim == tc.dim && cfg.target_vocab == tc.vocab,
-            "--drafter {}: made for a target of dim {} / vocab {}, but --model has {} / {}",
-            a.drafter.string(), cfg.target_dim, cfg.target_vocab, tc.dim, tc.vocab);
-  SSD_CHECK(cfg.target_layers == ds.target_layers(),
-            "--drafter reads target layers {} but --data holds layers {}",
-            fmt::join(cfg.target_layers, ","), fmt::join(ds.target_layers(), ","));
+  cfg.check_target(tc.n_layers, tc.dim, tc.vocab, "--drafter " + a.drafter.string());
+  ds.check_layers(cfg.target_layers, "--drafter");
   train::set_blas_threads(a.threads);
   const train::ParamLayout layout(cfg);
   const std::vector<float> params = train::load_checkpoint_params(a.drafter.string(), cfg, layout);

@@ -137,9 +137,7 @@ int run_train_domino_command(int argc, const char* const* argv) {
   const ModelFile target = ModelFile::open(a.model.string());
   const ModelConfig& tc = target.config();
   const DistillDataset ds = DistillDataset::open(a.data.string());
-  SSD_CHECK(ds.dim() == tc.dim && ds.vocab() == tc.vocab,
-            "--data {}: made for a target of dim {} / vocab {}, but --model has {} / {}",
-            a.data.string(), ds.dim(), ds.vocab(), tc.dim, tc.vocab);
+  ds.check_target(tc.dim, tc.vocab);
   if (ds.model_digest() != model_file_digest(a.model.string()))
     fmt::print(stderr, "ssd train-domino: warning: --data was distilled from another model file "
                        "(digest {} vs {})\n", ds.model_digest(), model_file_digest(a.model.string()));
@@ -177,10 +175,7 @@ int run_train_domino_command(int argc, const char* const* argv) {
   if (a.init_from) {
     c = DominoCheckpoint::open(a.init_from->string()).config();
     c.check_target(tc.n_layers, tc.dim, tc.vocab, "--init-from " + a.init_from->string());
-    SSD_CHECK(c.target_layers == ds.target_layers(),
-              "--init-from {} reads target layers {} but --data holds layers {}",
-              a.init_from->string(), fmt::join(c.target_layers, ","),
-              fmt::join(ds.target_layers(), ","));
+    ds.check_layers(c.target_layers, "--init-from " + a.init_from->string());
     fmt::print(stderr, "config: from --init-from {}\n", a.init_from->string());
   }
   o.steps = a.steps;

@@ -5,6 +5,7 @@
 #include "runtime/train/distill_dataset.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <array>
 #include <cerrno>
@@ -162,6 +163,17 @@ int32_t DistillDataset::prompt_len(size_t i) const {
   SSD_CHECK(i < index_.size(), "{}: sequence {} out of range ({} sequences)", path(), i,
             index_.size());
   return index_[i].prompt_len;
+}
+
+void DistillDataset::check_target(int64_t target_dim, int64_t target_vocab) const {
+  SSD_CHECK(dim_ == target_dim && vocab_ == target_vocab,
+            "--data {}: made for a target of dim {} / vocab {}, but --model has {} / {}", path(),
+            dim_, vocab_, target_dim, target_vocab);
+}
+
+void DistillDataset::check_layers(const std::vector<int32_t>& layers, const std::string& who) const {
+  SSD_CHECK(layers == layers_, "{} reads target layers {} but --data holds layers {}", who,
+            fmt::join(layers, ","), fmt::join(layers_, ","));
 }
 
 DistillSequence DistillDataset::read(size_t i) const {

@@ -67,6 +67,12 @@ class DistillDataset {
   // Digest of the target that produced the file (model_file_digest of its path).
   std::string model_digest() const { return digest_; }
   const std::string& path() const { return file_.path(); }
+  // Throws ssd::Error ("--data PATH: made for a target of ...") unless the dataset was made for a
+  // target of this width and vocabulary.
+  void check_target(int64_t target_dim, int64_t target_vocab) const;
+  // Throws ssd::Error ("WHO reads target layers ... but --data holds layers ...") unless
+  // `layers`, the ones `who` (e.g. "--drafter") conditions on, are the dataset's.
+  void check_layers(const std::vector<int32_t>& layers, const std::string& who) const;
 
   DistillSequence read(size_t i) const;
   int32_t length(size_t i) const;       // L of sequence i, without decoding it

@@ -9,7 +9,6 @@
 #include "kernels/cpu/rowops.h"
 #include "runtime/core/error.h"
 #include "runtime/drafters/domino/domino_checkpoint.h"
-#include "runtime/io/safetensors_file.h"
 #include "runtime/train/safetensors_out.h"
 
 namespace ssd::train {
@@ -43,10 +42,9 @@ std::vector<float> load_checkpoint_params(const std::string& path, const DominoC
   const DominoCheckpoint ck = DominoCheckpoint::open(path);  // checks names, shapes, dtypes
   SSD_CHECK(ck.config().to_json() == cfg.to_json(), "{}: its config {} differs from {}", path,
             ck.config().to_json(), cfg.to_json());
-  const SafetensorsModel file = SafetensorsModel::open(path);
   std::vector<float> params(layout.total());
   for (const ParamTensor& t : layout.tensors()) {
-    const TensorRef* ref = file.find_tensor(t.name);
+    const TensorRef* ref = ck.find(t.name);
     SSD_CHECK(ref && static_cast<int64_t>(ref->elements()) == t.size,
               "{}: tensor {} missing or of the wrong size", path, t.name);
     kernels::dequantize_row(ref->type, ref->data, params.data() + t.offset, t.size);

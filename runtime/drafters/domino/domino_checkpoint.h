@@ -76,6 +76,8 @@ class DominoCheckpoint {
 
   const std::string& path() const { return path_; }
   const DominoConfig& config() const { return cfg_; }
+  // Any tensor of the file by its checkpoint name (null when absent).
+  const TensorRef* find(std::string_view name) const { return file_->find_tensor(name); }
 
   const TensorRef* fc = nullptr;              // [d, F]
   const TensorRef* fc_norm = nullptr;         // [d]

@@ -26,6 +26,7 @@
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_model.h"
 #include "tests/unit/cuda/skip_without_gpu.h"
+#include "tests/unit/io/error_text.h"
 #include "tests/unit/spec/drafting_fixture.h"
 
 namespace ssd {
@@ -113,19 +114,9 @@ TEST(DeviceTokenPicker, SampleRowsEqualsTheHostPicker) {
   for (int32_t i = 17; i < 34; ++i) l[static_cast<size_t>(i)] = NAN;  // row 1
   Rows nan_rows(*be, l, 17);
   const std::vector<TokenPicker::RowDraw> greedy = {{&kConfigs[0], 1, 0}, {&kConfigs[0], 2, 0}};
-  std::string want, got;
-  try {
-    host.sample_rows(nan_rows.host, greedy);
-  } catch (const Error& e) {
-    want = e.what();
-  }
-  try {
-    device->sample_rows(nan_rows.device, greedy);
-  } catch (const Error& e) {
-    got = e.what();
-  }
-  EXPECT_FALSE(want.empty());
-  EXPECT_EQ(got, want);
+  const std::string want = test::error_text([&] { host.sample_rows(nan_rows.host, greedy); });
+  EXPECT_NE(want, "<no error>");
+  EXPECT_EQ(test::error_text([&] { device->sample_rows(nan_rows.device, greedy); }), want);
 }
 
 TEST(DeviceTokenPicker, VerifyEqualsTheHostPicker) {
@@ -172,19 +163,10 @@ TEST(DeviceTokenPicker, NanRowGivesTheHostError) {
   for (int32_t i = 0; i < vocab; ++i) l[static_cast<size_t>(i)] = NAN;  // the root's row
   Rows r(*be, l, vocab);
   for (const SamplerConfig& cfg : {kConfigs[0], kConfigs[1]}) {
-    std::string want, got;
-    try {
-      HostTokenPicker().verify(chain, r.host, 0, cfg, VerifyRng{1, 2, 3});
-    } catch (const Error& e) {
-      want = e.what();
-    }
-    try {
-      device->verify(chain, r.device, 0, cfg, VerifyRng{1, 2, 3});
-    } catch (const Error& e) {
-      got = e.what();
-    }
-    EXPECT_FALSE(want.empty());
-    EXPECT_EQ(got, want);
+    const std::string want =
+        test::error_text([&] { HostTokenPicker().verify(chain, r.host, 0, cfg, VerifyRng{1, 2, 3}); });
+    EXPECT_NE(want, "<no error>");
+    EXPECT_EQ(test::error_text([&] { device->verify(chain, r.device, 0, cfg, VerifyRng{1, 2, 3}); }), want);
   }
 }
 
