@@ -4,7 +4,7 @@
 //     waits for the stream. The Transformer keeps its activations there, so its ops get device
 //     pointers and a forward enqueues kernels without waiting until it downloads the logits.
 //   - Staging (staging.h): device pointers are used in place, host pointers staged.
-//   - Replayable regions (Backend::begin_replayable; the Transformer's forward without TP):
+//   - Replayable regions (Backend::begin_replayable; Transformer forwards, TP with NCCL too):
 //     per ReplayKey, the first region runs eagerly and measures the input
 //     arena it needs (Measure); the next one is captured as a CUDA graph (Capture) and each one
 //     after that replayed (Replay): the ops run only their host parts (KV bookkeeping, page
@@ -37,6 +37,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
@@ -46,6 +47,8 @@
 #include "kernels/cuda/kv_mirrors.h"
 #include "kernels/cuda/staging.h"
 #include "runtime/core/error.h"
+#include "runtime/parallel/group_agree.h"
+#include "runtime/parallel/stream_collective.h"
 
 namespace ssd {
 namespace {
@@ -214,6 +217,10 @@ class CudaBackend final : public Backend {
     SSD_CUDA_CHECK(cudaSetDevice(opts_.device));
     if (bytes > 0)
       SSD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    if (exchanging_) {  // a peer's failure must end the job, not hang this wait
+      StreamCollective* sc = std::exchange(exchanging_, nullptr);
+      sc->wait(stream_, "a tensor-parallel forward's exchanges");
+    }
     SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   void copy(void* dst, const void* src, size_t bytes) override {
@@ -348,6 +355,17 @@ class CudaBackend final : public Backend {
 
   void attention(const AttentionCall& c) override;
 
+  // Tensor-parallel exchanges (Backend::allreduce_sum / gather_columns). When the group's
+  // transport moves this device's memory itself (a StreamCollective on this device: NCCL),
+  // the bytes are gathered into `scratch` on this stream and finished by a kernel
+  // (exchange.cu), with no host round trip, and the ops are recorded in replayable regions like
+  // any other (the group agrees on replaying: begin_replayable). Otherwise the defaults' host
+  // round trip (download, Collective, upload), which a region may not contain.
+  bool exchanges_replayable(Collective& comm) override { return device_exchange(comm) != nullptr; }
+  void allreduce_sum(Collective& comm, float* y, int64_t count, float* scratch) override;
+  void gather_columns(Collective& comm, const float* local, int64_t rows,
+                      const std::vector<int64_t>& off, float* out, float* scratch) override;
+
   bool has_domino_walk() const override { return true; }
   void domino_walk(const DominoWalkCall& c) override;
 
@@ -394,6 +412,11 @@ class CudaBackend final : public Backend {
     uint64_t epoch = 0;  // allocation epoch it was captured in
     bool eager_only = false;  // its capture or replay failed once: never graphed again
   };
+  // The group's stream interface when it can exchange this device's memory, else null.
+  StreamCollective* device_exchange(Collective& comm) const {
+    StreamCollective* sc = stream_collective(comm);
+    return sc && sc->device() == opts_.device ? sc : nullptr;
+  }
   // False while a region replays: ops run their host part only (the graph has the kernels).
   bool live() const { return region_ != Region::Replay; }
   bool graph_size_allowed(int64_t n) const {
@@ -462,6 +485,10 @@ class CudaBackend final : public Backend {
   cudaEvent_t arena_free_ = nullptr;  // recorded after the last arena upload
   DeviceBuffer xb_;              // activations in BF16 for the cuBLAS path
   DeviceBuffer walk_scratch_;    // domino_walk: [chains, domino_walk_scratch_floats]
+  // The transport of exchanges enqueued since the last download: that download waits through
+  // its watchdog (StreamCollective::wait), so a dead peer ends the job instead of hanging.
+  StreamCollective* exchanging_ = nullptr;
+  std::vector<int64_t> counts_;  // gather_columns: [ranks] floats from each rank
   std::vector<int64_t> k_off_;   // store_kv: [n] pool offsets of the K rows
   // attention: the call flattened for the device
   std::vector<int32_t> tables_;
@@ -587,33 +614,91 @@ void CudaBackend::domino_walk(const DominoWalkCall& c) {
   staging_->finish();  // the tokens are on the host when this returns
 }
 
+void CudaBackend::allreduce_sum(Collective& comm, float* y, int64_t count, float* scratch) {
+  StreamCollective* sc = device_exchange(comm);
+  if (!sc) {
+    SSD_CHECK(region_ == Region::None || region_ == Region::Eager,
+              "cuda backend: a host exchange inside a replayable region");
+    Backend::allreduce_sum(comm, y, count, scratch);
+    return;
+  }
+  enter();
+  SSD_CHECK(is_device_pointer(y) && is_device_pointer(scratch),
+            "cuda backend: allreduce_sum takes device memory");
+  if (live() && count > 0) {
+    if (sc->rank_order_sums()) {  // collective.h's order: gather, then add rank after rank
+      sc->allgather(y, scratch, count, stream_);
+      cuda::launch_rank_order_sum(scratch, comm.size(), count, y, stream_);
+    } else {
+      sc->allreduce(y, count, stream_);
+    }
+  }
+  exchanging_ = sc;  // also when a replay's graph holds the exchange
+  staging_->finish();
+}
+
+void CudaBackend::gather_columns(Collective& comm, const float* local, int64_t rows,
+                                 const std::vector<int64_t>& off, float* out, float* scratch) {
+  StreamCollective* sc = device_exchange(comm);
+  if (!sc) {
+    SSD_CHECK(region_ == Region::None || region_ == Region::Eager,
+              "cuda backend: a host exchange inside a replayable region");
+    Backend::gather_columns(comm, local, rows, off, out, scratch);
+    return;
+  }
+  enter();
+  const int ranks = comm.size();
+  SSD_ASSERT(static_cast<int>(off.size()) == ranks + 1);
+  SSD_CHECK(is_device_pointer(local) && is_device_pointer(out) && is_device_pointer(scratch),
+            "cuda backend: gather_columns takes device memory");
+  counts_.resize(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) counts_[r] = rows * (off[r + 1] - off[r]);
+  const int64_t* doff = staging_->in(off.data(), off.size());  // [ranks + 1]
+  if (live() && rows * off.back() > 0) {
+    sc->allgatherv(local, counts_.data(), scratch, stream_);  // rank-major blocks
+    cuda::launch_stitch_columns(scratch, doff, ranks, rows, off.back(), out, stream_);
+  }
+  exchanging_ = sc;
+  staging_->finish();
+}
+
 void CudaBackend::begin_replayable(const ReplayKey& key) {
   SSD_CHECK(region_ == Region::None, "cuda backend: replayable regions do not nest");
   enter();
-  if (!graph_size_allowed(key.n)) {
+  StepGraph* found = nullptr;
+  Region want = Region::Eager;
+  if (graph_size_allowed(key.n)) {
+    auto [it, fresh] = steps_.try_emplace(key);
+    if (fresh) it->second.id = next_graph_id_++;
+    found = &it->second;
+    if (found->eager_only)
+      want = Region::Eager;
+    else if (found->captured && found->epoch == epoch_)
+      want = Region::Replay;
+    else if (found->arena_bytes == 0 || found->measured_epoch != epoch_)
+      // Never measured, or buffers moved since: run eagerly once more, measuring, and capture
+      // the next time, so a capture always follows a measurement of the same buffers.
+      want = Region::Measure;
+    else
+      want = Region::Capture;
+  }
+  // A forward with collectives inside: NCCL needs a captured collective to be captured on every
+  // rank of the group (and a replayed one replayed), so the group runs in the least advanced
+  // state any of its ranks is in (Eager < Measure < Capture < Replay). A rank held back
+  // measures again or captures again, which its state allows; the group converges in two
+  // forwards.
+  if (key.group) want = static_cast<Region>(agree_min(*key.group, static_cast<int>(want)));
+  if (want == Region::Eager) {
     region_ = Region::Eager;
     return;
   }
-  auto [it, fresh] = steps_.try_emplace(key);
-  if (fresh) it->second.id = next_graph_id_++;
-  StepGraph& st = it->second;
-  if (st.eager_only) {
-    region_ = Region::Eager;
-    return;
-  }
-  if (st.captured && st.epoch == epoch_) {
-    region_ = Region::Replay;
-  } else if (st.arena_bytes == 0 || st.measured_epoch != epoch_) {
-    // Never measured, or buffers moved since: run eagerly once more, measuring, and capture the
-    // next time, so a capture always follows a measurement of the same buffers.
-    region_ = Region::Measure;
-    step_ = &st;
+  StepGraph& st = *found;
+  step_ = &st;
+  region_ = want;
+  if (want == Region::Measure) {
     staging_->set_mode(Staging::Mode::Measure);
     return;
-  } else {
-    region_ = Region::Capture;
   }
-  step_ = &st;
   try {
     if (arena_capacity_ < st.arena_bytes) {  // new addresses: every graph so far is stale
       SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));

@@ -31,8 +31,12 @@
 //             in, and copied out with a wait), which is how the small per-step inputs arrive
 //             (positions, norm gains, biases, RoPE frequencies, page tables, visible lists) and
 //             how the early-exit drafter's and the Domino head's host rows still run.
-//   tensor parallelism  the exchanges between ops run on host buffers (Collective), so a TP
-//             rank downloads and uploads around each one (Transformer: 2 or 4 per block).
+//   tensor parallelism  with the NCCL transport (a StreamCollective on this device) the
+//             exchanges are Backend ops on device memory: NCCL gathers every rank's block into
+//             scratch on this backend's stream and a kernel finishes the exchange there (the
+//             rank-order sum, the column stitching: exchange.cu), so a TP forward, like any other,
+//             waits once, at its download, through NCCL's watchdog (a dead peer ends the job).
+//             With MPI the defaults run: download, exchange on the host, upload.
 //   sampling  not a Backend op: the decoding loops ask the target's TokenPicker
 //             (runtime/generate/token_picker.h). On this backend it is the device picker
 //             (device_token_picker.h): decode and verification forwards leave their logits rows
@@ -42,7 +46,7 @@
 //             chains every row processed on the device and judged by launch_verify_sampled_chains,
 //             verify_sampled.cu), all on this backend's stream; only token ids and accept counts
 //             come back (and a sampled tree's kept candidates per row).
-// CUDA graphs (cuda_graphs.h) in the forward: the Transformer marks each forward without TP as a
+// CUDA graphs (cuda_graphs.h) in the forward: the Transformer marks each forward as a
 // replayable region (Backend::begin_replayable) keyed by (model, cache, batch size, logits rows,
 // hidden layers kept): a decode step at each batch size, a verification forward at each K (with
 // the target features a drafter reads: they are copied aside on the device inside the region
@@ -55,12 +59,15 @@
 // allocate() makes the graphs stale (a graph bakes in addresses); they are captured again at the
 // next use. CudaBackendOptions::graphs = false (SSD_CUDA_GRAPHS=off) keeps every op eager;
 // graph_sizes limits the sizes captured (CudaGraphSet::decoder_sizes builds the usual set).
-// Still eager: prefill above invariant_max_tokens (cuBLAS), tensor-parallel forwards (the
-// exchanges run on host buffers through Collective; NCCL collectives on the backend's stream
-// could be captured), and the Domino head's sampled walk. A run's repeated sizes are captured at
-// start-up by running each twice on a scratch sequence (runtime/model/forward_warmup.h, called
-// by LeaderJob::warm_up), so replay is the normal path from the first request; other sizes are
-// captured at their second use.
+// Tensor-parallel forwards with NCCL are regions too, keyed with their group: NCCL requires a
+// captured collective to be captured on every rank, so at begin_replayable the ranks agree
+// (agree_min, one tiny exchange) on the least advanced state among them (eager, measure,
+// capture, replay); TP forwards are captured at their second or third use, not at start-up
+// (the start-up warm-up runs on the leader alone). Still eager: prefill above
+// invariant_max_tokens (cuBLAS), TP forwards over MPI, and the Domino head's sampled walk. A
+// run's repeated sizes are captured at start-up by running each twice on a scratch sequence
+// (runtime/model/forward_warmup.h, called by LeaderJob::warm_up), so replay is the normal path
+// from the first request; other sizes are captured at their second use.
 // Status: compiled and linked here (CUDA 13, sm_80 / sm_90); never run on a GPU by this project.
 #pragma once
 

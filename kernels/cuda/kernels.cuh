@@ -30,6 +30,16 @@ void launch_f32_to_bf16(const float* x, uint16_t* y, int64_t count, cudaStream_t
 void launch_store_kv(float* pool, const int64_t* k_off, int64_t v_off, const float* k,
                      const float* v, int64_t n, int64_t row, cudaStream_t s);
 
+// Tensor-parallel exchanges finished on the device (exchange.cu; kernels/common/
+// exchange_math.h). out[i] = gathered[0][i] + gathered[1][i] + ... in rank order.
+//   gathered: [ranks, count]
+void launch_rank_order_sum(const float* gathered, int ranks, int64_t count, float* out,
+                           cudaStream_t s);
+// out [rows, width] from rank-major blocks (rank r's [rows, off[r+1] - off[r]] at rows * off[r]).
+//   off: [ranks + 1] device memory, width = off[ranks]
+void launch_stitch_columns(const float* gathered, const int64_t* off, int ranks, int64_t rows,
+                           int64_t width, float* out, cudaStream_t s);
+
 // y[t, r] = sum_c W[r, c] x[t, c], W [rows, cols] in its stored `type` (rows row_bytes apart,
 // decoded in the kernel), FP32 accumulation in a fixed order per output (one warp per (t, r),
 // kernels/common/invariant_dot.h): the result of row t does not depend on n.

@@ -26,6 +26,7 @@
 #include "runtime/backend/domino_walk_call.h"
 #include "runtime/io/tensor_ref.h"
 #include "runtime/kv/kv_cache.h"
+#include "runtime/parallel/collective.h"
 
 namespace ssd {
 
@@ -64,6 +65,11 @@ struct ReplayKey {
   std::vector<int32_t> hidden;  // the layers whose hidden states are kept, in order
   std::vector<int32_t> layout;  // anything else that shapes the owner's ops (a Domino backbone
                                 // pass: each block's known rows and wanted outputs)
+  // A tensor-parallel forward's group (null: no exchanges). Its ranks replay together or not at
+  // all: a backend that records exchanges (CUDA graphs with NCCL inside) makes every rank of the
+  // group agree, at begin_replayable, on whether this forward runs eagerly, is captured or is
+  // replayed, because NCCL needs a captured collective to be captured on every rank.
+  Collective* group = nullptr;
   auto operator<=>(const ReplayKey&) const = default;
 };
 
@@ -86,10 +92,12 @@ class Backend {
 
   // A replayable region: the ops of one forward between begin_replayable and end_replayable
   // depend only on `key` (see ReplayKey) and on their host inputs' contents, write only backend
-  // memory, and neither allocate, download nor exchange. A backend may record them the first
-  // times and replay the recording afterwards (the CUDA backend: CUDA graphs), running only the
-  // ops' host parts; their results are those of the ops run one by one. abort_replayable ends
-  // a region that failed (never throws). The CPU backend runs the ops as they come (no-ops).
+  // memory, and neither allocate nor download; they exchange only through allreduce_sum /
+  // gather_columns below, and only when exchanges_replayable() says the backend records them.
+  // A backend may record them the first times and replay the recording afterwards (the CUDA
+  // backend: CUDA graphs), running only the ops' host parts; their results are those of the ops
+  // run one by one. abort_replayable ends a region that failed (never throws). The CPU backend
+  // runs the ops as they come (no-ops).
   virtual void begin_replayable(const ReplayKey& key) { (void)key; }
   virtual void end_replayable() {}
   virtual void abort_replayable() noexcept {}
@@ -120,6 +128,26 @@ class Backend {
   virtual void add(float* y, const float* x, int64_t count) = 0;
   // y[r, :] += b   for r < rows.   y: [rows, cols]
   virtual void add_bias(float* y, const float* b, int64_t rows, int64_t cols) = 0;
+
+  // Tensor-parallel exchanges on backend memory: collectives of `comm`'s group (every rank makes
+  // the same call in the same order), with runtime/parallel/collective.h's results and bits.
+  //   allreduce_sum   y[i] = the group's sum of y[i], in rank order.   y: [count]
+  //                   scratch: [comm.size() * count] backend memory
+  //   gather_columns  out = the [rows, off.back()] matrix whose columns [off[r], off[r+1]) are
+  //                   rank r's `local` [rows, off[r+1] - off[r]] (runtime/parallel/
+  //                   gather_columns.h).   scratch: [rows * off.back()] backend memory
+  // The defaults download, exchange through the Collective's host interface, and upload. The
+  // CPU backend hands its (host) memory to the Collective directly. A backend whose memory the
+  // group's transport moves itself (runtime/parallel/stream_collective.h: the CUDA backend with
+  // NCCL) enqueues the exchange in order with its ops, finishing it on the device in `scratch`,
+  // and says so with exchanges_replayable(): then a forward with exchanges may be a region.
+  virtual void allreduce_sum(Collective& comm, float* y, int64_t count, float* scratch);
+  virtual void gather_columns(Collective& comm, const float* local, int64_t rows,
+                              const std::vector<int64_t>& off, float* out, float* scratch);
+  virtual bool exchanges_replayable(Collective& comm) {
+    (void)comm;
+    return false;
+  }
 
   // Fused ops: a whole multi-op loop as one device launch where a backend has the kernel
   // (has_*() says so); callers run the op-by-op path otherwise. The CPU backend has none.

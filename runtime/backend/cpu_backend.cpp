@@ -28,6 +28,7 @@
 #include "kernels/cpu/rowops.h"
 #include "kernels/cpu/thread_pool.h"
 #include "runtime/core/error.h"
+#include "runtime/parallel/gather_columns.h"
 
 namespace ssd {
 namespace {
@@ -176,7 +177,25 @@ class CpuBackend final : public Backend {
     });
   }
 
+  // Backend memory is host memory: the Collective exchanges it in place, no copies.
+  void allreduce_sum(Collective& comm, float* y, int64_t count, float* scratch) override {
+    (void)scratch;
+    comm.allreduce_sum(y, count);
+  }
+  void gather_columns(Collective& comm, const float* local, int64_t rows,
+                      const std::vector<int64_t>& off, float* out, float* scratch) override {
+    (void)scratch;
+    ssd::gather_columns(comm, local, rows, off, gathered_, out);
+  }
+  // Regions are no-ops here, so a forward with exchanges may be one (the contract is checked
+  // the same way as for a forward without).
+  bool exchanges_replayable(Collective& comm) override {
+    (void)comm;
+    return true;
+  }
+
  private:
+  std::vector<float> gathered_;  // gather_columns: the blocks in arrival order
   // f(begin, end) over rows of row_floats each: inline when small, over the pool when large.
   template <class F>
   void for_rows(int64_t rows, int64_t row_floats, F&& f) {
@@ -365,7 +384,27 @@ std::unique_ptr<Backend> make_cpu_backend(int threads) {
   return make_cpu_backend(CpuBackendOptions{.threads = threads});
 }
 
-// The default of Backend's fused ops (defined here, the one engine file every backend links).
+// The defaults of Backend's exchanges and fused ops (defined here, the one engine file every
+// backend links).
+void Backend::allreduce_sum(Collective& comm, float* y, int64_t count, float* scratch) {
+  (void)scratch;
+  std::vector<float> host(static_cast<size_t>(count));
+  download(host.data(), y, host.size() * sizeof(float));
+  comm.allreduce_sum(host.data(), count);
+  upload(y, host.data(), host.size() * sizeof(float));
+}
+
+void Backend::gather_columns(Collective& comm, const float* local, int64_t rows,
+                             const std::vector<int64_t>& off, float* out, float* scratch) {
+  (void)scratch;
+  const int me = comm.rank();
+  std::vector<float> in(static_cast<size_t>(rows * (off[me + 1] - off[me])));
+  std::vector<float> whole(static_cast<size_t>(rows * off.back())), blocks;
+  download(in.data(), local, in.size() * sizeof(float));
+  ssd::gather_columns(comm, in.data(), rows, off, blocks, whole.data());
+  upload(out, whole.data(), whole.size() * sizeof(float));
+}
+
 void Backend::domino_walk(const DominoWalkCall& call) {
   (void)call;
   SSD_CHECK(false, "backend {} has no fused Domino walk (check has_domino_walk() first)", name());

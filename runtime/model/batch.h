@@ -28,8 +28,7 @@ struct Batch {
   std::vector<int32_t> hidden_layers;  // layers whose output hidden state is returned, [n, dim] each
   // Leave the logits rows in the model's backend memory (ForwardResult::backend_logits) instead
   // of downloading them, for a TokenPicker that reads them there (runtime/generate/
-  // token_picker.h). A forward that must bring them to the host anyway (tensor parallelism
-  // gathers them there) ignores it and returns host rows.
+  // token_picker.h); under tensor parallelism, the rows the group gathered there.
   bool logits_in_backend = false;
 
   size_t size() const { return tokens.size(); }

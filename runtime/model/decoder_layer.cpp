@@ -1,14 +1,14 @@
 #include "runtime/model/decoder_layer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/rowops.h"
 #include "runtime/core/error.h"
-#include "runtime/parallel/gather_columns.h"
 
 namespace ssd {
 
-void DecoderScratch::reserve(Backend& be, int64_t n, const DecoderShape& s) {
+void DecoderScratch::reserve(Backend& be, int64_t n, const DecoderShape& s, const DecoderTp* tp) {
   const int64_t q_w = s.n_heads * s.head_dim, kv_w = s.n_kv_heads * s.head_dim;
   reserve_floats(be, h, n * s.dim);
   reserve_floats(be, q, n * q_w);
@@ -18,6 +18,19 @@ void DecoderScratch::reserve(Backend& be, int64_t n, const DecoderShape& s) {
   reserve_floats(be, o, n * s.dim);
   reserve_floats(be, gate, n * s.ffn_dim);
   reserve_floats(be, up, n * s.ffn_dim);
+  if (!tp) return;
+  const int64_t t = tp->comm->size();
+  int64_t widest = t * tp->out_rows.back();  // a rank-order sum's gathered rows, or the output
+  if (tp->mode == TpMode::Exact) {
+    int64_t part_w = 0;
+    for (int64_t r = 0; r < t; ++r)
+      part_w = std::max(part_w, tp->out_rows[r + 1] - tp->out_rows[r]);
+    const int64_t in_w = std::max(tp->attn_cols.back(), tp->ffn_cols.back());
+    reserve_floats(be, whole, n * in_w);
+    reserve_floats(be, part, n * part_w);
+    widest = std::max(widest, in_w);
+  }
+  reserve_floats(be, xchg, n * widest);
 }
 
 std::vector<float> decode_vector(const TensorRef* t) {
@@ -59,32 +72,16 @@ void project_out(Backend& be, const kernels::WeightMatrix& w, const float* in, i
     be.matmul(w, in, y, n);
     return;
   }
-  const size_t f = sizeof(float);
   if (tp->mode == TpMode::Megatron) {
     be.matmul(w, in, y, n);
-    const int64_t count = n * tp->out_rows.back();
-    sc.host_out.resize(count);
-    be.download(sc.host_out.data(), y, count * f);
-    tp->comm->allreduce_sum(sc.host_out.data(), count);
-    be.upload(y, sc.host_out.data(), count * f);
+    be.allreduce_sum(*tp->comm, y, n * tp->out_rows.back(), sc.xchg.data());
     return;
   }
   const int r = tp->comm->rank();
   SSD_ASSERT((*in_cols)[r + 1] - (*in_cols)[r] == in_width);
-  const int64_t whole_w = in_cols->back(), part_w = tp->out_rows[r + 1] - tp->out_rows[r];
-  reserve_floats(be, sc.whole, n * whole_w);
-  reserve_floats(be, sc.part, n * part_w);
-  sc.host_in.resize(n * in_width);
-  sc.host_out.resize(n * whole_w);
-  be.download(sc.host_in.data(), in, n * in_width * f);
-  gather_columns(*tp->comm, sc.host_in.data(), n, *in_cols, sc.gathered, sc.host_out.data());
-  be.upload(sc.whole.data(), sc.host_out.data(), n * whole_w * f);
+  be.gather_columns(*tp->comm, in, n, *in_cols, sc.whole.data(), sc.xchg.data());
   be.matmul(w, sc.whole.data(), sc.part.data(), n);
-  sc.host_in.resize(n * part_w);
-  sc.host_out.resize(n * tp->out_rows.back());
-  be.download(sc.host_in.data(), sc.part.data(), n * part_w * f);
-  gather_columns(*tp->comm, sc.host_in.data(), n, tp->out_rows, sc.gathered, sc.host_out.data());
-  be.upload(y, sc.host_out.data(), n * tp->out_rows.back() * f);
+  be.gather_columns(*tp->comm, sc.part.data(), n, tp->out_rows, y, sc.xchg.data());
 }
 
 // K and V of the normed rows hn into scratch.k / scratch.v (bias, per-head norm, RoPE applied).
@@ -117,7 +114,7 @@ void run_decoder_layer(Backend& be, const DecoderLayerWeights& w, const DecoderS
                        int64_t layer, KvCache& kv, const BatchView& b, float* x,
                        DecoderScratch& sc, const DecoderTp* tp) {
   const int64_t n = b.n, q_w = s.n_heads * s.head_dim;
-  sc.reserve(be, n, s);
+  sc.reserve(be, n, s, tp);
   // --- attention block ---
   be.rmsnorm(x, w.attn_norm.data(), sc.h.data(), n, s.dim, s.rms_eps);
   be.matmul(w.wq, sc.h.data(), sc.q.data(), n);

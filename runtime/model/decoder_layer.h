@@ -75,10 +75,11 @@ struct DecoderScratch {
   BackendBuffer o;           // [n, dim] projection output
   BackendBuffer gate, up;    // [n, ffn_dim]
   BackendBuffer whole, part; // exact TP: gathered input [n, in cols], own output rows
-  // TP exchanges run on the host (Collective takes host buffers): what is exchanged is
-  // downloaded into these, exchanged, and uploaded back (on the CPU backend: plain copies).
-  std::vector<float> host_in, host_out, gathered;
-  void reserve(Backend& be, int64_t n, const DecoderShape& s);
+  BackendBuffer xchg;        // TP: the exchanges' scratch (Backend::allreduce_sum /
+                             // gather_columns): [n, max(T * dim, widest gathered matrix)]
+  // Grows every buffer a batch of n rows needs (with tp, the exchanges' too), so that a forward
+  // allocates nothing after it (replayable regions may not).
+  void reserve(Backend& be, int64_t n, const DecoderShape& s, const DecoderTp* tp = nullptr);
 };
 
 // x: [n, dim], updated in place. Layer `layer` of `kv` receives the batch's K/V. With `tp`, the

@@ -7,7 +7,6 @@
 
 #include "kernels/cpu/rowops.h"
 #include "runtime/core/error.h"
-#include "runtime/parallel/gather_columns.h"
 
 namespace ssd {
 
@@ -165,19 +164,27 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
   reserve_floats(backend_, x_, n * dim);
   reserve_floats(backend_, logits_, rows * local_vocab);
   if (nh > 0) reserve_floats(backend_, hidden_, nh * n * dim);
-  scratch_.reserve(backend_, n, shape_);
+  if (tp_) {
+    reserve_floats(backend_, tp_logits_, rows * cfg_.vocab);
+    reserve_floats(backend_, tp_head_xchg_, rows * cfg_.vocab);
+  }
+  scratch_.reserve(backend_, n, shape_, tp_ ? &block_tp_ : nullptr);
   out.vocab = cfg_.vocab;
   out.dim = dim;
   out.hidden.assign(b.hidden_layers.size(), {});
   const BatchView view{n, b.positions.data(), b.seqs.data(), cache_pos.data(),
                        prefix.data(), visible.data(), offsets.data()};
 
-  // Without TP exchanges, everything up to the logits download is device work that depends only
-  // on the shape (and which hidden layers are kept): the backend may replay it (CUDA graphs).
+  // Everything up to the logits download is device work that depends only on the shape (and
+  // which hidden layers are kept): the backend may replay it (CUDA graphs). Under TP the
+  // exchanges are part of it when the backend moves them itself (NCCL on its stream; the group
+  // then agrees on replaying, ReplayKey::group); otherwise a TP forward runs op by op.
   // Hidden layers are copied into hidden_ on the backend and downloaded after the region, so
   // reading them needs no sync in the middle of the forward.
   std::optional<ReplayableRegion> region;
-  if (!tp_ && rows > 0) region.emplace(backend_, ReplayKey{this, &kv, n, b.logits_rows, b.hidden_layers});
+  if (rows > 0 && (!tp_ || backend_.exchanges_replayable(*tp_->comm)))
+    region.emplace(backend_, ReplayKey{this, &kv, n, b.logits_rows, b.hidden_layers, {},
+                                       tp_ ? tp_->comm : nullptr});
   auto download_hidden = [&] {
     for (int64_t hl = 0; hl < nh; ++hl) {
       out.hidden[hl].resize(n * dim);
@@ -203,28 +210,22 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
     backend_.copy(head_in + r * dim, x_.data() + b.logits_rows[r] * dim, dim * f);
   backend_.rmsnorm(head_in, output_norm_.data(), head_in, rows, dim, cfg_.rms_eps);
   out.rows = rows;
-  if (!tp_) {
-    backend_.matmul(output_, head_in, logits_.data(), rows);
-    if (region) region->end();
-    download_hidden();
-    if (b.logits_in_backend) {  // the caller's TokenPicker reads them where they are
-      out.backend_logits = logits_.data();
-      out.backend = &backend_;
-      return;
-    }
-    out.logits.resize(rows * cfg_.vocab);
-    backend_.download(out.logits.data(), logits_.data(), rows * cfg_.vocab * f);
+  backend_.matmul(output_, head_in, logits_.data(), rows);  // [rows, this rank's vocab rows]
+  float* logits = logits_.data();                            // [rows, vocab]
+  if (tp_) {  // vocab-parallel head: every rank gathers the whole rows
+    backend_.gather_columns(*tp_->comm, logits_.data(), rows, vocab_offsets_, tp_logits_.data(),
+                            tp_head_xchg_.data());
+    logits = tp_logits_.data();
+  }
+  if (region) region->end();
+  download_hidden();
+  if (b.logits_in_backend) {  // the caller's TokenPicker reads them where they are
+    out.backend_logits = logits;
+    out.backend = &backend_;
     return;
   }
   out.logits.resize(rows * cfg_.vocab);
-  // Vocab-parallel head: this rank's vocab rows, then every rank gathers the whole rows.
-  const int64_t local = rows * local_vocab;
-  local_logits_.resize(local);
-  backend_.matmul(output_, head_in, logits_.data(), rows);
-  download_hidden();
-  backend_.download(local_logits_.data(), logits_.data(), local * f);
-  gather_columns(*tp_->comm, local_logits_.data(), rows, vocab_offsets_, gather_scratch_,
-                 out.logits.data());
+  backend_.download(out.logits.data(), logits, rows * cfg_.vocab * f);
 }
 
 }  // namespace ssd

@@ -95,8 +95,8 @@ class Transformer {
   TpWeightBuffers tp_buffers_;          // Megatron: this rank's column slices of wo, w_down
   DecoderTp block_tp_;                  // what run_decoder_layer exchanges, and with whom
   std::vector<int64_t> vocab_offsets_;  // [T + 1] LM-head rows of each rank
-  std::vector<float> local_logits_;     // [rows, this rank's vocab rows]
-  std::vector<float> gather_scratch_;   // [rows, vocab] in rank-block order
+  BackendBuffer tp_logits_;             // [rows, vocab] the gathered logits rows
+  BackendBuffer tp_head_xchg_;          // [rows, vocab] their exchange's scratch
 
   // Workspace in the backend's memory (device memory on a GPU), grown to the largest batch
   // seen. A forward reads back only the logits rows and the hidden layers asked for.

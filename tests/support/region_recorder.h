@@ -14,9 +14,11 @@ namespace ssd::test {
 
 class RegionRecorder final : public Backend {
  public:
-  RegionRecorder() : cpu_(make_cpu_backend(1)) {}
+  explicit RegionRecorder(bool host_exchanges = false)
+      : cpu_(make_cpu_backend(1)), host_exchanges_(host_exchanges) {}
   std::vector<ReplayKey> keys;
   int ended = 0, violations = 0;
+  int exchanges = 0, exchanges_in_regions = 0;
   std::vector<size_t> allocated_at;  // keys.size() at each allocate()
 
   const char* name() const override { return "region-recorder"; }
@@ -74,9 +76,29 @@ class RegionRecorder final : public Backend {
   void add_bias(float* y, const float* b, int64_t r, int64_t c) override {
     cpu_->add_bias(y, b, r, c);
   }
+  bool exchanges_replayable(Collective& c) override {
+    return !host_exchanges_ && cpu_->exchanges_replayable(c);
+  }
+  void allreduce_sum(Collective& c, float* y, int64_t n, float* scratch) override {
+    exchanged(c);
+    if (host_exchanges_) Backend::allreduce_sum(c, y, n, scratch);
+    else cpu_->allreduce_sum(c, y, n, scratch);
+  }
+  void gather_columns(Collective& c, const float* local, int64_t rows,
+                      const std::vector<int64_t>& off, float* out, float* scratch) override {
+    exchanged(c);
+    if (host_exchanges_) Backend::gather_columns(c, local, rows, off, out, scratch);
+    else cpu_->gather_columns(c, local, rows, off, out, scratch);
+  }
 
  private:
+  void exchanged(Collective& c) {
+    ++exchanges;
+    exchanges_in_regions += open_;
+    violations += open_ && !exchanges_replayable(c);
+  }
   std::unique_ptr<Backend> cpu_;
+  bool host_exchanges_ = false;
   bool open_ = false;
 };
 

@@ -3,21 +3,17 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-
 #include "actors/transport/nccl/nccl_bootstrap.h"
 #include "actors/transport/nccl/nccl_check.h"
+#include "kernels/common/exchange_math.h"
 #include "runtime/core/error.h"
 
 namespace ssd {
 
 void sum_in_rank_order(const float* gathered, int ranks, int64_t count, float* out) {
   if (ranks <= 0) return;
-  std::memcpy(out, gathered, static_cast<size_t>(count) * sizeof(float));
-  for (int r = 1; r < ranks; ++r) {
-    const float* g = gathered + static_cast<int64_t>(r) * count;
-    for (int64_t i = 0; i < count; ++i) out[i] += g[i];
-  }
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = kernels::hd::rank_order_sum(gathered, ranks, count, i);
 }
 
 bool is_device_pointer(const void* p) {
@@ -33,6 +29,7 @@ NcclCollective::NcclCollective(const MpiComm& group, NcclCollectiveOptions optio
     : opt_(std::move(options)), rank_(group.rank()), size_(group.size()) {
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  SSD_CUDA_CHECK(cudaGetDevice(&device_));
   const std::vector<ncclUniqueId> ids = broadcast_unique_ids(group, 0, 1);
   comm_ = NcclComm::start(ids[0], size_, rank_, WaitSubject{world_rank, -1, opt_.name, {}});
   comm_.wait_ready(opt_.timeout);
@@ -112,17 +109,8 @@ void NcclCollective::allgatherv(const float* in, const int64_t* counts, float* o
                                         cudaMemcpyHostToDevice, s));
   }
   float* dst = out_dev ? out : static_cast<float*>(scratch(1, total * sizeof(float)));
-  SSD_NCCL_CHECK(ncclGroupStart());
-  int64_t at = 0;
-  for (int r = 0; r < size_; ++r) {
-    if (counts[r] > 0)
-      SSD_NCCL_CHECK(ncclBroadcast(r == rank_ ? src : dst + at, dst + at,
-                                   static_cast<size_t>(counts[r]), ncclFloat, r, comm_.get(), s));
-    at += counts[r];
-  }
-  SSD_NCCL_CHECK(ncclGroupEnd());
+  enqueue_allgatherv(src, counts, dst, s);
   const std::string what = fmt::format("allgatherv of {} floats", total);
-  enqueued(what);
   if (!out_dev)
     SSD_CUDA_CHECK(cudaMemcpyAsync(out, dst, static_cast<size_t>(total) * sizeof(float),
                                         cudaMemcpyDeviceToHost, s));
@@ -145,6 +133,47 @@ void NcclCollective::broadcast(void* data, int64_t bytes, int root) {
   if (!on_device && rank_ != root)
     SSD_CUDA_CHECK(cudaMemcpyAsync(data, buf, bytes, cudaMemcpyDeviceToHost, s));
   wait(what);
+}
+
+void NcclCollective::enqueue_allgatherv(const float* in, const int64_t* counts, float* out,
+                                        cudaStream_t s) {
+  int64_t total = 0;
+  SSD_NCCL_CHECK(ncclGroupStart());
+  for (int r = 0; r < size_; ++r) {
+    if (counts[r] > 0)
+      SSD_NCCL_CHECK(ncclBroadcast(r == rank_ ? in : out + total, out + total,
+                                   static_cast<size_t>(counts[r]), ncclFloat, r, comm_.get(), s));
+    total += counts[r];
+  }
+  SSD_NCCL_CHECK(ncclGroupEnd());
+  enqueued(fmt::format("allgatherv of {} floats", total));
+}
+
+// --- StreamCollective: device memory, the caller's stream, no wait ---
+
+void NcclCollective::allgather(const float* in, float* out, int64_t count, void* stream) {
+  if (count <= 0) return;
+  SSD_NCCL_CHECK(ncclAllGather(in, out, static_cast<size_t>(count), ncclFloat, comm_.get(),
+                               static_cast<cudaStream_t>(stream)));
+  enqueued(fmt::format("allgather of {} floats", count));
+}
+
+void NcclCollective::allgatherv(const float* in, const int64_t* counts, float* out,
+                                void* stream) {
+  int64_t total = 0;
+  for (int r = 0; r < size_; ++r) total += counts[r];
+  if (total > 0) enqueue_allgatherv(in, counts, out, static_cast<cudaStream_t>(stream));
+}
+
+void NcclCollective::allreduce(float* data, int64_t count, void* stream) {
+  if (count <= 0) return;
+  SSD_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat, ncclSum,
+                               comm_.get(), static_cast<cudaStream_t>(stream)));
+  enqueued(fmt::format("allreduce of {} floats", count));
+}
+
+void NcclCollective::wait(void* stream, const std::string& what) {
+  comm_.wait_stream(what, opt_.timeout, static_cast<cudaStream_t>(stream));
 }
 
 }  // namespace ssd

@@ -16,7 +16,13 @@
 // Pointers may be host or device memory (cudaPointerGetAttributes decides): host data goes
 // through a device staging buffer, so the CPU backend can use this collective too. Every call
 // waits for its result with the deadline `timeout` (nccl_wait.h); a peer that never joins ends
-// the job with a message naming the operation. Unrun on a GPU by this project so far.
+// the job with a message naming the operation.
+//
+// It is also a StreamCollective (runtime/parallel/stream_collective.h): on device memory, the
+// same operations enqueued on a caller's stream (the CUDA backend's) without waiting, which is
+// how a TP forward keeps its exchanges on the device and inside its CUDA graph; the backend
+// finishes a rank-order sum with its own kernel and waits through wait(), this communicator's
+// watchdog. Unrun on a GPU by this project so far.
 #pragma once
 
 #include <chrono>
@@ -26,6 +32,7 @@
 #include "actors/transport/mpi_world.h"
 #include "actors/transport/nccl/nccl_comm.h"
 #include "runtime/parallel/collective.h"
+#include "runtime/parallel/stream_collective.h"
 
 namespace ssd {
 
@@ -37,7 +44,7 @@ struct NcclCollectiveOptions {
   std::string name = "target TP group";       // for messages
 };
 
-class NcclCollective final : public Collective {
+class NcclCollective final : public Collective, public StreamCollective {
  public:
   // Collective over `group` (every member calls it); the current CUDA device must be set.
   NcclCollective(const MpiComm& group, NcclCollectiveOptions options = {});
@@ -51,15 +58,26 @@ class NcclCollective final : public Collective {
   void allgatherv(const float* in, const int64_t* counts, float* out) override;
   void broadcast(void* data, int64_t bytes, int root) override;
 
+  // StreamCollective (device memory, enqueued on `stream`, no wait).
+  int device() const override { return device_; }
+  bool rank_order_sums() const override { return opt_.order == ReduceOrder::kRankOrder; }
+  void allgather(const float* in, float* out, int64_t count, void* stream) override;
+  void allgatherv(const float* in, const int64_t* counts, float* out, void* stream) override;
+  void allreduce(float* data, int64_t count, void* stream) override;
+  void wait(void* stream, const std::string& what) override;
+
  private:
   // Device memory for `bytes` (grow-only scratch; slot 0 input, slot 1 output).
   void* scratch(int slot, size_t bytes);
   void enqueued(const std::string& what);  // after each NCCL call (non-blocking enqueue)
   void wait(const std::string& what);      // for the stream: the result is in place
+  // allgatherv's grouped broadcasts of device blocks (in: this rank's, out: every rank's).
+  void enqueue_allgatherv(const float* in, const int64_t* counts, float* out, cudaStream_t s);
 
   NcclCollectiveOptions opt_;
   int rank_ = 0;
   int size_ = 1;
+  int device_ = 0;  // the current device at construction: the communicator's
   NcclComm comm_;
   void* scratch_[2] = {nullptr, nullptr};
   size_t scratch_bytes_[2] = {0, 0};

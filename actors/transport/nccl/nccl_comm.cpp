@@ -94,8 +94,9 @@ void NcclComm::wait_enqueued(const std::string& what, std::chrono::milliseconds 
                   [this](const std::string& m) { fail_job(m); });
 }
 
-void NcclComm::wait_stream(const std::string& what, std::chrono::milliseconds timeout) {
-  SSD_CUDA_CHECK(cudaEventRecord(event_, stream_));
+void NcclComm::wait_stream(const std::string& what, std::chrono::milliseconds timeout,
+                           cudaStream_t on) {
+  SSD_CUDA_CHECK(cudaEventRecord(event_, on ? on : stream_));
   WaitSubject s = subject_;
   s.waiting_for = what;
   wait_until_done([this] { return op_status(event_); }, timeout, s,

@@ -45,8 +45,11 @@ class NcclComm {
   WaitStatus op_status(cudaEvent_t event) const;
   // Waits for status() after a call that may have returned ncclInProgress (an enqueue).
   void wait_enqueued(const std::string& what, std::chrono::milliseconds timeout);
-  // Records an event on stream() and waits for it (and for the communicator to stay healthy).
-  void wait_stream(const std::string& what, std::chrono::milliseconds timeout);
+  // Records an event on `on` (default: stream(); another stream of the same device, e.g. a CUDA
+  // backend's that this communicator's operations were enqueued on) and waits for it, and for
+  // the communicator to stay healthy.
+  void wait_stream(const std::string& what, std::chrono::milliseconds timeout,
+                   cudaStream_t on = nullptr);
 
   // ncclCommAbort (idempotent, never throws): unblocks whatever waits on this communicator.
   void abort() noexcept;

@@ -1,7 +1,10 @@
 // NCCL on a real GPU, in one process (MPI's singleton start: a group of one): the collective
 // bootstraps its communicator and its operations are the identity on host and device buffers,
-// and the transport forms with no lanes. Each case skips with a visible message where no GPU
-// exists (this machine); the multi-rank paths run under mpirun in perf/gpu_smoke.sh.
+// and the transport forms with no lanes; a tensor-parallel Transformer over it (a group of one,
+// exchanges on the CUDA backend's stream, inside its graphs) gives the logits of the same model
+// without TP, bit for bit, while its forwards are measured, captured and replayed. Each case
+// skips with a visible message where no GPU exists (this machine); the multi-rank paths run
+// under mpirun in perf/gpu_smoke.sh.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
@@ -14,6 +17,10 @@
 #include "actors/transport/nccl/nccl_comm.h"
 #include "actors/transport/nccl/nccl_transport.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "runtime/model/transformer.h"
+#include "runtime/parallel/tp_context.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/tiny_model.h"
 
 namespace ssd {
 namespace {
@@ -49,6 +56,29 @@ TEST_F(NcclGpu, CollectiveOfOneIsTheIdentity) {
   ASSERT_EQ(cudaMemcpy(back.data(), dev, 12, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(back, x);
   cudaFree(dev);
+}
+
+TEST_F(NcclGpu, TpForwardWithDeviceExchangesReplaysAsTheEagerForward) {
+  NcclCollective c(*world_, {.timeout = std::chrono::milliseconds(30000)});
+  test::TempDir tmp;
+  const ModelFile file = ModelFile::open(
+      test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::Q8_0), tmp.file("m.gguf")));
+  auto tp_be = make_cuda_backend(CudaBackendOptions{.device = 0, .graphs = true});
+  auto plain_be = make_cuda_backend(CudaBackendOptions{.device = 0, .graphs = false});
+  ASSERT_TRUE(tp_be->exchanges_replayable(c));
+  Transformer tp(file, *tp_be, make_tp_context(file, c));
+  Transformer plain(file, *plain_be);
+  KvCache tp_kv(tp.kv_config(256)), plain_kv(plain.kv_config(256));
+  const SeqId ts = tp_kv.create(), ps = plain_kv.create();
+  auto both = [&](const std::vector<int32_t>& tokens, int32_t start, const std::string& what) {
+    const ForwardResult a = tp.forward(Batch::sequence(ts, tokens, start), tp_kv);
+    const ForwardResult b = plain.forward(Batch::sequence(ps, tokens, start), plain_kv);
+    ASSERT_EQ(a.logits, b.logits) << what;
+  };
+  both({1, 17, 200, 3, 99, 45}, 0, "prompt");
+  for (int32_t step = 0; step < 6; ++step)  // measured, captured, then replayed
+    both({static_cast<int32_t>(step * 31 % 200)}, 6 + step, "decode " + std::to_string(step));
+  EXPECT_GE(cuda_graphs_ready(*tp_be), 1);
 }
 
 TEST_F(NcclGpu, TransportOfOneForms) {

@@ -31,6 +31,7 @@
 #include "runtime/model/transformer.h"
 #include "runtime/parallel/thread_collective.h"
 #include "runtime/parallel/tp_context.h"
+#include "tests/support/region_recorder.h"
 #include "tests/support/rel_err.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_model.h"
@@ -60,6 +61,8 @@ struct Trace {
   std::vector<std::vector<float>> hidden;
   std::vector<int32_t> greedy;
 };
+
+int64_t m_layers(const ModelFile& file) { return file.config().n_layers; }
 
 int32_t argmax(const float* row, int64_t n) {
   return static_cast<int32_t>(std::max_element(row, row + n) - row);
@@ -211,6 +214,51 @@ TEST(TpTransformer, MisalignedMegatronSlicesFallBackToF32) {
   std::printf("[ tp ] megatron, misaligned wo slices at T=4: max rel err vs T=1: %.2e\n", worst);
   // The exact layout needs no column slices: still bit-identical.
   EXPECT_EQ(run_tp(file, 4, 0, TpMode::Exact)[0].logits, base.logits);
+}
+
+// Where the exchanges run (Backend::allreduce_sum / gather_columns). With a backend that
+// records them (exchanges_replayable: the CUDA backend with NCCL on its stream), each TP forward
+// that computes logits is one replayable region holding all of its exchanges, keyed with the
+// group (so the CUDA backend can make the ranks agree on replaying); with the defaults' host
+// round trip (the CUDA backend with MPI), TP forwards open no region. Either way the results are
+// the single-rank ones, bit for bit (exact layout), and nothing is allocated, downloaded or
+// uploaded inside a region (the recorder's violations).
+TEST(TpTransformer, ExchangesRunInsideRegionsOnlyWhenTheBackendRecordsThem) {
+  TempDir tmp;
+  const ModelFile file = ModelFile::open(
+      test::write_tiny_gguf(smol_heads(Arch::Llama, DType::Q8_0), tmp.file("m.gguf")));
+  const Trace base = run_single(file, 6);
+  for (const bool host : {false, true}) {
+    SCOPED_TRACE(host ? "host exchanges" : "recorded exchanges");
+    constexpr int T = 3;
+    std::vector<Trace> traces(T);
+    std::vector<int> regions(T), violations(T), exchanges(T), inside(T), grouped(T);
+    run_thread_group(T, [&](Collective& comm) {
+      test::RegionRecorder be(host);
+      Transformer m(file, be, make_tp_context(file, comm));
+      KvCache kv(m.kv_config(256));
+      const int r = comm.rank();
+      traces[r] = run_script(m, kv, 6);
+      regions[r] = static_cast<int>(be.keys.size());
+      violations[r] = be.violations;
+      exchanges[r] = be.exchanges;
+      inside[r] = be.exchanges_in_regions;
+      for (const ReplayKey& k : be.keys) grouped[r] += k.group == &comm;
+    });
+    // The script's forwards: prefill, 3 decodes, the tree, the 4-token start, 6 greedy steps.
+    constexpr int kForwards = 1 + 3 + 1 + 1 + 6;
+    // Exact layout: 2 gathers per projection, 2 projections per block, and the logits' gather.
+    const int per_forward = 4 * static_cast<int>(m_layers(file)) + 1;
+    for (int r = 0; r < T; ++r) {
+      EXPECT_EQ(traces[r].logits, base.logits) << "rank " << r;
+      EXPECT_EQ(traces[r].greedy, base.greedy) << "rank " << r;
+      EXPECT_EQ(violations[r], 0) << "rank " << r;
+      EXPECT_EQ(exchanges[r], kForwards * per_forward) << "rank " << r;
+      EXPECT_EQ(regions[r], host ? 0 : kForwards) << "rank " << r;
+      EXPECT_EQ(grouped[r], regions[r]) << "rank " << r;
+      EXPECT_EQ(inside[r], host ? 0 : exchanges[r]) << "rank " << r;
+    }
+  }
 }
 
 TEST(TpTransformer, KvCacheHoldsOnlyTheRanksKvHeads) {
