@@ -43,6 +43,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_graphs.h"
 #include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/domino_sampled_walk.h"
 #include "kernels/cuda/kernels.cuh"
 #include "kernels/cuda/kv_mirrors.h"
 #include "kernels/cuda/staging.h"
@@ -485,6 +486,7 @@ class CudaBackend final : public Backend {
   cudaEvent_t arena_free_ = nullptr;  // recorded after the last arena upload
   DeviceBuffer xb_;              // activations in BF16 for the cuBLAS path
   DeviceBuffer walk_scratch_;    // domino_walk: [chains, domino_walk_scratch_floats]
+  cuda::DominoSampledWalk sampled_walk_;  // domino_walk with samplers
   // The transport of exchanges enqueued since the last download: that download waits through
   // its watchdog (StreamCollective::wait), so a dead peer ends the job instead of hanging.
   StreamCollective* exchanging_ = nullptr;
@@ -609,6 +611,14 @@ void CudaBackend::domino_walk(const DominoWalkCall& c) {
   a.anchors = staging_->in(c.anchors, static_cast<size_t>(c.chains));
   a.chains = c.chains;
   a.scratch = walk_scratch_.get<float>();
+  if (c.samplers) {  // one launch per position, the sampler's kernels between (see its header)
+    SSD_CHECK(c.lists, "domino walk: a sampled walk needs its lists' output");
+    SSD_CHECK(!c.vocab_ids || c.vocab_ids_host,
+              "domino walk: a sampled walk needs the draft vocabulary's ids on the host");
+    sampled_walk_.run(a, c, stream_);
+    staging_->finish();
+    return;
+  }
   a.tokens = staging_->out(c.tokens, static_cast<size_t>(rows));
   cuda::launch_domino_walk(a, stream_);
   staging_->finish();  // the tokens are on the host when this returns

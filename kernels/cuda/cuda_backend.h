@@ -64,7 +64,9 @@
 // (agree_min, one tiny exchange) on the least advanced state among them (eager, measure,
 // capture, replay); TP forwards are captured at their second or third use, not at start-up
 // (the start-up warm-up runs on the leader alone). Still eager: prefill above
-// invariant_max_tokens (cuBLAS), TP forwards over MPI, and the Domino head's sampled walk. A
+// invariant_max_tokens (cuBLAS), TP forwards over MPI, and the Domino head's walks (greedy: one
+// fused kernel; sampled: a launch per position with the device sampler's kernels between,
+// domino_sampled_walk.h; neither returns to the host before its end, neither is graphed). A
 // run's repeated sizes are captured at start-up by running each twice on a scratch sequence
 // (runtime/model/forward_warmup.h, called by LeaderJob::warm_up), so replay is the normal path
 // from the first request; other sizes are captured at their second use.

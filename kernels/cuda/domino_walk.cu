@@ -1,6 +1,9 @@
 // The Domino head's greedy correction loop as ONE kernel launch for a whole batch of chains
 // (runtime/backend/domino_walk_call.h says what it computes; kernels/common/domino_math.h holds
-// its arithmetic, shared with the CPU head and with the CPU twin the tests compare it to).
+// its arithmetic, shared with the CPU head and with the CPU twin the tests compare it to), and
+// the same loop one position per launch for sampled walks (domino_walk_step_kernel: the
+// device sampler's process and draw kernels run between positions, in stream order, so a
+// sampled walk does not return to the host either; kernels/cuda/domino_sampled_walk.cpp).
 //
 // Mapping: one block of kThreads threads per chain; the chain's positions run in order inside
 // the block, separated by __syncthreads(), so nothing returns to the host between positions.
@@ -67,36 +70,83 @@ __device__ void gru_step(const DominoWalkArgs& a, int32_t token, float* s, float
   __syncthreads();
 }
 
+// Chain c's per-chain scratch (see the top).   s: [g], x: [d], gi, gh: [3g], mid: [r]
+struct ChainScratch {
+  float *s, *x, *gi, *gh, *mid;
+};
+__device__ ChainScratch chain_scratch(const DominoWalkArgs& a, int64_t c) {
+  ChainScratch w;
+  w.s = a.scratch + c * domino_walk_scratch_floats(a.d, a.g, a.r);
+  w.x = w.s + a.g;
+  w.gi = w.x + a.d;
+  w.gh = w.gi + 3 * a.g;
+  w.mid = w.gh + 3 * a.g;
+  return w;
+}
+
+// s_0 = GRU(0, emb(anchor)) (s = 0 without the head).
+__device__ void chain_start(const DominoWalkArgs& a, int32_t anchor, const ChainScratch& w) {
+  for (int64_t u = threadIdx.x; u < a.g; u += kThreads) w.s[u] = 0.0f;
+  __syncthreads();
+  if (a.use_head) gru_step(a, anchor, w.s, w.x, w.gi, w.gh);
+}
+
+// Row `row`'s final logits, in place over its base: f += W2 silu(W1 [h ; s]) (with the head).
+__device__ void correct_row(const DominoWalkArgs& a, int64_t row, const ChainScratch& w) {
+  if (!a.use_head) return;
+  float* f = a.logits + row * a.vd;  // [Vd] base, then final
+  const float* h = a.hidden + row * a.d;
+  const float* s = w.s;
+  float* mid = w.mid;
+  const int64_t d = a.d;
+  auto in = [h, s, d](int64_t col) { return hd::domino_w1_input(h, s, d, col); };
+  warp_rows(a.w1, a.r, a.d + a.g, in, [&](int64_t j, float v) { mid[j] = hd::silu(v); });
+  __syncthreads();
+  auto ms = [mid](int64_t col) { return mid[col]; };
+  warp_rows(a.w2, a.vd, a.r, ms,
+            [&](int64_t v, float corr) { f[v] = hd::domino_final(f[v], corr); });
+  __syncthreads();
+}
+
+// The greedy walk: every position of chain c in one block.
 __global__ void domino_walk_kernel(DominoWalkArgs a) {
   const int64_t c = blockIdx.x;
   const int64_t row0 = a.first[c], k = a.first[c + 1] - row0;
-  float* s = a.scratch + c * domino_walk_scratch_floats(a.d, a.g, a.r);  // [g]
-  float* x = s + a.g;                                                    // [d]
-  float* gi = x + a.d;                                                   // [3g]
-  float* gh = gi + 3 * a.g;                                              // [3g]
-  float* mid = gh + 3 * a.g;                                             // [r]
   if (k <= 0) return;  // the whole block leaves together
-  for (int64_t u = threadIdx.x; u < a.g; u += kThreads) s[u] = 0.0f;
-  __syncthreads();
-  if (a.use_head) gru_step(a, a.anchors[c], s, x, gi, gh);  // s_0
+  const ChainScratch w = chain_scratch(a, c);
+  chain_start(a, a.anchors[c], w);
   for (int64_t i = 0; i < k; ++i) {
     const int64_t row = row0 + i;
-    float* f = a.logits + row * a.vd;  // [Vd] base, then final
-    if (a.use_head) {
-      const float* h = a.hidden + row * a.d;
-      const int64_t d = a.d;
-      auto in = [h, s, d](int64_t col) { return hd::domino_w1_input(h, s, d, col); };
-      warp_rows(a.w1, a.r, a.d + a.g, in, [&](int64_t j, float v) { mid[j] = hd::silu(v); });
-      __syncthreads();
-      auto ms = [mid](int64_t col) { return mid[col]; };
-      warp_rows(a.w2, a.vd, a.r, ms,
-                [&](int64_t v, float corr) { f[v] = hd::domino_final(f[v], corr); });
-      __syncthreads();
-    }
-    const int32_t token = hd::domino_target_id(a.vocab_ids, block_argmax<kThreads>(f, a.vd));
+    correct_row(a, row, w);
+    const int32_t token =
+        hd::domino_target_id(a.vocab_ids, block_argmax<kThreads>(a.logits + row * a.vd, a.vd));
     if (threadIdx.x == 0) a.tokens[row] = token;
     if (token < 0) return;  // every logit NaN: the host reports it (the same for all threads)
-    if (a.use_head && i + 1 < k) gru_step(a, token, s, x, gi, gh);
+    if (a.use_head && i + 1 < k) gru_step(a, token, w.s, w.x, w.gi, w.gh);
+  }
+}
+
+// Position i of every chain that has one (the sampled walk: domino_walk_step_kernel's caller
+// draws the sampled rows between launches). tokens holds DRAFT indices here (-1: not drawn, or
+// an invalid row), read back by the next position's GRU step; greedy[c] != 0: chain c takes the
+// argmax itself.
+__global__ void domino_walk_step_kernel(DominoWalkArgs a, int64_t i, const uint8_t* greedy) {
+  const int64_t c = blockIdx.x;
+  const int64_t row0 = a.first[c], k = a.first[c + 1] - row0;
+  if (i >= k) return;
+  const ChainScratch w = chain_scratch(a, c);
+  if (i == 0) {
+    chain_start(a, a.anchors[c], w);
+  } else {
+    const int32_t prev = a.tokens[row0 + i - 1];  // the same value for every thread
+    if (prev < 0) return;                         // the chain stopped at an invalid row
+    if (a.use_head) gru_step(a, hd::domino_target_id(a.vocab_ids, prev), w.s, w.x, w.gi, w.gh);
+  }
+  const int64_t row = row0 + i;
+  correct_row(a, row, w);
+  if (greedy[c]) {
+    const int32_t index = block_argmax<kThreads>(a.logits + row * a.vd, a.vd);
+    if (threadIdx.x == 0) a.tokens[row] = index;
   }
 }
 
@@ -105,6 +155,13 @@ __global__ void domino_walk_kernel(DominoWalkArgs a) {
 void launch_domino_walk(const DominoWalkArgs& a, cudaStream_t s) {
   if (a.chains == 0) return;
   domino_walk_kernel<<<static_cast<unsigned>(a.chains), kThreads, 0, s>>>(a);
+  SSD_CUDA_LAUNCHED();
+}
+
+void launch_domino_walk_step(const DominoWalkArgs& a, int64_t i, const uint8_t* greedy,
+                             cudaStream_t s) {
+  if (a.chains == 0) return;
+  domino_walk_step_kernel<<<static_cast<unsigned>(a.chains), kThreads, 0, s>>>(a, i, greedy);
   SSD_CUDA_LAUNCHED();
 }
 

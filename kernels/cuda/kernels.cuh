@@ -135,7 +135,7 @@ struct DominoWalkArgs {
   const int32_t* anchors = nullptr;  // [chains]
   int64_t chains = 0;
   float* scratch = nullptr;          // [chains, domino_walk_scratch_floats(d, g, r)]
-  int32_t* tokens = nullptr;         // [rows]
+  int32_t* tokens = nullptr;         // [rows] target ids (the step kernel: draft indices)
 };
 // Floats of scratch one chain needs: s [g], x [d], gi [3g], gh [3g], mid [r].
 __host__ __device__ inline int64_t domino_walk_scratch_floats(int64_t d, int64_t g,
@@ -143,5 +143,11 @@ __host__ __device__ inline int64_t domino_walk_scratch_floats(int64_t d, int64_t
   return d + 7 * g + r;
 }
 void launch_domino_walk(const DominoWalkArgs& a, cudaStream_t s);
+// Position i (0-based) of every chain longer than i: GRU step on the previous position's token
+// (tokens[row - 1], a DRAFT index; the anchor at i = 0), then the row's correction; chains with
+// greedy[c] != 0 write their argmax's draft index to tokens[row]. The sampled rows' tokens are
+// drawn between launches by the caller. greedy: [chains] device.
+void launch_domino_walk_step(const DominoWalkArgs& a, int64_t i, const uint8_t* greedy,
+                             cudaStream_t s);
 
 }  // namespace ssd::cuda

@@ -151,8 +151,8 @@ class Backend {
 
   // Fused ops: a whole multi-op loop as one device launch where a backend has the kernel
   // (has_*() says so); callers run the op-by-op path otherwise. The CPU backend has none.
-  // The Domino head's greedy walk over whole blocks (domino_walk_call.h); returns when the
-  // tokens are on the host. Throws on a backend without the kernel.
+  // The Domino head's walk over whole blocks, greedy or sampled (domino_walk_call.h); returns
+  // when the tokens (and sampled rows' q lists) are on the host. Throws on a backend without it.
   virtual bool has_domino_walk() const { return false; }
   virtual void domino_walk(const DominoWalkCall& call);
 };

@@ -103,10 +103,13 @@ std::vector<DraftTree> DominoDrafter::draft(std::span<const DraftRequest> reques
   }
   if (blocks.empty()) return trees;
 
-  // Greedy blocks on a backend with the fused walk stay in its memory: one backbone pass, one
-  // walk, the tokens read back (domino_head.h). Otherwise the rows come to the host.
+  // Blocks on a backend with the fused walk stay in its memory: one backbone pass, one walk, the
+  // tokens (and sampled rows' q lists) read back (domino_head.h). Otherwise (or when a request's
+  // Saguaro reshape needs the host's draw) the rows come to the host.
   bool fused = head_->fused();
-  for (size_t r : which) fused = fused && is_greedy(requests[r].sampler);
+  for (size_t b = 0; b < blocks.size(); ++b)
+    fused = fused && DominoHead::walks_fused(requests[which[b]].sampler, &requests[which[b]],
+                                             blocks[b].n_out);
   const DominoBackbone::Result res = backbone_->forward(*kv_, blocks, /*download=*/!fused);
   std::vector<DominoChain> chains(blocks.size());
   for (size_t b = 0; b < blocks.size(); ++b) {

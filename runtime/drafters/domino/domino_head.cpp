@@ -157,6 +157,14 @@ std::vector<DraftTree> DominoHead::walk(std::span<const DominoChain> chains, boo
   return trees;
 }
 
+bool DominoHead::walks_fused(const SamplerConfig& sampler, const DraftRequest* request,
+                             int32_t k) {
+  if (is_greedy(sampler) || !request) return true;
+  for (int32_t depth = 1; depth <= k; ++depth)
+    if (saguaro_top_f_at(*request, depth) > 0) return false;  // reshaped q: the host's walk
+  return true;
+}
+
 std::vector<DraftTree> DominoHead::walk_fused(float* logits, const float* hidden,
                                               std::span<const int64_t> offset,
                                               std::span<const DominoChain> chains, bool use_head,
@@ -165,11 +173,14 @@ std::vector<DraftTree> DominoHead::walk_fused(float* logits, const float* hidden
   const int64_t nc = static_cast<int64_t>(chains.size());
   SSD_ASSERT(static_cast<int64_t>(offset.size()) == nc + 1 && offset[0] == 0);
   std::vector<int32_t> anchors(nc);
-  bool want_rows = final_logits != nullptr;
+  std::vector<DominoWalkSampler> samplers(nc);
+  bool want_rows = final_logits != nullptr, sampled = false;
   for (int64_t c = 0; c < nc; ++c) {
     const DominoChain& ch = chains[c];
-    SSD_ASSERT(is_greedy(ch.sampler) && ch.k == offset[c + 1] - offset[c]);
+    SSD_ASSERT(walks_fused(ch.sampler, ch.request, ch.k) && ch.k == offset[c + 1] - offset[c]);
     anchors[c] = ch.anchor;
+    samplers[c] = DominoWalkSampler{ch.sampler, ch.stream, ch.step};
+    sampled = sampled || !is_greedy(ch.sampler);
     want_rows = want_rows || (ch.request && ch.request->predict_top > 0);
   }
   const int64_t rows = offset[nc];
@@ -196,6 +207,12 @@ std::vector<DraftTree> DominoHead::walk_fused(float* logits, const float* hidden
   call.anchors = anchors.data();
   call.chains = nc;
   call.tokens = tokens.data();
+  DominoWalkLists lists;  // sampled rows' q lists
+  if (sampled) {
+    call.samplers = samplers.data();
+    call.lists = &lists;
+    if (!cfg_.draft_vocab.empty()) call.vocab_ids_host = cfg_.draft_vocab.data();
+  }
   backend_.domino_walk(call);
 
   std::vector<float> finals;  // [rows, Vd], only when some row is read on the host
@@ -212,7 +229,13 @@ std::vector<DraftTree> DominoHead::walk_fused(float* logits, const float* hidden
       const int64_t row = offset[c] + i - 1;
       const int32_t tok = tokens[row];
       SSD_CHECK(tok >= 0, "argmax: all {} logits are NaN", dv);
-      const ProcessedDist q = one_hot(tok);
+      ProcessedDist q;
+      if (is_greedy(ch.sampler)) {
+        q = one_hot(tok);
+      } else {
+        for (int64_t e = lists.off[row]; e < lists.off[row + 1]; ++e)
+          q.tokens.push_back(TokenProb{lists.ids[e], lists.probs[e]});
+      }
       const float* full = finals.empty() ? nullptr : target_row(finals.data() + row * dv);
       if (final_logits) std::copy_n(full, vocab, final_logits->at(c).data() + (i - 1) * vocab);
       trees[c].add(i - 2, tok, q);

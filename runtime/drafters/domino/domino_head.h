@@ -21,9 +21,12 @@
 //
 // Two paths, one arithmetic (kernels/common/domino_math.h: the GRU unit, SiLU, base add, argmax
 // rule): walk() runs op by op from host rows (every backend; the CPU's path); walk_fused() runs
-// the whole greedy walk of every chain as ONE backend op (Backend::domino_walk: the CUDA
-// backend's fused kernel) on rows the backbone left in backend memory, so a block never returns
-// to the host between positions. They differ only in the matmuls' summation order.
+// the whole walk of every chain as ONE backend op (Backend::domino_walk: the CUDA backend's fused
+// kernel for greedy chains; for sampled ones a launch per position with the device sampler's
+// kernels between, kernels/cuda/domino_sampled_walk.h) on rows the backbone left in backend
+// memory, so a block never returns to the host between positions. They differ only in the
+// matmuls' summation order (and, for sampled chains over a draft vocabulary, in where top-p's
+// cut falls at a rounding edge: see domino_sampled_walk.h).
 #pragma once
 
 #include <span>
@@ -74,11 +77,14 @@ class DominoHead {
 
   // Whether the backend has the fused walk (walk_fused may be called).
   bool fused() const { return backend_.has_domino_walk(); }
-  // walk() for greedy chains whose rows are in backend memory: chain c's base logits are rows
-  // offset[c] .. offset[c + 1] - 1 of `logits` ([rows, Vd], overwritten by the final logits),
-  // its hidden states the same rows of `hidden` ([rows, d]); chains[c].k must be that count and
-  // chains[c].base / hidden are not read. The final logits are downloaded (once, after the
-  // walk) only for requests asking predict_top and for final_logits.
+  // Whether a chain can take the fused walk: greedy, or sampled without a Saguaro reshape (the
+  // device draws from process(final) itself; a reshaped q is drawn on the host).
+  static bool walks_fused(const SamplerConfig& sampler, const DraftRequest* request, int32_t k);
+  // walk() for chains (walks_fused) whose rows are in backend memory: chain c's base logits
+  // are rows offset[c] .. offset[c + 1] - 1 of `logits` ([rows, Vd], overwritten by the final
+  // logits), its hidden states the same rows of `hidden` ([rows, d]); chains[c].k must be that
+  // count and chains[c].base / hidden are not read. The final logits are downloaded (once,
+  // after the walk) only for requests asking predict_top and for final_logits.
   std::vector<DraftTree> walk_fused(float* logits, const float* hidden,
                                     std::span<const int64_t> offset,
                                     std::span<const DominoChain> chains, bool use_head,

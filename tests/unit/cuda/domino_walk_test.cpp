@@ -226,6 +226,69 @@ TEST(CudaDominoWalk, HeadFusedPathEqualsOpByOpPathOnTheDevice) {
   }
 }
 
+// The sampled walk on the device (kernels/cuda/domino_sampled_walk.h: a launch per position,
+// the device sampler's process and draw between) against the host's op-by-op walk on the same
+// backbone rows: a top-p chain, a top-k chain and a greedy chain in one walk, over a draft
+// vocabulary. Tolerances: the final rows differ in summation order (1e-5, as above), so each
+// q entry's probability within 1e-4 absolute and the same ids in the same order; the tokens
+// drawn with the same Philox uniforms are then equal (a uniform would have to fall within 1e-4
+// of a CDF boundary to differ, which the fixed seeds here do not).
+TEST(CudaDominoWalk, SampledFusedWalkDrawsAsTheHostWalk) {
+  SSD_SKIP_WITHOUT_GPU("sampled DominoHead::walk_fused vs DominoHead::walk on the CUDA backend");
+  test::TempDir tmp;
+  ModelFile file =
+      ModelFile::open(test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32),
+                                            tmp.file("t.gguf")));
+  std::unique_ptr<Backend> gpu = make_cuda_backend(0);
+  Transformer target(file, *gpu);
+  test::DominoSpec spec = test::tiny_domino_spec();
+  spec.type = DType::BF16;
+  for (int32_t t = 2; t < 261; t += 3) spec.cfg.draft_vocab.push_back(t);
+  const DominoCheckpoint ck =
+      DominoCheckpoint::open(test::write_domino(spec, tmp.file("d.safetensors")));
+  const DominoConfig& cfg = ck.config();
+  DominoBackbone bb(ck, target);
+  DominoHead head(ck, target);
+  KvCache kv(bb.kv_config(256));
+  const SeqId s = kv.create();
+  std::mt19937 rng(5);
+  std::normal_distribution<float> n01(0.0f, 1.0f);
+  std::vector<float> features(10 * cfg.feature_dim());
+  for (float& x : features) x = n01(rng);
+  bb.append_context(kv, s, 0, features);
+  std::vector<DominoBackbone::Block> blocks = {{s, 10, {40}, 6}, {s, 9, {7, 8}, 4},
+                                               {s, 8, {3}, 3}};
+  const DominoBackbone::Result res = bb.forward(kv, blocks);
+  std::vector<DominoChain> chains(3);
+  for (size_t c = 0; c < 3; ++c) {
+    chains[c].base = res.logits.data() + res.offset[c] * cfg.draft_vocab_size();
+    chains[c].hidden = res.hidden.data() + res.offset[c] * cfg.target_dim;
+    chains[c].anchor = blocks[c].known.back();
+    chains[c].k = blocks[c].n_out;
+    chains[c].stream = 11 + c;
+    chains[c].step = 40;
+  }
+  chains[0].sampler = SamplerConfig{.temperature = 0.8f, .top_p = 0.9f, .seed = 7};
+  chains[1].sampler = SamplerConfig{.temperature = 1.0f, .top_k = 5, .seed = 9};
+  for (const DominoChain& c : chains)
+    ASSERT_TRUE(DominoHead::walks_fused(c.sampler, c.request, c.k));
+  const auto want = head.walk(chains, true);
+  const auto got = head.walk_fused(res.dev_logits, res.dev_hidden, res.offset, chains, true);
+  for (size_t c = 0; c < 3; ++c) {
+    SCOPED_TRACE(testing::Message() << "chain " << c);
+    EXPECT_EQ(got[c].tokens, want[c].tokens);
+    EXPECT_EQ(got[c].parents, want[c].parents);
+    ASSERT_EQ(got[c].q.size(), want[c].q.size());
+    for (size_t i = 0; i < got[c].q.size(); ++i) {
+      ASSERT_EQ(got[c].q[i].size(), want[c].q[i].size()) << "position " << i + 1;
+      for (size_t j = 0; j < got[c].q[i].size(); ++j) {
+        EXPECT_EQ(got[c].q[i].tokens[j].id, want[c].q[i].tokens[j].id);
+        EXPECT_NEAR(got[c].q[i].tokens[j].prob, want[c].q[i].tokens[j].prob, 1e-4);
+      }
+    }
+  }
+}
+
 // A backbone pass replayed as a CUDA graph (measured, captured, then replayed: the same shape
 // three times, with context_inject so the staged inject rows are covered) gives the eager
 // backend's hidden states and base logits bit for bit, each time.

@@ -135,3 +135,26 @@ TEST(DominoHeadTwin, CpuBackendHasNoFusedWalk) {
 
 }  // namespace
 }  // namespace ssd
+
+namespace ssd {
+namespace {
+
+// Which chains the drafter sends to a backend's fused walk: greedy ones, and sampled ones whose
+// draws need no Saguaro reshape at any of their depths (a reshaped q is drawn on the host).
+TEST(DominoHeadTwin, FusedWalkTakesEveryChainButSaguaroReshapedOnes) {
+  const SamplerConfig greedy{}, sampled{.temperature = 0.7f, .seed = 1};
+  EXPECT_TRUE(DominoHead::walks_fused(greedy, nullptr, 7));
+  EXPECT_TRUE(DominoHead::walks_fused(sampled, nullptr, 7));
+  DraftRequest r;
+  r.sampler = sampled;
+  r.saguaro_c = 0.5;
+  r.saguaro_top_f = {0, 0, 3};  // reshaped at depth 3 only
+  EXPECT_TRUE(DominoHead::walks_fused(sampled, &r, 2));
+  EXPECT_FALSE(DominoHead::walks_fused(sampled, &r, 3));
+  EXPECT_TRUE(DominoHead::walks_fused(greedy, &r, 3));  // greedy: Saguaro never applies
+  r.saguaro_c = 1.0;                                    // C = 1 is the identity
+  EXPECT_TRUE(DominoHead::walks_fused(sampled, &r, 3));
+}
+
+}  // namespace
+}  // namespace ssd
