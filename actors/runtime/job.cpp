@@ -126,7 +126,7 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
 void LeaderJob::warm_up(WarmupPlan plan, int64_t prefill_chunk,
                         std::span<Drafter* const> drafters) {
   const ReplayStatus before = replay_status(session_.backend());
-  if (!before.replays || tp_) return;
+  if (!before.replays) return;
   std::vector<Drafter*> all(drafters.begin(), drafters.end());
   if (drafter_) all.push_back(drafter_.get());
   // Verification keeps the target features its drafter feeds on: the remote drafter's, or those
@@ -150,6 +150,7 @@ void LeaderJob::warm_up(WarmupPlan plan, int64_t prefill_chunk,
                     target_warmup_sizes(plan)};
   target.hidden_sizes = target_feature_sizes(plan);
   target.hidden_layers = plan.feature_layers;
+  target.via = tp_.get();  // under TP, every rank of the group runs the target's warm-up
   sites.push_back(std::move(target));
   for (Drafter* d : all)
     for (WarmupSite& s : d->warmup_sites(plan)) sites.push_back(std::move(s));

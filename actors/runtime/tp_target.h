@@ -37,7 +37,8 @@ class TpLeaderTarget final : public TargetModel {
   void truncate(SeqId seq, int64_t length) override;
   void compact(SeqId seq, int64_t start, std::span<const int32_t> keep) override;
   KvCapacity capacity() const override { return shard_.capacity(); }
-  // The shard's picker: the gathered logits are host rows, which every picker accepts.
+  // The shard's picker: the leader's forward returns the gathered logits rows where that picker
+  // reads them (on a device when Batch::logits_in_backend asks; the workers always download).
   TokenPicker& picker() override { return shard_.picker(); }
 
   // Ends the workers' loops (idempotent).

@@ -62,8 +62,8 @@
 // Tensor-parallel forwards with NCCL are regions too, keyed with their group: NCCL requires a
 // captured collective to be captured on every rank, so at begin_replayable the ranks agree
 // (agree_min, one tiny exchange) on the least advanced state among them (eager, measure,
-// capture, replay); TP forwards are captured at their second or third use, not at start-up
-// (the start-up warm-up runs on the leader alone). Still eager: prefill above
+// capture, replay); the start-up warm-up runs through the TP leader's target, so every rank of
+// the group captures the run's shapes before the first request. Still eager: prefill above
 // invariant_max_tokens (cuBLAS), TP forwards over MPI, and the Domino head's walks (greedy: one
 // fused kernel; sampled: a launch per position with the device sampler's kernels between,
 // domino_sampled_walk.h; neither returns to the host before its end, neither is graphed). A

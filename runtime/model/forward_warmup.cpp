@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "runtime/core/error.h"
+#include "runtime/model/target_model.h"
 #include "runtime/model/transformer.h"
 
 namespace ssd {
@@ -26,28 +27,39 @@ int64_t room(const Transformer& model, const KvCache& kv) {
   return std::min<int64_t>(model.config().context_length, kv.capacity_tokens());
 }
 
-// One forward of n rows on `seq` (cached length 0), logits for every row (left in backend
-// memory: nobody reads them) and the given hidden layers, then the sequence truncated back to 0.
-void scratch_forward(Transformer& model, KvCache& kv, SeqId seq, int64_t n, bool all_logits,
-                     const std::vector<int32_t>& hidden) {
-  Batch b = Batch::sequence(seq, std::vector<int32_t>(static_cast<size_t>(n), 0), 0, all_logits);
-  b.logits_in_backend = true;
-  b.hidden_layers = hidden;
-  model.forward(b, kv);
-  kv.truncate(seq, 0);
-}
-
-// A scratch sequence released on every exit path.
+// A scratch sequence of a site (through site.via when set), released on every exit path.
 class ScratchSeq {
  public:
-  explicit ScratchSeq(KvCache& kv) : kv_(kv), seq_(kv.create()) {}
-  ~ScratchSeq() { kv_.release(seq_); }
+  explicit ScratchSeq(const WarmupSite& s)
+      : s_(s), seq_(s.via ? s.via->create_seq() : s.kv->create()) {}
+  ~ScratchSeq() {
+    if (s_.via)
+      s_.via->release_seq(seq_);
+    else
+      s_.kv->release(seq_);
+  }
   ScratchSeq(const ScratchSeq&) = delete;
   ScratchSeq& operator=(const ScratchSeq&) = delete;
-  SeqId id() const { return seq_; }
+
+  // One forward of n rows on the sequence (cached length 0), logits for every row (left in
+  // backend memory: nobody reads them) and the given hidden layers, then the sequence truncated
+  // back to 0.
+  void forward(int64_t n, bool all_logits, const std::vector<int32_t>& hidden) {
+    Batch b =
+        Batch::sequence(seq_, std::vector<int32_t>(static_cast<size_t>(n), 0), 0, all_logits);
+    b.logits_in_backend = true;
+    b.hidden_layers = hidden;
+    if (s_.via) {
+      s_.via->forward(b);
+      s_.via->truncate(seq_, 0);
+    } else {
+      s_.model->forward(b, *s_.kv);
+      s_.kv->truncate(seq_, 0);
+    }
+  }
 
  private:
-  KvCache& kv_;
+  const WarmupSite& s_;
   SeqId seq_;
 };
 
@@ -115,9 +127,9 @@ WarmupResult warm_up_forwards(std::span<const WarmupSite> sites) {
   for (const WarmupSite& s : sites) {
     const int64_t n = std::min(s.grow_rows, room(*s.model, *s.kv));
     if (n < 1) continue;
-    ScratchSeq seq(*s.kv);
-    scratch_forward(*s.model, *s.kv, seq.id(), n, /*all_logits=*/false,
-                    s.hidden_sizes.empty() ? std::vector<int32_t>{} : s.hidden_layers);
+    ScratchSeq seq(s);
+    seq.forward(n, /*all_logits=*/false,
+                s.hidden_sizes.empty() ? std::vector<int32_t>{} : s.hidden_layers);
     ++r.forwards;
   }
   // Then each size twice, largest first (with and without hidden layers: the buffer of the
@@ -133,12 +145,11 @@ WarmupResult warm_up_forwards(std::span<const WarmupSite> sites) {
       for (int64_t n : s.hidden_sizes) jobs.push_back({n, true});
     std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.n > b.n; });
     std::vector<int64_t> ran, ran_hidden;
-    ScratchSeq seq(*s.kv);
+    ScratchSeq seq(s);
     for (const Job& j : jobs) {
       if (j.n < 1 || j.n > room(*s.model, *s.kv)) continue;
       for (int rep = 0; rep < 2; ++rep)
-        scratch_forward(*s.model, *s.kv, seq.id(), j.n, true,
-                        j.hidden ? s.hidden_layers : std::vector<int32_t>{});
+        seq.forward(j.n, true, j.hidden ? s.hidden_layers : std::vector<int32_t>{});
       r.forwards += 2;
       (j.hidden ? ran_hidden : ran).push_back(j.n);
     }

@@ -16,6 +16,8 @@
 // so the caches are as before. Replays of other shapes (a partly accepted batch, SSD's fan-out,
 // the draft's catch-up step) are still captured at their second use.
 //
+// Under tensor parallelism the target's site goes through the TP leader (WarmupSite::via), which
+// runs every call on every rank of the group: NCCL needs each rank to capture the same forwards.
 // The CPU backend replays nothing; the caller warms up only on a backend that does (on the CPU
 // it would only waste forwards). Sizes above the backend's replay limit are left out by the plan.
 #pragma once
@@ -29,6 +31,7 @@
 
 namespace ssd {
 
+class TargetModel;
 class Transformer;
 
 // What a run will do, as far as forward shapes go.
@@ -62,6 +65,10 @@ struct WarmupSite {
   std::vector<int64_t> sizes;    // forward sizes to run twice
   std::vector<int64_t> hidden_sizes;   // forward sizes to run twice keeping hidden_layers
   std::vector<int32_t> hidden_layers;  // (the grow forward keeps them too, to size their buffer)
+  // When set, the site's sequences and forwards go through it instead of straight to model and
+  // kv (which still size the forwards): a tensor-parallel leader (actors/runtime/tp_target.h),
+  // which runs each call on every rank of its group, so the whole group captures its graphs.
+  TargetModel* via = nullptr;
 };
 
 struct WarmupResult {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,65 @@ TEST(WarmupForwards, GrowThenEachSizeTwiceLargestFirst) {
     if (k.n > 1 && k.rows.size() == 1) continue;  // a prefill: not a repeated shape
     EXPECT_NE(std::find(keys.begin() + 1, keys.end(), k), keys.end()) << "n " << k.n;
   }
+}
+
+// A TargetModel that counts the calls it passes on (what a TP leader would broadcast).
+class CountingTarget final : public TargetModel {
+ public:
+  explicit CountingTarget(TargetModel& inner) : inner_(inner) {}
+  int creates = 0, releases = 0, forwards = 0, truncates = 0;
+  const ModelConfig& config() const override { return inner_.config(); }
+  ForwardResult forward(const Batch& b) override {
+    ++forwards;
+    return inner_.forward(b);
+  }
+  SeqId create_seq() override {
+    ++creates;
+    return inner_.create_seq();
+  }
+  void release_seq(SeqId s) override {
+    ++releases;
+    inner_.release_seq(s);
+  }
+  int64_t seq_length(SeqId s) const override { return inner_.seq_length(s); }
+  void truncate(SeqId s, int64_t n) override {
+    ++truncates;
+    inner_.truncate(s, n);
+  }
+  void compact(SeqId s, int64_t start, std::span<const int32_t> keep) override {
+    inner_.compact(s, start, keep);
+  }
+  KvCapacity capacity() const override { return inner_.capacity(); }
+  TokenPicker& picker() override { return inner_.picker(); }
+
+ private:
+  TargetModel& inner_;
+};
+
+// A site with `via` (a tensor-parallel leader's target): every sequence and forward goes through
+// it, none straight to the model, and the forwards are the same as without it.
+TEST(WarmupForwards, ASiteViaATargetRunsEveryCallThroughIt) {
+  Model direct(512), routed(512);
+  WarmupPlan plan;
+  plan.max_batch = 2;
+  plan.ks = {3};
+  const WarmupSite a{"target", direct.model.get(), direct.kv.get(), 40, target_warmup_sizes(plan)};
+  warm_up_forwards({&a, 1});
+  LocalTarget local(*routed.model, *routed.kv);
+  CountingTarget via(local);
+  WarmupSite b{"target", routed.model.get(), routed.kv.get(), 40, target_warmup_sizes(plan)};
+  b.via = &via;
+  const WarmupResult r = warm_up_forwards({&b, 1});
+  EXPECT_EQ(via.forwards, r.forwards);
+  EXPECT_EQ(via.truncates, r.forwards);
+  EXPECT_EQ(via.creates, 2);  // the grow forward's scratch sequence, then the sizes'
+  EXPECT_EQ(via.releases, 2);
+  ASSERT_EQ(routed.rec.keys.size(), direct.rec.keys.size());
+  for (size_t i = 0; i < direct.rec.keys.size(); ++i) {
+    EXPECT_EQ(routed.rec.keys[i].n, direct.rec.keys[i].n);
+    EXPECT_EQ(routed.rec.keys[i].rows, direct.rec.keys[i].rows);
+  }
+  EXPECT_EQ(routed.kv->pages_in_use(), 0);
 }
 
 // A site whose verification keeps hidden layers: the grow forward keeps them too (so their buffer
