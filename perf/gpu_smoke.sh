@@ -7,7 +7,9 @@
 #      on the GPU ranks (target TP on GPUs 0..T-1, drafter on GPU T, NCCL transport) equal AR on
 #      the same GPU ranks and backend, token for token (a mismatch fails the run); and AR in one
 #      process on GPU 0 (TP 1, where the target's forwards replay as CUDA graphs) equals the same
-#      run with SSD_CUDA_GRAPHS=off (every op eager), token for token
+#      run with SSD_CUDA_GRAPHS=off (every op eager), token for token; and the same on the TP
+#      ranks (AR with the target's forwards graphed with their NCCL exchanges inside, vs eager);
+#      and SD with the committed Domino drafter on GPU 0 == AR, greedy, token for token
 #   3. information only, never a failure: AR on one CPU process (--backend cpu) against AR on
 #      the GPUs. They are not expected to agree token for token: the GPU multiplies BF16-decoded
 #      weights by float activations, the CPU kernels round activations to 8 bits; the report says
@@ -166,6 +168,41 @@ for ((i = 1; i <= ${#PROMPT_LIST[@]}; ++i)); do
     step "prompt $i: graphs != eager, $verdict" 1
   fi
 done
+
+printf '\n## CUDA graphs vs eager on the TP ranks: AR, target TP %s over NCCL\n' "$TP" >>"$OUT"
+for ((i = 1; i <= ${#PROMPT_LIST[@]}; ++i)); do
+  [[ -n ${GPU_AR_OK[$i]:-} ]] || continue  # graphs on: the AR run above
+  mpirun -n "$RANKS" --bind-to none -x SSD_CUDA_GRAPHS=off "$SSD" generate -m "$MODEL" \
+      -p "${PROMPT_LIST[i - 1]}" -n "$N" --mode ar --tp "$TP" --transport nccl \
+      --devices "$DEVICES" --backend "$BACKEND" --stats-json "$WORK/tp_eager$i.json" \
+      >/dev/null 2>"$WORK/tp_eager$i.err"
+  if [[ ! -s $WORK/tp_eager$i.json ]]; then
+    step "prompt $i: eager AR on the TP ranks failed ($(tail -1 "$WORK/tp_eager$i.err"))" 1
+  elif verdict=$(first_divergence "$WORK/ar$i.json" "$WORK/tp_eager$i.json"); then
+    step "prompt $i: TP graphs == TP eager, $verdict" 0
+  else
+    step "prompt $i: TP graphs != TP eager, $verdict" 1
+  fi
+done
+
+DOMINO=models/smollm2-domino/domino.safetensors
+printf '\n## Domino drafter on GPU 0: SD == AR (greedy), and a sampled SD run\n' >>"$OUT"
+for ((i = 1; i <= ${#PROMPT_LIST[@]}; ++i)); do
+  [[ -s $WORK/graphs_on$i.json ]] || continue  # AR on GPU 0: the graphs section above
+  if ! "$SSD" generate -m "$MODEL" -p "${PROMPT_LIST[i - 1]}" -n "$N" --mode sd \
+      --drafter "domino:$DOMINO" --k 7 --backend "$BACKEND" --devices 0 \
+      --stats-json "$WORK/domino$i.json" >/dev/null 2>"$WORK/domino$i.err"; then
+    step "prompt $i: Domino SD on GPU 0 failed ($(tail -1 "$WORK/domino$i.err"))" 1
+  elif verdict=$(first_divergence "$WORK/graphs_on$i.json" "$WORK/domino$i.json"); then
+    step "prompt $i: Domino SD == AR on GPU 0, $verdict" 0
+  else
+    step "prompt $i: Domino SD != AR on GPU 0, $verdict" 1
+  fi
+done
+"$SSD" generate -m "$MODEL" -p "${PROMPT_LIST[0]}" -n "$N" --mode sd --drafter "domino:$DOMINO" \
+    --k 7 --temp 0.8 --top-p 0.95 --seed 3 --backend "$BACKEND" --devices 0 \
+    >/dev/null 2>"$WORK/domino_sampled.err"
+step "sampled Domino SD on GPU 0 (the device's sampled walk) completes" $?
 
 printf '\n## Information (not a pass/fail gate): AR on one CPU process vs AR on the GPUs\n' \
   >>"$OUT"
