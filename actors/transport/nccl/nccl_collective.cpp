@@ -35,7 +35,23 @@ NcclCollective::NcclCollective(const MpiComm& group, NcclCollectiveOptions optio
   comm_.wait_ready(opt_.timeout);
 }
 
+cudaStream_t NcclCollective::host_stream() {
+  // Operations of one communicator must not overlap: a host-path call follows whatever the
+  // caller's stream still runs of the stream operations (a forward whose logits stayed on the
+  // device), without a host wait.
+  cudaStream_t s = comm_.stream();
+  if (external_) {
+    if (!external_done_)
+      SSD_CUDA_CHECK(cudaEventCreateWithFlags(&external_done_, cudaEventDisableTiming));
+    SSD_CUDA_CHECK(cudaEventRecord(external_done_, external_));
+    SSD_CUDA_CHECK(cudaStreamWaitEvent(s, external_done_, 0));
+    external_ = nullptr;
+  }
+  return s;
+}
+
 NcclCollective::~NcclCollective() {
+  if (external_done_) cudaEventDestroy(external_done_);
   for (void* p : scratch_)
     if (p) cudaFree(p);
 }
@@ -62,7 +78,7 @@ void NcclCollective::allreduce_sum(float* data, int64_t count) {
   if (count <= 0) return;
   const size_t bytes = static_cast<size_t>(count) * sizeof(float);
   const bool on_device = is_device_pointer(data);
-  cudaStream_t s = comm_.stream();
+  cudaStream_t s = host_stream();
   const std::string what = fmt::format("allreduce of {} floats", count);
   if (opt_.order == ReduceOrder::kNccl) {
     float* buf = on_device ? data : static_cast<float*>(scratch(0, bytes));
@@ -100,7 +116,7 @@ void NcclCollective::allgatherv(const float* in, const int64_t* counts, float* o
   for (int r = 0; r < size_; ++r) total += counts[r];
   if (total == 0) return;
   const bool in_dev = is_device_pointer(in), out_dev = is_device_pointer(out);
-  cudaStream_t s = comm_.stream();
+  cudaStream_t s = host_stream();
   const size_t mine = static_cast<size_t>(counts[rank_]) * sizeof(float);
   const float* src = in;
   if (!in_dev && mine > 0) {
@@ -122,7 +138,7 @@ void NcclCollective::broadcast(void* data, int64_t bytes, int root) {
             size_);
   if (bytes <= 0) return;
   const bool on_device = is_device_pointer(data);
-  cudaStream_t s = comm_.stream();
+  cudaStream_t s = host_stream();
   void* buf = on_device ? data : scratch(0, static_cast<size_t>(bytes));
   if (!on_device && rank_ == root)
     SSD_CUDA_CHECK(cudaMemcpyAsync(buf, data, bytes, cudaMemcpyHostToDevice, s));
@@ -153,6 +169,7 @@ void NcclCollective::enqueue_allgatherv(const float* in, const int64_t* counts, 
 
 void NcclCollective::allgather(const float* in, float* out, int64_t count, void* stream) {
   if (count <= 0) return;
+  external_ = static_cast<cudaStream_t>(stream);
   SSD_NCCL_CHECK(ncclAllGather(in, out, static_cast<size_t>(count), ncclFloat, comm_.get(),
                                static_cast<cudaStream_t>(stream)));
   enqueued(fmt::format("allgather of {} floats", count));
@@ -162,11 +179,14 @@ void NcclCollective::allgatherv(const float* in, const int64_t* counts, float* o
                                 void* stream) {
   int64_t total = 0;
   for (int r = 0; r < size_; ++r) total += counts[r];
-  if (total > 0) enqueue_allgatherv(in, counts, out, static_cast<cudaStream_t>(stream));
+  if (total == 0) return;
+  external_ = static_cast<cudaStream_t>(stream);
+  enqueue_allgatherv(in, counts, out, external_);
 }
 
 void NcclCollective::allreduce(float* data, int64_t count, void* stream) {
   if (count <= 0) return;
+  external_ = static_cast<cudaStream_t>(stream);
   SSD_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat, ncclSum,
                                comm_.get(), static_cast<cudaStream_t>(stream)));
   enqueued(fmt::format("allreduce of {} floats", count));

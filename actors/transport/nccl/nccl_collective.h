@@ -70,6 +70,9 @@ class NcclCollective final : public Collective, public StreamCollective {
   // Device memory for `bytes` (grow-only scratch; slot 0 input, slot 1 output).
   void* scratch(int slot, size_t bytes);
   void enqueued(const std::string& what);  // after each NCCL call (non-blocking enqueue)
+  // The stream of a host-path call: comm_.stream(), ordered after the stream operations still
+  // queued on the last caller stream (external_).
+  cudaStream_t host_stream();
   void wait(const std::string& what);      // for the stream: the result is in place
   // allgatherv's grouped broadcasts of device blocks (in: this rank's, out: every rank's).
   void enqueue_allgatherv(const float* in, const int64_t* counts, float* out, cudaStream_t s);
@@ -82,6 +85,8 @@ class NcclCollective final : public Collective, public StreamCollective {
   void* scratch_[2] = {nullptr, nullptr};
   size_t scratch_bytes_[2] = {0, 0};
   std::vector<float> host_gather_;  // [size, count] for the rank-order sum
+  cudaStream_t external_ = nullptr;      // the caller stream of the last stream operation
+  cudaEvent_t external_done_ = nullptr;  // recorded on it by host_stream()
 };
 
 // Rank-order sum of `gathered` ([ranks, count] row-major) into out ([count]): out[i] =
