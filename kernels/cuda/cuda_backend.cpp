@@ -218,11 +218,14 @@ class CudaBackend final : public Backend {
     SSD_CUDA_CHECK(cudaSetDevice(opts_.device));
     if (bytes > 0)
       SSD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
-    if (exchanging_) {  // a peer's failure must end the job, not hang this wait
-      StreamCollective* sc = std::exchange(exchanging_, nullptr);
-      sc->wait(stream_, "a tensor-parallel forward's exchanges");
-    }
+    wait_exchanges();  // a peer's failure must end the job, not hang this wait
     SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void wait_exchanges() override {
+    if (!exchanging_) return;
+    SSD_CUDA_CHECK(cudaSetDevice(opts_.device));
+    StreamCollective* sc = std::exchange(exchanging_, nullptr);
+    sc->wait(stream_, "a tensor-parallel forward's exchanges");
   }
   void copy(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0 || dst == src || !live()) return;

@@ -148,6 +148,11 @@ class Backend {
     (void)comm;
     return false;
   }
+  // Waits until the exchanges enqueued so far have finished, under the transport's watchdog (a
+  // dead peer ends the job instead of hanging). download() does this by itself; a forward that
+  // leaves its results in backend memory calls it, so that whatever reads them next (a device
+  // token picker's own synchronisation) cannot hang on a peer. Nothing to do by default.
+  virtual void wait_exchanges() {}
 
   // Fused ops: a whole multi-op loop as one device launch where a backend has the kernel
   // (has_*() says so); callers run the op-by-op path otherwise. The CPU backend has none.

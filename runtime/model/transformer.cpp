@@ -220,6 +220,7 @@ void Transformer::run(const Batch& b, KvCache& kv, const std::vector<int64_t>& c
   if (region) region->end();
   download_hidden();
   if (b.logits_in_backend) {  // the caller's TokenPicker reads them where they are
+    if (tp_) backend_.wait_exchanges();  // no picker's wait may hang on a dead peer
     out.backend_logits = logits;
     out.backend = &backend_;
     return;
