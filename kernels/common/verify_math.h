@@ -1,11 +1,12 @@
-// The sampled-mode verification of one draft chain as a single SSD_HD function, so that the
-// device verifier (kernels/cuda/verify_sampled.cu, one thread per chain) and its CPU twin run the
-// same code, and both emit what ssd::verify_with_dists (runtime/spec/verify.cpp with the
-// Residual of runtime/spec/residual.h) emits for a chain: the same tokens bit for bit, from the
-// same Philox uniforms. The steps are sampling_math.h's (accept when u * z * q(x) < m(x); on a
-// rejection m <- max(0, m - z * q) over q's list in order; the correction drawn from the residual
-// in p's order), plus the Residual's two guards: Z summed afresh after cancellation (below 1e-3 of
-// its previous value), and a residual left as p when a rejection would empty it (below
+// The sampled-mode verification of one draft tree (a chain being the tree of one child per node)
+// as a single SSD_HD function, so that the device verifier (kernels/cuda/verify_sampled.cu, one
+// thread per tree) and its CPU twin run the same code, and both emit what ssd::verify_with_dists
+// (runtime/spec/verify.cpp with the Residual of runtime/spec/residual.h) emits: the same tokens
+// and path bit for bit, from the same Philox uniforms (siblings on their own accept lanes). The
+// steps are sampling_math.h's (accept when u * z * q(x) < m(x); on a rejection
+// m <- max(0, m - z * q) over q's list in order; the correction drawn from the residual in p's
+// order), plus the Residual's two guards: Z summed afresh after cancellation (below 1e-3 of its
+// previous value), and a residual left as it was when a rejection would empty it (below
 // kVerifyZeroMass relative).
 //
 // Lists are CSR, probabilities in float64 as ProcessedDist holds them. Token lookups are linear
@@ -29,16 +30,27 @@ inline constexpr uint32_t kVerifyLaneAccept = 1;
 inline constexpr uint32_t kVerifyLaneResidual = 2;
 inline constexpr double kVerifyZeroMass = 1e-12;
 
-// One chain of k draft tokens with its target rows p[0..k] and draft rows q[0..k).
-struct ChainLists {
-  const int32_t* p_ids = nullptr;     // [p_off[k + 1]] token ids, row after row
-  const double* p_probs = nullptr;    // [p_off[k + 1]]
-  const int64_t* p_off = nullptr;     // [k + 2] row r is [p_off[r], p_off[r + 1])
-  const int32_t* q_ids = nullptr;     // [q_off[k]]
-  const double* q_probs = nullptr;    // [q_off[k]]
-  const int64_t* q_off = nullptr;     // [k + 1]
-  const int32_t* draft = nullptr;     // [k] draft tokens; draft[d] was drawn from q row d
-  int32_t k = 0;
+// runtime/sampling/sampler.h's accept_lane(): child j of a node tests with its own lane.
+inline constexpr uint32_t kVerifyLaneAcceptMore = 3;
+SSD_HD constexpr uint32_t verify_accept_lane(uint32_t sibling) {
+  return sibling == 0 ? kVerifyLaneAccept : kVerifyLaneAcceptMore + sibling - 1;
+}
+
+// One draft tree of n nodes with its target rows p (row 0: the root's, row 1 + i: the one after
+// node i) and its nodes' draft rows q, and its children as runtime/spec/verify.cpp's walk sees
+// them: first[node + 1] is node's first child (-1: a leaf; first[0] is the root's), next[i] the
+// sibling after node i, both in index order. A chain is the tree with first[d] = d (d < n).
+struct TreeLists {
+  const int32_t* p_ids = nullptr;   // [p_off[n + 1]] token ids, row after row
+  const double* p_probs = nullptr;  // [p_off[n + 1]]
+  const int64_t* p_off = nullptr;   // [n + 2] row r is [p_off[r], p_off[r + 1])
+  const int32_t* q_ids = nullptr;   // [q_off[n]]
+  const double* q_probs = nullptr;  // [q_off[n]]
+  const int64_t* q_off = nullptr;   // [n + 1] node i's q is [q_off[i], q_off[i + 1])
+  const int32_t* tokens = nullptr;  // [n] node i's token, drawn from its q
+  const int32_t* first = nullptr;   // [n + 1]
+  const int32_t* next = nullptr;    // [n]
+  int32_t n = 0;
 };
 
 // Probability of `id` in list [b, e) of (ids, probs), the first match; 0 when absent.
@@ -49,62 +61,79 @@ SSD_HD double list_prob(const int32_t* ids, const double* probs, int64_t b, int6
   return 0.0;
 }
 
-// Verifies the chain with the uniforms at (seed, stream, position + depth, lane). Writes the
-// emitted tokens (accepted drafts, then the correction or bonus token) to out[0..k] and returns
-// their count; *all_accepted as VerifyResult::all_accepted. mass: scratch of at least the
-// longest p row.
-SSD_HD int32_t verify_chain_sampled(const ChainLists& c, uint64_t seed, uint64_t stream,
-                                    uint32_t position, double* mass, int32_t* out,
-                                    bool* all_accepted) {
+// Verifies the tree with the uniforms at (seed, stream, position + depth, lane). Writes the
+// emitted tokens (accepted drafts, then the correction or bonus token) to out[0..] and the
+// accepted nodes to path[0..] (one fewer), returns the number emitted; *all_accepted as
+// VerifyResult::all_accepted. mass, saved: scratch of at least the longest p row each. The
+// caller has checked what verify.cpp checks (q sums to 1 with q(token) > 0, p valid, at most
+// kMaxVerifySiblings children per node): nothing here throws.
+SSD_HD int32_t verify_tree_sampled(const TreeLists& t, uint64_t seed, uint64_t stream,
+                                   uint32_t position, double* mass, double* saved, int32_t* out,
+                                   int32_t* path, bool* all_accepted) {
   *all_accepted = false;
+  int32_t node = -1;  // the root
   for (int32_t d = 0;; ++d) {
     const uint32_t pos = position + static_cast<uint32_t>(d);
-    const int64_t pb = c.p_off[d], n_p = c.p_off[d + 1] - pb;
-    const int32_t* p_ids = c.p_ids + pb;
-    const double* p_probs = c.p_probs + pb;
-    if (d == c.k) {  // after the last draft (or an empty chain): the bonus draw from p itself
+    const int64_t pb = t.p_off[node + 1], n_p = t.p_off[node + 2] - pb;
+    const int32_t* p_ids = t.p_ids + pb;
+    const double* p_probs = t.p_probs + pb;
+    int32_t child = t.first[node + 1];
+    if (child < 0) {  // a leaf (or an empty tree): the bonus draw from p itself
       double total = 0;
       for (int64_t i = 0; i < n_p; ++i) total = dadd_rn(total, p_probs[i]);
       const double u = philox_uniform(seed, stream, pos, kVerifyLaneToken);
       const int64_t i = inverse_cdf(n_p, [&](int64_t e) { return p_probs[e]; }, u, total);
       out[d] = p_ids[i < 0 ? n_p - 1 : i];
-      *all_accepted = c.k > 0;
+      *all_accepted = node >= 0;
       return d + 1;
     }
-    const int32_t x = c.draft[d];
-    const double q_x = list_prob(c.q_ids, c.q_probs, c.q_off[d], c.q_off[d + 1], x);
-    const double u = philox_uniform(seed, stream, pos, kVerifyLaneAccept);
-    if (residual_accepts(u, 1.0, q_x, list_prob(p_ids, p_probs, 0, n_p, x))) {
-      out[d] = x;
-      continue;
-    }
-    // Rejected: r <- max(0, p - q) over q's list in order (Z = 1 before it).
+    // The residual m = z * r, starting as p (z = 1), shrunk by each rejected child in turn.
     for (int64_t i = 0; i < n_p; ++i) mass[i] = p_probs[i];
-    double removed = 0;
-    for (int64_t j = c.q_off[d]; j < c.q_off[d + 1]; ++j) {
-      int64_t e = -1;
-      for (int64_t i = 0; i < n_p && e < 0; ++i)
-        if (p_ids[i] == c.q_ids[j]) e = i;
-      if (e < 0) continue;  // off p's support: no mass to remove
-      const double old = mass[e];
-      const double now = residual_after_reject(old, 1.0, c.q_probs[j]);
-      if (now == old) continue;
-      mass[e] = now;
-      removed = dadd_rn(removed, dsub_rn(old, now));
+    double z = 1.0;
+    int32_t accepted = -1;
+    for (uint32_t j = 0; child >= 0; child = t.next[child], ++j) {
+      const int32_t x = t.tokens[child];
+      const int64_t qb = t.q_off[child], qe = t.q_off[child + 1];
+      const double q_x = list_prob(t.q_ids, t.q_probs, qb, qe, x);
+      const double u = philox_uniform(seed, stream, pos, verify_accept_lane(j));
+      if (residual_accepts(u, z, q_x, list_prob(p_ids, mass, 0, n_p, x))) {
+        accepted = child;
+        break;
+      }
+      // Rejected: m <- max(0, m - z q) over q's list in order.
+      for (int64_t i = 0; i < n_p; ++i) saved[i] = mass[i];
+      double removed = 0;
+      for (int64_t jq = qb; jq < qe; ++jq) {
+        int64_t e = -1;
+        for (int64_t i = 0; i < n_p && e < 0; ++i)
+          if (p_ids[i] == t.q_ids[jq]) e = i;
+        if (e < 0) continue;  // off p's support: no mass to remove
+        const double old = mass[e];
+        const double now = residual_after_reject(old, z, t.q_probs[jq]);
+        if (now == old) continue;
+        mass[e] = now;
+        removed = dadd_rn(removed, dsub_rn(old, now));
+      }
+      double z_new = dsub_rn(z, removed);
+      if (!(z_new > 1e-3 * z)) {  // cancellation: sum what is left instead
+        z_new = 0;
+        for (int64_t i = 0; i < n_p; ++i) z_new = dadd_rn(z_new, mass[i]);
+      }
+      if (!(z_new > kVerifyZeroMass * z)) {  // r == q to rounding: the residual stays as it was
+        for (int64_t i = 0; i < n_p; ++i) mass[i] = saved[i];
+      } else {
+        z = z_new;
+      }
     }
-    double z = dsub_rn(1.0, removed);
-    if (!(z > 1e-3)) {  // cancellation: sum what is left instead
-      z = 0;
-      for (int64_t i = 0; i < n_p; ++i) z = dadd_rn(z, mass[i]);
+    if (accepted < 0) {  // every child rejected: the correction is drawn from the residual
+      const double ur = philox_uniform(seed, stream, pos, kVerifyLaneResidual);
+      const int64_t i = inverse_cdf(n_p, [&](int64_t e) { return mass[e]; }, ur, z);
+      out[d] = p_ids[i < 0 ? n_p - 1 : i];
+      return d + 1;
     }
-    if (!(z > kVerifyZeroMass)) {  // r == q to rounding: the residual stays p
-      for (int64_t i = 0; i < n_p; ++i) mass[i] = p_probs[i];
-      z = 1.0;
-    }
-    const double ur = philox_uniform(seed, stream, pos, kVerifyLaneResidual);
-    const int64_t i = inverse_cdf(n_p, [&](int64_t e) { return mass[e]; }, ur, z);
-    out[d] = p_ids[i < 0 ? n_p - 1 : i];
-    return d + 1;
+    out[d] = t.tokens[accepted];
+    path[d] = accepted;
+    node = accepted;
   }
 }
 

@@ -43,9 +43,9 @@
 //             on the device (Batch::logits_in_backend), DeviceSampler samples them (greedy
 //             argmax, or top-k / top-p / min-p / temperature with the CPU sampler's exact result)
 //             and DeviceVerifier verifies them (device argmaxes for greedy trees; for sampled
-//             chains every row processed on the device and judged by launch_verify_sampled_chains,
-//             verify_sampled.cu), all on this backend's stream; only token ids and accept counts
-//             come back (and a sampled tree's kept candidates per row).
+//             trees, chains included, every row processed on the device and judged by
+//             launch_verify_sampled_trees, verify_sampled.cu), all on this backend's stream;
+//             only token ids, accepted paths and counts come back.
 // CUDA graphs (cuda_graphs.h) in the forward: the Transformer marks each forward as a
 // replayable region (Backend::begin_replayable) keyed by (model, cache, batch size, logits rows,
 // hidden layers kept): a decode step at each batch size, a verification forward at each K (with

@@ -56,13 +56,7 @@ class DeviceTokenPicker final : public TokenPicker {
     const auto vocab = static_cast<int32_t>(fr.vocab);
     const float* logits = rows(fr, first_row, tree.size() + 1);
     if (is_greedy(cfg)) return verifier_.greedy(tree, logits, vocab);  // (validates the tree)
-    if (tree.is_chain())
-      return verifier_.sampled_chain(tree, logits, vocab, cfg, rng);
-    // Branches: every row's processed list from the device, the walk on the host.
-    std::vector<ProcessedDist> p(tree.size() + 1);
-    for (size_t r = 0; r < p.size(); ++r)
-      p[r] = sampler_.process(logits + r * fr.vocab, vocab, cfg);
-    return verify_with_dists(tree, p, rng);
+    return verifier_.sampled_tree(tree, logits, vocab, cfg, rng);
   }
 
  private:

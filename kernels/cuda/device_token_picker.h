@@ -5,10 +5,9 @@
 //            comes back; sample_rows (an AR decode step) takes the argmax of the step's greedy
 //            rows in one launch (DeviceVerifier::argmax_rows) and draws sampled rows one by one;
 //   verify   DeviceVerifier: greedy trees by device argmaxes (ids come back, the walk is host
-//            bookkeeping), sampled chains by the device chain verifier (emitted tokens come
-//            back); sampled trees with branches: each row processed on the device (its kept
-//            candidates come back) and walked by verify_with_dists on the host.
-// Host rows (a prefill's, or a tensor-parallel forward's) are staged to the device first, so the
+//            bookkeeping), sampled trees and chains by the device tree verifier (the emitted
+//            tokens and the accepted path come back).
+// Host rows (a prefill's, or a TP forward's over MPI) are staged to the device first, so the
 // same picker serves every forward. The results equal HostTokenPicker's on the same logits.
 // Free of CUDA headers. Not yet run on a GPU (tests/unit/cuda/device_token_picker_test.cpp
 // compares the two pickers where one exists).

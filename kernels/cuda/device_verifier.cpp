@@ -1,7 +1,7 @@
 // DeviceVerifier (see device_verifier.h): owns the scratch of the rows it judges (grown to the
 // largest rows x vocabulary seen) and runs on the stream it was given. Each call synchronises
 // once to read its small result (plus once more, sampled, to check the rows' stats before the
-// chain verifier reads them).
+// tree verifier reads them).
 #include "kernels/cuda/device_verifier.h"
 
 #include <algorithm>
@@ -25,18 +25,19 @@ struct DeviceVerifier::State {
   cudaStream_t stream = nullptr;
   DeviceBuffer logits;           // [rows, vocab] staged host rows
   DeviceBuffer best;             // [rows] int32 argmaxes
-  // Sampled chains: per-row process() outputs, then their CSR packing.
+  // Sampled trees: per-row process() outputs, then their CSR packing.
   DeviceBuffer e, keys, sorted, sort_tmp;  // one row's scratch ([vocab])
   DeviceBuffer ids, probs;       // [rows, vocab] each row's kept list at its start
   DeviceBuffer stats;            // [rows] cuda::RowStats
   DeviceBuffer p_off;            // [rows + 1] int64
   DeviceBuffer p_ids, p_probs;   // [rows * vocab] packed
-  DeviceBuffer mass;             // [vocab] double: the verifier's residual scratch
+  DeviceBuffer mass;             // [2, vocab] double: the verifier's residual scratch
   DeviceBuffer q_ids, q_probs, q_off;  // the draft's lists, CSR
-  DeviceBuffer draft;            // [k] int32
+  DeviceBuffer draft;            // [n] int32 the nodes' tokens
+  DeviceBuffer first, next;      // [n + 1], [n] int32 the children lists (DraftChildren)
   DeviceBuffer seq_stream;       // [1] uint64 the request's Philox stream
   DeviceBuffer seq_pos;          // [1] uint32 output index of the first decided token
-  DeviceBuffer out;              // [rows] int32 emitted, then n_emitted, all_accepted
+  DeviceBuffer out;              // int32: [rows] emitted, [max(n, 1)] path, count, flag
 };
 
 DeviceVerifier::DeviceVerifier(int device, void* stream) : s_(std::make_unique<State>()) {
@@ -79,22 +80,6 @@ VerifyResult DeviceVerifier::greedy(const DraftTree& tree, const float* logits, 
 
 namespace {
 
-// The host verifier's q check (verify.cpp child_q), for every node of the chain.
-void check_q(const DraftTree& chain) {
-  for (size_t d = 0; d < chain.size(); ++d) {
-    double sum = 0, q_token = 0;
-    for (const TokenProb& t : chain.q[d].tokens) {
-      sum += t.prob;
-      if (t.id == chain.tokens[d] && q_token == 0) q_token = t.prob;
-    }
-    SSD_CHECK(std::abs(sum - 1) <= Residual::kSumTolerance,
-              "verify: q of draft node {} sums to {}, not 1 (tolerance {})", d, sum,
-              Residual::kSumTolerance);
-    SSD_CHECK(q_token > 0, "verify: draft node {} token {} has probability 0 under its own q", d,
-              chain.tokens[d]);
-  }
-}
-
 template <class T>
 void upload(DeviceBuffer& buf, const std::vector<T>& v, cudaStream_t s) {
   const size_t bytes = std::max<size_t>(v.size(), 1) * sizeof(T);
@@ -106,17 +91,27 @@ void upload(DeviceBuffer& buf, const std::vector<T>& v, cudaStream_t s) {
 
 }  // namespace
 
-VerifyResult DeviceVerifier::sampled_chain(const DraftTree& chain, const float* logits,
-                                           int32_t vocab, const SamplerConfig& cfg,
-                                           const VerifyRng& rng) {
+VerifyResult DeviceVerifier::sampled_tree(const DraftTree& tree, const float* logits,
+                                          int32_t vocab, const SamplerConfig& cfg,
+                                          const VerifyRng& rng) {
   validate(cfg);
-  SSD_ASSERT(!is_greedy(cfg) && chain.is_chain());
+  SSD_ASSERT(!is_greedy(cfg));
   SSD_CHECK(vocab > 0, "verify: vocabulary size must be positive (got {})", vocab);
-  check_q(chain);
+  check_draft_structure(tree, vocab);
+  const DraftChildren children(tree);
+  for (int32_t node = -1; node < static_cast<int32_t>(tree.size()); ++node) {
+    uint32_t count = 0;
+    for (int32_t c = children.first(node); c >= 0; c = children.next[c]) ++count;
+    SSD_CHECK(count <= kMaxVerifySiblings,
+              "verify: draft node {} (-1 = the root) has more than {} children", node,
+              kMaxVerifySiblings);
+  }
+  for (int32_t node = 0; node < static_cast<int32_t>(tree.size()); ++node)
+    checked_draft_q(tree, node);
   SSD_CUDA_CHECK(cudaSetDevice(s_->device));
   State& s = *s_;
-  const auto k = static_cast<int32_t>(chain.size());
-  const int32_t rows = k + 1;
+  const auto n = static_cast<int32_t>(tree.size());
+  const int32_t rows = n + 1;
   const size_t uv = static_cast<size_t>(vocab), ur = static_cast<size_t>(rows);
   const float* dl = device_rows(logits, rows, vocab);
 
@@ -154,7 +149,7 @@ VerifyResult DeviceVerifier::sampled_chain(const DraftTree& chain, const float* 
     SSD_CUDA_CHECK(cudaMemcpyAsync(host.data(), dl, host.size() * sizeof(float),
                                    cudaMemcpyDeviceToHost, s.stream));
     SSD_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-    return verify_sampling(chain, host.data(), vocab, cfg, rng);
+    return verify_sampling(tree, host.data(), vocab, cfg, rng);
   }
 
   // Target rows as CSR on the device; the draft's rows and tokens uploaded.
@@ -167,7 +162,7 @@ VerifyResult DeviceVerifier::sampled_chain(const DraftTree& chain, const float* 
   std::vector<int32_t> q_ids;
   std::vector<double> q_probs;
   std::vector<int64_t> q_off{0};
-  for (const ProcessedDist& q : chain.q) {
+  for (const ProcessedDist& q : tree.q) {
     for (const TokenProb& t : q.tokens) {
       q_ids.push_back(t.id);
       q_probs.push_back(t.prob);
@@ -177,41 +172,47 @@ VerifyResult DeviceVerifier::sampled_chain(const DraftTree& chain, const float* 
   upload(s.q_ids, q_ids, s.stream);
   upload(s.q_probs, q_probs, s.stream);
   upload(s.q_off, q_off, s.stream);
-  upload(s.draft, chain.tokens, s.stream);
+  upload(s.draft, tree.tokens, s.stream);
+  upload(s.first, children.head, s.stream);
+  upload(s.next, children.next, s.stream);
   upload(s.seq_stream, std::vector<uint64_t>{rng.stream}, s.stream);
   upload(s.seq_pos, std::vector<uint32_t>{rng.position}, s.stream);
-  s.mass.grow(uv * sizeof(double));
-  s.out.grow((ur + 2) * sizeof(int32_t));
+  s.mass.grow(2 * uv * sizeof(double));
+  s.out.grow((2 * ur + 2) * sizeof(int32_t));
 
-  cuda::SampledChains c;
-  c.p_ids = s.p_ids.get<int32_t>();
-  c.p_probs = s.p_probs.get<double>();
-  c.p_off = s.p_off.get<int64_t>();
-  c.q_ids = s.q_ids.get<int32_t>();
-  c.q_probs = s.q_probs.get<double>();
-  c.q_off = s.q_off.get<int64_t>();
-  c.draft = s.draft.get<int32_t>();
-  c.streams = s.seq_stream.get<uint64_t>();
-  c.positions = s.seq_pos.get<uint32_t>();
-  c.seed = rng.seed;
-  c.k = k;
-  c.mass = s.mass.get<double>();
-  c.mass_stride = vocab;
-  c.out = s.out.get<int32_t>();
-  c.n_emitted = s.out.get<int32_t>() + rows;
-  c.all_accepted = s.out.get<int32_t>() + rows + 1;
-  cuda::launch_verify_sampled_chains(c, 1, s.stream);
+  cuda::SampledTrees t;
+  t.p_ids = s.p_ids.get<int32_t>();
+  t.p_probs = s.p_probs.get<double>();
+  t.p_off = s.p_off.get<int64_t>();
+  t.q_ids = s.q_ids.get<int32_t>();
+  t.q_probs = s.q_probs.get<double>();
+  t.q_off = s.q_off.get<int64_t>();
+  t.tokens = s.draft.get<int32_t>();
+  t.first = s.first.get<int32_t>();
+  t.next = s.next.get<int32_t>();
+  t.streams = s.seq_stream.get<uint64_t>();
+  t.positions = s.seq_pos.get<uint32_t>();
+  t.seed = rng.seed;
+  t.n = n;
+  t.mass = s.mass.get<double>();
+  t.mass_stride = vocab;
+  t.out = s.out.get<int32_t>();                 // [rows] emitted
+  t.path = t.out + rows;                        // [n] accepted nodes
+  t.n_emitted = t.out + rows + std::max(n, 1);  // then the count and the flag
+  t.all_accepted = t.n_emitted + 1;
+  cuda::launch_verify_sampled_trees(t, 1, s.stream);
 
-  std::vector<int32_t> got(ur + 2);
+  const size_t got_size = static_cast<size_t>(rows + std::max(n, 1) + 2);
+  std::vector<int32_t> got(got_size);
   SSD_CUDA_CHECK(cudaMemcpyAsync(got.data(), s.out.get(), got.size() * sizeof(int32_t),
                                  cudaMemcpyDeviceToHost, s.stream));
   SSD_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-  const int32_t n = got[ur];
-  SSD_ASSERT(n >= 1 && n <= rows);
+  const int32_t emitted = got[rows + std::max(n, 1)];
+  SSD_ASSERT(emitted >= 1 && emitted <= rows);
   VerifyResult out;
-  out.emitted.assign(got.begin(), got.begin() + n);
-  for (int32_t d = 0; d + 1 < n; ++d) out.path.push_back(d);
-  out.all_accepted = got[ur + 1] != 0;
+  out.emitted.assign(got.begin(), got.begin() + emitted);
+  out.path.assign(got.begin() + rows, got.begin() + rows + emitted - 1);
+  out.all_accepted = got[rows + std::max(n, 1) + 1] != 0;
   return out;
 }
 

@@ -78,29 +78,32 @@ void launch_philox_uniforms(uint64_t seed, uint64_t stream, uint32_t first_step,
 // *n_emitted = accepted + 1. One thread.
 void launch_verify_greedy_chain(const int32_t* draft, const int32_t* argmax, int32_t k,
                                 int32_t* out, int32_t* n_emitted, cudaStream_t s);
-// Sampled-mode verification of `batch` draft chains of k tokens each (verify_sampled.cu): chain
-// b's target rows are CSR rows b * (k + 1) .. b * (k + 1) + k of (p_ids, p_probs, p_off), its
-// draft rows CSR rows b * k .. b * k + k - 1 of (q_ids, q_probs, q_off) (offsets index the whole
-// arrays); emitted tokens in out[b, 0..n_emitted[b]), as ssd::verify_with_dists on the chain.
-struct SampledChains {
+// Sampled-mode verification of a batch of draft trees of n nodes each (verify_sampled.cu;
+// kernels/common/verify_math.h's verify_tree_sampled, one thread per tree). CSR lists: tree b's
+// target rows are p rows b * (n + 1) .. b * (n + 1) + n, its draft rows q rows b * n .. b * n +
+// n - 1; its children lists (TreeLists::first / next) at first + b * (n + 1), next + b * n.
+struct SampledTrees {
   const int32_t* p_ids = nullptr;
   const double* p_probs = nullptr;
-  const int64_t* p_off = nullptr;      // [batch * (k + 1) + 1]
+  const int64_t* p_off = nullptr;      // [batch * (n + 1) + 1]
   const int32_t* q_ids = nullptr;
   const double* q_probs = nullptr;
-  const int64_t* q_off = nullptr;      // [batch * k + 1]
-  const int32_t* draft = nullptr;      // [batch, k]
+  const int64_t* q_off = nullptr;      // [batch * n + 1]
+  const int32_t* tokens = nullptr;     // [batch, n]
+  const int32_t* first = nullptr;      // [batch, n + 1]
+  const int32_t* next = nullptr;       // [batch, n]
   const uint64_t* streams = nullptr;   // [batch] each sequence's Philox stream
   const uint32_t* positions = nullptr; // [batch] output index of the first decided token
   uint64_t seed = 0;
-  int32_t k = 0;
-  double* mass = nullptr;              // [batch, mass_stride] scratch, >= the longest p row
+  int32_t n = 0;
+  double* mass = nullptr;              // [batch, 2 * mass_stride] scratch, stride >= longest p
   int64_t mass_stride = 0;
-  int32_t* out = nullptr;              // [batch, k + 1]
+  int32_t* out = nullptr;              // [batch, n + 1] emitted tokens
+  int32_t* path = nullptr;             // [batch, n] accepted nodes
   int32_t* n_emitted = nullptr;        // [batch]
   int32_t* all_accepted = nullptr;     // [batch] 0 / 1
 };
-void launch_verify_sampled_chains(const SampledChains& c, int64_t batch, cudaStream_t s);
+void launch_verify_sampled_trees(const SampledTrees& t, int64_t batch, cudaStream_t s);
 // Domino correction step for n chains (runtime/drafters/domino/domino_head.cpp), fused:
 // s[j, u] = gru_unit(gi[j, u], gi[j, g+u], gi[j, 2g+u], gh[j, u], gh[j, g+u], gh[j, 2g+u], s[j, u])
 // with gi = W_ih x + b_ih and gh = W_hh s + b_hh computed before (matmul + add_bias).

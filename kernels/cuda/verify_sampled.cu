@@ -1,9 +1,10 @@
-// Sampled-mode verification of a batch of draft chains on the device: one thread per chain runs
-// kernels/common/verify_math.h's verify_chain_sampled, the function the CPU twin test runs
-// against ssd::verify_with_dists (tests/unit/device_math/verify_chain_twin_test.cpp), so the
-// device emits the CPU verifier's tokens from the same Philox uniforms. A chain's lists are a
-// few tens of entries, so one thread per chain is not the bottleneck next to the forward that
-// produced them. Not yet run on a GPU.
+// Sampled-mode verification of a batch of draft trees on the device (chains included: a chain is
+// the tree of one child per node): one thread per tree runs kernels/common/verify_math.h's
+// verify_tree_sampled, the function the CPU twin test runs against ssd::verify_with_dists
+// (tests/unit/device_math/verify_tree_twin_test.cpp), so the device emits the CPU verifier's
+// tokens and path from the same Philox uniforms. A tree's lists are a few tens of entries per
+// row, so one thread per tree is not the bottleneck next to the forward that produced them.
+// Not yet run on a GPU.
 #include "kernels/common/verify_math.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kernels.cuh"
@@ -13,31 +14,34 @@ namespace {
 
 constexpr int kThreads = 64;
 
-__global__ void verify_sampled_chains_kernel(SampledChains c, int64_t batch) {
+__global__ void verify_sampled_trees_kernel(SampledTrees t, int64_t batch) {
   const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (b >= batch) return;
-  kernels::hd::ChainLists l;
-  l.p_ids = c.p_ids;
-  l.p_probs = c.p_probs;
-  l.p_off = c.p_off + b * (c.k + 1);
-  l.q_ids = c.q_ids;
-  l.q_probs = c.q_probs;
-  l.q_off = c.q_off + b * c.k;
-  l.draft = c.draft + b * c.k;
-  l.k = c.k;
+  kernels::hd::TreeLists l;
+  l.p_ids = t.p_ids;
+  l.p_probs = t.p_probs;
+  l.p_off = t.p_off + b * (t.n + 1);
+  l.q_ids = t.q_ids;
+  l.q_probs = t.q_probs;
+  l.q_off = t.q_off + b * t.n;
+  l.tokens = t.tokens + b * t.n;
+  l.first = t.first + b * (t.n + 1);
+  l.next = t.next + b * t.n;
+  l.n = t.n;
+  double* mass = t.mass + b * 2 * t.mass_stride;
   bool all = false;
-  c.n_emitted[b] = kernels::hd::verify_chain_sampled(l, c.seed, c.streams[b], c.positions[b],
-                                                     c.mass + b * c.mass_stride,
-                                                     c.out + b * (c.k + 1), &all);
-  c.all_accepted[b] = all ? 1 : 0;
+  t.n_emitted[b] = kernels::hd::verify_tree_sampled(l, t.seed, t.streams[b], t.positions[b], mass,
+                                                    mass + t.mass_stride, t.out + b * (t.n + 1),
+                                                    t.path + b * t.n, &all);
+  t.all_accepted[b] = all ? 1 : 0;
 }
 
 }  // namespace
 
-void launch_verify_sampled_chains(const SampledChains& c, int64_t batch, cudaStream_t s) {
+void launch_verify_sampled_trees(const SampledTrees& t, int64_t batch, cudaStream_t s) {
   if (batch == 0) return;
   const auto blocks = static_cast<unsigned>((batch + kThreads - 1) / kThreads);
-  verify_sampled_chains_kernel<<<blocks, kThreads, 0, s>>>(c, batch);
+  verify_sampled_trees_kernel<<<blocks, kThreads, 0, s>>>(t, batch);
   SSD_CUDA_LAUNCHED();
 }
 

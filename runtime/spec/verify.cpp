@@ -21,26 +21,17 @@
 
 namespace ssd {
 
-namespace {
-
-// Children of every node in index order, as singly linked lists: head[parent + 1] is the first
-// child (-1: none; head[0] is the root's), next[i] the sibling after node i.
-struct Children {
-  std::vector<int32_t> head;  // [n_nodes + 1]
-  std::vector<int32_t> next;  // [n_nodes]
-
-  explicit Children(const DraftTree& tree) : head(tree.size() + 1, -1), next(tree.size(), -1) {
-    for (int32_t i = static_cast<int32_t>(tree.size()) - 1; i >= 0; --i) {
-      next[i] = head[tree.parents[i] + 1];
-      head[tree.parents[i] + 1] = i;
-    }
+DraftChildren::DraftChildren(const DraftTree& tree)
+    : head(tree.size() + 1, -1), next(tree.size(), -1) {
+  for (int32_t i = static_cast<int32_t>(tree.size()) - 1; i >= 0; --i) {
+    next[i] = head[tree.parents[i] + 1];
+    head[tree.parents[i] + 1] = i;
   }
-  int32_t first(int32_t node) const { return head[node + 1]; }
-};
+}
 
 // The tree's shape and token range: DraftTree::validate without its q checks, which cost
 // O(|q|) for every node; verification checks q only for the children it actually tests.
-void check_structure(const DraftTree& tree, int32_t vocab) {
+void check_draft_structure(const DraftTree& tree, int32_t vocab) {
   SSD_CHECK(tree.parents.size() == tree.tokens.size() && tree.q.size() == tree.tokens.size(),
             "verify: draft tree has {} tokens, {} parents, {} distributions", tree.tokens.size(),
             tree.parents.size(), tree.q.size());
@@ -56,7 +47,7 @@ void check_structure(const DraftTree& tree, int32_t vocab) {
 
 // q(token) for a child about to be tested, checking that q is a normalised distribution: an
 // unnormalised q would silently bias the output (and could empty a residual, see residual.h).
-double child_q(const DraftTree& tree, int32_t node) {
+double checked_draft_q(const DraftTree& tree, int32_t node) {
   const ProcessedDist& q = tree.q[node];
   const int32_t token = tree.tokens[node];
   double sum = 0, q_token = 0;
@@ -72,12 +63,14 @@ double child_q(const DraftTree& tree, int32_t node) {
   return q_token;
 }
 
+namespace {
+
 // The walk. row(r) returns the target distribution of row r (0 = root, 1 + i = after node i);
 // the reference it returns need only stay valid until the next call.
 template <class RowFn>
 VerifyResult walk(const DraftTree& tree, RowFn&& row, const VerifyRng& rng) {
   thread_local Residual residual;  // reused: its token index is sized to the vocabulary once
-  const Children children(tree);
+  const DraftChildren children(tree);
   VerifyResult out;
   int32_t node = -1;  // the root
   for (uint32_t depth = 0;; ++depth) {
@@ -96,7 +89,7 @@ VerifyResult walk(const DraftTree& tree, RowFn&& row, const VerifyRng& rng) {
       SSD_CHECK(j < kMaxVerifySiblings,
                 "verify: draft node {} (-1 = the root) has more than {} children", node,
                 kMaxVerifySiblings);
-      const double q_token = child_q(tree, child);
+      const double q_token = checked_draft_q(tree, child);
       const double u = philox_uniform(rng.seed, rng.stream, pos, accept_lane(j));
       if (residual.accepts(tree.tokens[child], q_token, u)) {
         accepted = child;
@@ -119,7 +112,7 @@ VerifyResult walk(const DraftTree& tree, RowFn&& row, const VerifyRng& rng) {
 // asked only for the rows along the accepted path.
 template <class BestFn>
 VerifyResult greedy_walk(const DraftTree& tree, BestFn&& best_of) {
-  const Children children(tree);
+  const DraftChildren children(tree);
   VerifyResult out;
   int32_t node = -1;
   for (;;) {
@@ -142,7 +135,7 @@ VerifyResult greedy_walk(const DraftTree& tree, BestFn&& best_of) {
 
 VerifyResult verify_greedy(const DraftTree& tree, const float* target_logits, int32_t vocab) {
   SSD_CHECK(vocab > 0, "verify: vocabulary size must be positive (got {})", vocab);
-  check_structure(tree, vocab);
+  check_draft_structure(tree, vocab);
   return greedy_walk(tree, [&](int32_t r) {
     return argmax(target_logits + static_cast<size_t>(r) * vocab, vocab);
   });
@@ -154,7 +147,7 @@ VerifyResult verify_greedy_argmax(const DraftTree& tree, std::span<const int32_t
   SSD_CHECK(best.size() == tree.size() + 1,
             "verify: {} row argmaxes for a tree of {} nodes (need one per node + 1)", best.size(),
             tree.size());
-  check_structure(tree, vocab);
+  check_draft_structure(tree, vocab);
   return greedy_walk(tree, [&](int32_t r) {
     SSD_CHECK(best[r] >= 0, "argmax: all {} logits are NaN", vocab);  // ssd::argmax's error
     return best[r];
@@ -166,7 +159,7 @@ VerifyResult verify_sampling(const DraftTree& tree, const float* target_logits, 
   validate(cfg);
   if (is_greedy(cfg)) return verify_greedy(tree, target_logits, vocab);
   SSD_CHECK(vocab > 0, "verify: vocabulary size must be positive (got {})", vocab);
-  check_structure(tree, vocab);
+  check_draft_structure(tree, vocab);
   thread_local ProcessedDist dist;  // one row at a time: the walk copies what it keeps
   auto row = [&](int32_t r) -> const ProcessedDist& {
     process_into(target_logits + static_cast<size_t>(r) * vocab, vocab, cfg, dist);
@@ -180,7 +173,7 @@ VerifyResult verify_with_dists(const DraftTree& tree, std::span<const ProcessedD
   SSD_CHECK(p.size() == tree.size() + 1,
             "verify: {} target distributions for a tree of {} nodes (need one per node + 1)",
             p.size(), tree.size());
-  check_structure(tree, std::numeric_limits<int32_t>::max());
+  check_draft_structure(tree, std::numeric_limits<int32_t>::max());
   auto row = [&](int32_t r) -> const ProcessedDist& { return p[r]; };
   return walk(tree, row, rng);
 }

@@ -83,4 +83,21 @@ VerifyResult verify_sampling(const DraftTree& tree, const float* target_logits, 
 VerifyResult verify_with_dists(const DraftTree& tree, std::span<const ProcessedDist> p,
                                const VerifyRng& rng);
 
+// For verifiers that walk the tree elsewhere (a device: kernels/cuda/device_verifier.h), the
+// pieces of the host walk they must agree with:
+// Children of every node in index order, as singly linked lists: head[parent + 1] is the first
+// child (-1: none; head[0] is the root's), next[i] the sibling after node i.
+struct DraftChildren {
+  std::vector<int32_t> head;  // [n_nodes + 1]
+  std::vector<int32_t> next;  // [n_nodes]
+  explicit DraftChildren(const DraftTree& tree);
+  int32_t first(int32_t node) const { return head[node + 1]; }
+};
+// The tree's shape and token range (sizes, parent order, tokens in [0, vocab)); ssd::Error with
+// the verifier's message otherwise.
+void check_draft_structure(const DraftTree& tree, int32_t vocab);
+// q(token) of node `node`, checking that its q sums to 1 (within Residual::kSumTolerance) and
+// gives its token a positive probability; ssd::Error with the verifier's message otherwise.
+double checked_draft_q(const DraftTree& tree, int32_t node);
+
 }  // namespace ssd

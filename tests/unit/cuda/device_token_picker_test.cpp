@@ -2,8 +2,8 @@
 //   - sample on logits rows in device memory (as a forward with logits_in_backend leaves them)
 //     and on host rows (a prefill's), greedy and sampled, awkward vocabularies (1, 7, 1001,
 //     49152): the same token;
-//   - verify on chains and branching trees, greedy and sampled (the device chain verifier, the
-//     device-processed tree walk), rows after other sequences' rows: the same path, tokens and
+//   - verify on chains and branching trees, greedy and sampled (the device tree verifier for
+//     both), rows after other sequences' rows: the same path, tokens and
 //     all_accepted; a row of NaN the walk reaches gives the host's error;
 //   - the decoding loops on a tiny model on the CUDA backend: AR and SD (greedy and sampled)
 //     with the device picker emit the host picker's tokens (same forwards, so the same logits).

@@ -1,7 +1,8 @@
-// The device sampled-mode chain verifier (launch_verify_sampled_chains) against
-// ssd::verify_with_dists on a batch of random chains: the same emitted tokens, exactly. Its
-// arithmetic is twin-tested on the CPU (tests/unit/device_math/verify_chain_twin_test.cpp); this
-// case needs a GPU and skips with a visible message without one (it has not run yet).
+// The device sampled-mode tree verifier (launch_verify_sampled_trees) against
+// ssd::verify_with_dists on a batch of random trees with siblings: the same emitted tokens and
+// path, exactly. Its arithmetic is twin-tested on the CPU (tests/unit/device_math/
+// verify_tree_twin_test.cpp); this case needs a GPU and skips with a visible message without one
+// (it has not run yet).
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -13,10 +14,10 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "tests/unit/cuda/skip_without_gpu.h"
 #include "kernels/cuda/kernels.cuh"
-#include "runtime/sampling/philox.h"
 #include "runtime/sampling/sampler.h"
 #include "runtime/spec/draft_tree.h"
 #include "runtime/spec/verify.h"
+#include "tests/support/sampled_trees.h"
 
 namespace ssd {
 namespace {
@@ -42,83 +43,70 @@ struct Dev {
   T* p = nullptr;
 };
 
-TEST(CudaVerifySampled, ChainsEmitTheCpuVerifiersTokens) {
-  SSD_SKIP_WITHOUT_GPU("sampled chain verification on the device");
+// A batch of trees of one shape (three roots, siblings, a chain below), through the kernel and
+// through verify_with_dists: the same tokens and path, exactly.
+TEST(CudaVerifySampled, TreesEmitTheCpuVerifiersTokensAndPath) {
+  SSD_SKIP_WITHOUT_GPU("sampled tree verification on the device");
   std::mt19937 rng(21);
-  std::normal_distribution<float> g(0.0f, 1.5f);
-  const int32_t vocab = 60, k = 4, batch = 37;
+  const int32_t vocab = 60;
+  const int64_t batch = 37;
   const uint64_t seed = 8;
   const SamplerConfig cfg{.temperature = 1.0f, .top_k = 12};
-  std::vector<int32_t> p_ids, q_ids, draft;
-  std::vector<double> p_probs, q_probs;
-  std::vector<int64_t> p_off = {0}, q_off = {0};
+  const std::vector<int32_t> shape = {-1, -1, -1, 0, 0, 3, 5, 1};
+  std::vector<test::TreeCase> cases;
   std::vector<uint64_t> streams;
   std::vector<uint32_t> positions;
-  std::vector<std::vector<int32_t>> want;
-  std::vector<int32_t> want_all;
-  auto dist = [&] {
-    std::vector<float> l(vocab);
-    for (float& x : l) x = g(rng);
-    return process(l.data(), vocab, cfg);
-  };
-  for (int32_t b = 0; b < batch; ++b) {
-    std::vector<ProcessedDist> p, q;
-    std::vector<int32_t> toks;
-    for (int32_t i = 0; i <= k; ++i) p.push_back(dist());
-    for (int32_t i = 0; i < k; ++i) {
-      q.push_back(dist());
-      toks.push_back(sample(q.back(), philox_uniform(99, b, i, kLaneDrafter)));
-    }
+  for (int64_t b = 0; b < batch; ++b) {
     streams.push_back(500 + b);
     positions.push_back(static_cast<uint32_t>(7 * b));
-    const VerifyResult r =
-        verify_with_dists(DraftTree::chain(toks, q), p, VerifyRng{seed, streams[b], positions[b]});
-    want.push_back(r.emitted);
-    want_all.push_back(r.all_accepted ? 1 : 0);
-    for (const ProcessedDist& d : p) {
-      for (const TokenProb& t : d.tokens) p_ids.push_back(t.id), p_probs.push_back(t.prob);
-      p_off.push_back(static_cast<int64_t>(p_ids.size()));
-    }
-    for (const ProcessedDist& d : q) {
-      for (const TokenProb& t : d.tokens) q_ids.push_back(t.id), q_probs.push_back(t.prob);
-      q_off.push_back(static_cast<int64_t>(q_ids.size()));
-    }
-    draft.insert(draft.end(), toks.begin(), toks.end());
+    cases.push_back(test::random_tree_case(shape, vocab, cfg, test::TreeDraft::Independent, rng,
+                                           VerifyRng{seed, streams[b], positions[b]}));
   }
-  Dev dp_ids(p_ids), dq_ids(q_ids), ddraft(draft);
-  Dev dp_probs(p_probs), dq_probs(q_probs);
-  Dev dp_off(p_off), dq_off(q_off);
+  const test::PackedTrees pk = test::pack_trees(cases);
+  const int32_t n = pk.n;
+  Dev dp_ids(pk.p_ids), dq_ids(pk.q_ids), dtokens(pk.tokens), dfirst(pk.first), dnext(pk.next);
+  Dev dp_probs(pk.p_probs), dq_probs(pk.q_probs);
+  Dev dp_off(pk.p_off), dq_off(pk.q_off);
   Dev dstreams(streams);
   Dev dpos(positions);
-  Dev dmass(std::vector<double>(static_cast<size_t>(batch) * vocab));
-  Dev dout(std::vector<int32_t>(static_cast<size_t>(batch) * (k + 1), -1));
+  Dev dmass(std::vector<double>(static_cast<size_t>(batch) * 2 * vocab));
+  Dev dout(std::vector<int32_t>(static_cast<size_t>(batch) * (n + 1), -1));
+  Dev dpath(std::vector<int32_t>(static_cast<size_t>(batch) * n, -1));
   const std::vector<int32_t> zeros(static_cast<size_t>(batch), 0);
   Dev dn(zeros), dall(zeros);
-  cuda::SampledChains c;
-  c.p_ids = dp_ids.p;
-  c.p_probs = dp_probs.p;
-  c.p_off = dp_off.p;
-  c.q_ids = dq_ids.p;
-  c.q_probs = dq_probs.p;
-  c.q_off = dq_off.p;
-  c.draft = ddraft.p;
-  c.streams = dstreams.p;
-  c.positions = dpos.p;
-  c.seed = seed;
-  c.k = k;
-  c.mass = dmass.p;
-  c.mass_stride = vocab;
-  c.out = dout.p;
-  c.n_emitted = dn.p;
-  c.all_accepted = dall.p;
-  cuda::launch_verify_sampled_chains(c, batch, nullptr);
+  cuda::SampledTrees t;
+  t.p_ids = dp_ids.p;
+  t.p_probs = dp_probs.p;
+  t.p_off = dp_off.p;
+  t.q_ids = dq_ids.p;
+  t.q_probs = dq_probs.p;
+  t.q_off = dq_off.p;
+  t.tokens = dtokens.p;
+  t.first = dfirst.p;
+  t.next = dnext.p;
+  t.streams = dstreams.p;
+  t.positions = dpos.p;
+  t.seed = seed;
+  t.n = n;
+  t.mass = dmass.p;
+  t.mass_stride = vocab;
+  t.out = dout.p;
+  t.path = dpath.p;
+  t.n_emitted = dn.p;
+  t.all_accepted = dall.p;
+  cuda::launch_verify_sampled_trees(t, batch, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const auto out = dout.get(static_cast<size_t>(batch) * (k + 1));
-  const auto n = dn.get(batch), all = dall.get(batch);
-  for (int32_t b = 0; b < batch; ++b) {
-    const std::vector<int32_t> got(out.begin() + b * (k + 1), out.begin() + b * (k + 1) + n[b]);
-    EXPECT_EQ(got, want[b]) << "chain " << b;
-    EXPECT_EQ(all[b], want_all[b]) << "chain " << b;
+  const auto out = dout.get(static_cast<size_t>(batch) * (n + 1));
+  const auto path = dpath.get(static_cast<size_t>(batch) * n);
+  const auto count = dn.get(batch), all = dall.get(batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    const VerifyResult want = verify_with_dists(cases[b].tree, cases[b].p, cases[b].rng);
+    const std::vector<int32_t> got(out.begin() + b * (n + 1),
+                                   out.begin() + b * (n + 1) + count[b]);
+    const std::vector<int32_t> got_path(path.begin() + b * n, path.begin() + b * n + count[b] - 1);
+    EXPECT_EQ(got, want.emitted) << "tree " << b;
+    EXPECT_EQ(got_path, want.path) << "tree " << b;
+    EXPECT_EQ(all[b], want.all_accepted ? 1 : 0) << "tree " << b;
   }
 }
 
