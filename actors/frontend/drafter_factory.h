@@ -32,7 +32,7 @@ DrafterSpec parse_drafter_spec(std::string_view text);
 struct DrafterOptions {
   bool online_learning = false;  // early-exit: DVI online training of the draft head
   bool domino_head = true;       // domino: false drafts with the backbone alone
-  bool domino_trim = false;      // domino: blocks of the k wanted MASK rows, not the trained B - 1
+  bool domino_trim = true;       // domino: blocks of the k wanted MASK rows, not the trained B - 1
   int64_t oracle_cost_us = 0;    // oracle: simulated cost per draft call
   int threads = 1;               // drafter-owned models
 };

@@ -11,7 +11,7 @@ namespace ssd {
 
 struct DrafterFlags {
   bool online_learning = false;
-  std::string domino_head = "on", domino_block = "full";
+  std::string domino_head = "on", domino_block = "trim";
 
   template <class V>
   void visit(V&& v) {
@@ -19,7 +19,8 @@ struct DrafterFlags {
     v(domino_head, "domino-head", "domino drafter: on, or off for the backbone alone",
       {.choices = {"on", "off"}});
     v(domino_block, "domino-block",
-      "domino drafter: full (the trained B-1 MASK rows) or trim (only the k drafts wanted; cheaper)",
+      "domino drafter: trim (only the k MASK rows wanted: the same acceptance, cheaper) or full "
+      "(the trained B-1)",
       {.choices = {"full", "trim"}});
   }
 
