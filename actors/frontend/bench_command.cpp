@@ -291,7 +291,7 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
                       r.mal(), r.tps(), ar_tps > 0 ? r.tps() / ar_tps : 0, r.draft_s, r.verify_s,
                       r.mode == "ar" || r.compared == 0 ? std::string("-")
                                                         : fmt::format("{}/{}", r.exact, r.compared),
-                      r.mode == "ssd" ? fmt::format("{:.2f}", r.fig.hit_rate()) : std::string("-"),
+                      r.mode == "ssd" ? r.fig.hit_rate_text() : std::string("-"),
                       r.split ? fmt::format("{:.2f}", r.fig.target_wait_s) : std::string("-"));
   const std::string context = fmt::format(
       "{} prompts x {} tokens, batch {}, temperature {}, {} threads, {} | {} | {}",
@@ -324,6 +324,10 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
           e["fan_out"] = r.fig.drafter.fan_out_after_hit;
           e["fan_out_after_miss"] = r.fig.drafter.fan_out_after_miss;
           e["critical_batch"] = r.fig.drafter.critical_batch;
+          e["branches_planned"] = r.fig.drafter.branches_planned;
+          e["branches_cached"] = r.fig.drafter.branches_cached;
+          e["prespeculations_cut"] = r.fig.drafter.prespec_cut;
+          e["outcomes_predicted"] = r.fig.drafter.predicted;
         }
       }
     }

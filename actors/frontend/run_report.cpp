@@ -32,10 +32,13 @@ std::string RunReport::figures_line() const {
     s += fmt::format(" | target waited {:.3f} s, drafter busy {:.3f} s, {} bytes exchanged",
                      split_figures.target_wait_s, d.busy_s, split_figures.bytes_exchanged);
     if (mode == "ssd")
-      s += fmt::format(" | cache hit rate {:.2f} (accept length {:.2f} after hits, {:.2f} after "
+      s += fmt::format(" | cache hit rate {} (accept length {:.2f} after hits, {:.2f} after "
                        "misses)",
-                       split_figures.hit_rate(), split_figures.mean_acceptance_length_hit(),
+                       split_figures.hit_rate_text(), split_figures.mean_acceptance_length_hit(),
                        split_figures.mean_acceptance_length_miss());
+    if (mode == "ssd" && d.prespec_cut > 0)
+      s += fmt::format(" | {} of {} planned branches drafted in time, {} pre-speculations cut",
+                       d.branches_cached, d.branches_planned, d.prespec_cut);
   }
   s += fmt::format(" | stop: {}", gen.stopped_by_eog ? "end-of-generation token" : "token budget");
   return s;
@@ -93,6 +96,10 @@ nlohmann::json RunReport::to_json() const {
       j["critical_batch"] = d.critical_batch;
       j["prespeculated_branches"] = d.branches;
       j["prespeculation_s"] = d.prespec_s;
+      j["branches_planned"] = d.branches_planned;
+      j["branches_cached"] = d.branches_cached;
+      j["prespeculations_cut"] = d.prespec_cut;
+      j["outcome_predicted_rate"] = split_figures.predicted_rate();
     }
   }
   return j;

@@ -38,6 +38,7 @@ SsdDrafterOptions to_ssd_options(const DistributedArgs& a, int32_t k,
   o.sampler = sampler;
   o.saguaro_c = a.saguaro_c;
   o.fan_out.budget = a.fan_out_budget;
+  o.prespec_chunk = a.prespec_chunk;
   if (a.fan_out == "geometric") {
     o.fan_out.mode = FanOutMode::kGeometric;
   } else if (a.fan_out == "constant") {

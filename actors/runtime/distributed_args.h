@@ -23,6 +23,7 @@ struct DistributedArgs {
   float saguaro_c = 1;
   std::string miss_policy = "auto";
   std::optional<int32_t> critical_batch;
+  int32_t prespec_chunk = 0;
   double watchdog_s = 120;
   std::string transport = "auto";
   std::optional<std::string> devices;
@@ -55,6 +56,11 @@ struct DistributedArgs {
     v(critical_batch, "critical-batch",
       "ssd: critical batch size b* for --miss-policy auto (default: derived from measured costs)",
       {.min = 0});
+    v(prespec_chunk, "prespec-chunk",
+      "ssd: draft the pre-speculated branches in chunks of this many, likeliest first, and stop "
+      "at the first chunk boundary after the round's outcome arrives (0: all in one call, never "
+      "cut short)",
+      {.min = 0, .max = 1 << 20});
     v(watchdog_s, "watchdog-s",
       "deadline in seconds for any one step of a distributed run (a round, a prefill, start-up); "
       "a rank that misses it ends the job with a message",

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
 #include <deque>
 #include <map>
 
@@ -39,6 +41,7 @@ class DrafterActor {
                       MsgKind::kDrafterShutdown, MsgKind::kPrespecWork, MsgKind::kDrafterStatsAsk})
       loop_.on(k, [this](const Envelope& env) { enqueue(env); });
     loop_.on(MsgKind::kPrespecShare, [this](const Envelope& env) { on_share(env); });
+    loop_.on(MsgKind::kPrespecCut, [this](const Envelope& env) { on_cut(env); });
     loop_.on(MsgKind::kError, [](const Envelope& env) {
       const auto e = decode<ErrorMsg>(env);
       fail(fmt::format("rank {} ({}) failed: {}", e.rank, role_name(e.role), e.what));
@@ -59,8 +62,29 @@ class DrafterActor {
   bool busy() const { return job_running_ || shares_missing_ > 0; }
 
   void enqueue(const Envelope& env) {
+    if (env.kind == MsgKind::kOutcome && busy()) request_cut();
     queue_.push_back(env);
     drain();
+  }
+
+  // The lead: the next outcome is here while this round's branches are still being drafted. With
+  // chunked pre-speculation every drafter rank stops at its next chunk boundary (the lead's own
+  // job through the flag, the others through PrespecCut) so the answer waits for one chunk at
+  // most; a job drafting in one call (prespec_chunk 0) cannot stop and runs to its end.
+  void request_cut() {
+    if (core_->options().prespec_chunk <= 0 || cut_sent_round_ == round_) return;
+    cut_sent_round_ = round_;
+    cut_.store(true);
+    for (int r : layout_.drafter_ranks())
+      if (r != layout_.rank) world_.send(r, PrespecCut{round_});
+  }
+
+  // A secondary rank: the lead has the next outcome. A cut for a round whose work has not been
+  // handled yet is remembered for it (start_job); one for a finished round changes nothing.
+  void on_cut(const Envelope& env) {
+    const PrespecCut m = decode<PrespecCut>(env);
+    cut_round_ = m.round;
+    if (job_running_ && m.round == round_) cut_.store(true);
   }
 
   // Handles queued messages in order while the core is free.
@@ -115,6 +139,7 @@ class DrafterActor {
     const StartSeqs m = decode<StartSeqs>(env);
     prespeculate_ = m.prespeculate;
     core_ = m.prespeculate ? &ssd_core_ : &sd_core_;
+    cut_round_ = cut_sent_round_ = -1;  // rounds count from 0 again
     start_sequences(*core_, m, env.bulk_as<float>());
     if (!layout_.is_drafter_lead()) return;  // the lead's kPrespecWork brings round 0
     const double t0 = monotonic_seconds();
@@ -163,18 +188,32 @@ class DrafterActor {
 
   void start_job() {
     std::vector<Branch> all = core_->plan_branches();
+    planned_ = static_cast<int64_t>(all.size());
     auto mine = std::make_shared<std::vector<Branch>>();
     for (size_t i = 0; i < all.size(); ++i)
       if (static_cast<int>(i % n_drafters_) == index_) mine->push_back(std::move(all[i]));
     dog_.arm(fmt::format("pre-speculating {} branches for round {}", mine->size(), round_),
              opts_.step_s);
     job_running_ = true;
+    cut_.store(cut_round_ == round_);  // a secondary whose work came after the lead's cut
+    const size_t chunk = core_->options().prespec_chunk > 0
+                             ? static_cast<size_t>(core_->options().prespec_chunk)
+                             : mine->size();
     auto entries = std::make_shared<std::vector<CacheEntry>>();
     auto seconds = std::make_shared<double>(0);
     loop_.submit(
-        [this, mine, entries, seconds] {
+        [this, mine, entries, seconds, chunk] {
+          // Likeliest branches first (plan_branches' order); between chunks, stop once the
+          // outcome is here (cut_): what is drafted by then is the cache. The first chunk is
+          // always drafted: if verification beat the job's start, the likeliest branches cost
+          // about what a fallback draft would, and are a probable hit.
           const double t0 = monotonic_seconds();
-          *entries = core_->draft_branches(*mine);
+          const std::span<const Branch> todo(*mine);
+          for (size_t at = 0; at < todo.size() && (at == 0 || !cut_.load()); at += chunk) {
+            std::vector<CacheEntry> part =
+                core_->draft_branches(todo.subspan(at, std::min(chunk, todo.size() - at)));
+            std::move(part.begin(), part.end(), std::back_inserter(*entries));
+          }
           *seconds = monotonic_seconds() - t0;
         },
         [this, entries, seconds] {
@@ -208,7 +247,7 @@ class DrafterActor {
 
   void maybe_install() {
     if (job_running_ || shares_missing_ > 0) return;
-    core_->install(std::move(merged_));
+    core_->install(std::move(merged_), planned_);
     merged_.clear();
   }
 
@@ -226,6 +265,10 @@ class DrafterActor {
   int shares_missing_ = 0;
   int64_t round_ = 0;
   std::vector<CacheEntry> merged_;
+  int64_t planned_ = 0;            // branches of the round's plan (all ranks' shares)
+  std::atomic<bool> cut_{false};   // read by the job between chunks
+  int64_t cut_round_ = -1;         // a secondary: the latest round the lead cut
+  int64_t cut_sent_round_ = -1;    // the lead: the latest round it cut
   double busy_s_ = 0;
   bool stopping_ = false;
   bool job_running_ = false;

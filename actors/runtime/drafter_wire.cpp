@@ -101,6 +101,10 @@ DrafterStatsMsg stats_message(SsdDrafterCore& core, double busy_s) {
   m.mal_hit = s.mean_acceptance_length_hit();
   m.mal_miss = s.mean_acceptance_length_miss();
   m.branches = s.branches;
+  m.branches_planned = s.branches_planned;
+  m.branches_cached = s.branches_cached;
+  m.prespec_cut = s.prespec_cut;
+  m.predicted = s.predicted;
   m.prespec_s = s.prespec_s;
   m.fallback_s = s.fallback_s;
   m.busy_s = busy_s;

@@ -260,9 +260,18 @@ void SplitFigures::add(const SplitFigures& o) {
   drafter.fallback_primary += before.fallback_primary;
   drafter.fallback_backup += before.fallback_backup;
   drafter.branches += before.branches;
+  drafter.branches_planned += before.branches_planned;
+  drafter.branches_cached += before.branches_cached;
+  drafter.prespec_cut += before.prespec_cut;
+  drafter.predicted += before.predicted;
   drafter.prespec_s += before.prespec_s;
   drafter.fallback_s += before.fallback_s;
   drafter.busy_s += before.busy_s;
+}
+
+std::string SplitFigures::hit_rate_text() const {
+  if (drafter.prespec_cut == 0) return fmt::format("{:.2f}", hit_rate());
+  return fmt::format("{:.2f} ({:.2f} planned)", hit_rate(), predicted_rate());
 }
 
 DrafterStatsMsg since(const DrafterStatsMsg& after, const DrafterStatsMsg& before) {
@@ -277,6 +286,10 @@ DrafterStatsMsg since(const DrafterStatsMsg& after, const DrafterStatsMsg& befor
   for (size_t i = 0; i < d.outcomes_at_k.size() && i < before.outcomes_at_k.size(); ++i)
     d.outcomes_at_k[i] -= before.outcomes_at_k[i];
   d.branches -= before.branches;
+  d.branches_planned -= before.branches_planned;
+  d.branches_cached -= before.branches_cached;
+  d.prespec_cut -= before.prespec_cut;
+  d.predicted -= before.predicted;
   d.prespec_s -= before.prespec_s;
   d.fallback_s -= before.fallback_s;
   d.busy_s -= before.busy_s;

@@ -37,6 +37,13 @@ struct SplitFigures {
   DrafterStatsMsg drafter;      // the drafter lead's figures over the run (busy time, fan-out)
 
   double hit_rate() const { return hits + misses ? double(hits) / (hits + misses) : 0.0; }
+  // The share of the drafter's outcomes whose (k, bonus) was among the planned branches: the hit
+  // rate had every branch been drafted in time (they differ only when pre-speculation was cut).
+  double predicted_rate() const {
+    return drafter.rounds ? double(drafter.predicted) / double(drafter.rounds) : 0.0;
+  }
+  // "0.41", or "0.30 (0.41 planned)" when pre-speculations were cut short.
+  std::string hit_rate_text() const;
   double mean_acceptance_length_hit() const { return hits ? 1.0 + double(accepted_hit) / hits : 0; }
   double mean_acceptance_length_miss() const {
     return misses ? 1.0 + double(accepted_miss) / misses : 0;

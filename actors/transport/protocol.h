@@ -38,7 +38,7 @@
 namespace ssd {
 
 inline constexpr uint32_t kWireMagic = 0x31445353;  // "SSD1" in memory on a little-endian rank
-inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint16_t kProtocolVersion = 2;  // 2: PrespecCut, cut-short figures
 
 // Every kind of message, one enum; its value is also the MPI tag (tags must stay < 32768).
 enum class MsgKind : uint16_t {
@@ -64,6 +64,7 @@ enum class MsgKind : uint16_t {
   kPrespecWork = 40,
   kDrafterStatsAsk = 41,
   kDrafterStats = 42,
+  kPrespecCut = 43,
   // any link
   kError = 48,
   kHeartbeat = 49,
@@ -313,6 +314,15 @@ struct PrespecShare {
   friend bool operator==(const PrespecShare&, const PrespecShare&) = default;
 };
 
+// Drafter lead -> other drafter ranks: the outcome of `round` has arrived, so stop drafting that
+// round's branches at the next chunk boundary and send what is done (--prespec-chunk > 0 only).
+struct PrespecCut {
+  static constexpr MsgKind kKind = MsgKind::kPrespecCut;
+  int64_t round = 0;
+  template <class A> void serialize(A& a) { a(round); }
+  friend bool operator==(const PrespecCut&, const PrespecCut&) = default;
+};
+
 struct DrafterStatsAsk {
   static constexpr MsgKind kKind = MsgKind::kDrafterStatsAsk;
   template <class A> void serialize(A&) {}
@@ -326,13 +336,14 @@ struct DrafterStatsMsg {
   std::vector<int64_t> hits_at_k, outcomes_at_k;
   double mal_hit = 0, mal_miss = 0;
   int64_t branches = 0;
+  int64_t branches_planned = 0, branches_cached = 0, prespec_cut = 0, predicted = 0;
   double prespec_s = 0, fallback_s = 0, busy_s = 0;
   std::vector<int32_t> fan_out_after_hit, fan_out_after_miss;
   int32_t critical_batch = 0;
   template <class A> void serialize(A& a) {
     a(rounds, hits, misses, fallback_primary, fallback_backup, hits_at_k, outcomes_at_k, mal_hit,
-      mal_miss, branches, prespec_s, fallback_s, busy_s, fan_out_after_hit, fan_out_after_miss,
-      critical_batch);
+      mal_miss, branches, branches_planned, branches_cached, prespec_cut, predicted, prespec_s,
+      fallback_s, busy_s, fan_out_after_hit, fan_out_after_miss, critical_batch);
   }
   friend bool operator==(const DrafterStatsMsg&, const DrafterStatsMsg&) = default;
 };

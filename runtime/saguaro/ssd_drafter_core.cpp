@@ -18,6 +18,13 @@ double now_s() {
 size_t source_index(SpecSource s) { return static_cast<size_t>(s); }
 static_assert(static_cast<size_t>(SpecSource::kBackup) + 1 == SsdDrafterStats::kSources);
 
+// Whether (k, bonus) is among the outcomes plan_branches() predicts for `spec`.
+bool was_predicted(const Speculation& spec, int32_t k, int32_t bonus) {
+  for (const PredictedOutcome& p : predict_outcomes(spec.tokens, spec.predicted, spec.fan_out))
+    if (p.k == k && p.bonus == bonus) return true;
+  return false;
+}
+
 double mean_length(int64_t rounds, int64_t accepted) {
   return rounds == 0 ? 0.0 : 1.0 + static_cast<double>(accepted) / static_cast<double>(rounds);
 }
@@ -61,6 +68,8 @@ SsdDrafterCore::SsdDrafterCore(Drafter& primary, Drafter* backup, const SsdDraft
             "--saguaro-c {} must be in (0, 1]", opts.saguaro_c);
   SSD_CHECK(opts.predict_top >= 0 && opts.predict_top <= 4096,
             "ssd: predict_top {} must be in 0..4096", opts.predict_top);
+  SSD_CHECK(opts.prespec_chunk >= 0, "ssd: --prespec-chunk {} must not be negative",
+            opts.prespec_chunk);
   int32_t max_f = opts.fan_out.budget;
   if (opts.fan_out.mode == FanOutMode::kLists) {
     max_f = 0;
@@ -261,7 +270,9 @@ std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome
 
     std::optional<Speculation> hit = cache_.lookup(o.seq, spec.id, k, bonus);
     const int32_t f = static_cast<size_t>(k) < spec.fan_out.size() ? spec.fan_out[k] : 0;
-    planner_.estimator().observe_prediction(f, hit.has_value());
+    const bool planned = hit.has_value() || was_predicted(spec, k, bonus);
+    stats_.predicted += planned ? 1 : 0;
+    planner_.estimator().observe_prediction(f, planned);  // a cut is not a worse prediction
     miss_.observe_lookup(hit.has_value());
     if (hit) {
       stats_.hits++;
@@ -335,10 +346,12 @@ void SsdDrafterCore::adopt(std::span<const RoundOutcome> outcomes,
 
 std::vector<Branch> SsdDrafterCore::plan_branches() const {
   const std::vector<int32_t> plan = planner_.plan(opts_.k, true);  // what a hit is predicted with
+  const double a = std::clamp(planner_.estimator().a_p(), 0.01, 0.99);
   std::vector<Branch> out;
   for (const auto& [seq, s] : seqs_) {
     if (!s.has_spec) continue;
     const Speculation& sp = s.spec;
+    const int32_t n = static_cast<int32_t>(sp.tokens.size());
     for (const PredictedOutcome& p : predict_outcomes(sp.tokens, sp.predicted, sp.fan_out)) {
       Branch b;
       b.seq = seq;
@@ -349,10 +362,25 @@ std::vector<Branch> SsdDrafterCore::plan_branches() const {
       b.suffix.push_back(p.bonus);
       b.position = static_cast<uint32_t>(s.emitted + p.k + 1);
       b.fan_out = plan;
+      const double reach = std::pow(a, p.k) * (p.k < n ? 1 - a : 1);  // P(k accepted)
+      b.weight = reach * p.prob;
       out.push_back(std::move(b));
     }
   }
+  // Likeliest first; stable, so equal weights keep the (sequence, k, rank) order.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Branch& x, const Branch& y) { return x.weight > y.weight; });
   return out;
+}
+
+void SsdDrafterCore::install(std::vector<CacheEntry> entries, int64_t planned) {
+  SSD_CHECK(static_cast<int64_t>(entries.size()) <= planned,
+            "ssd drafter: {} cache entries installed for a plan of {} branches", entries.size(),
+            planned);
+  stats_.branches_planned += planned;
+  stats_.branches_cached += static_cast<int64_t>(entries.size());
+  if (static_cast<int64_t>(entries.size()) < planned) stats_.prespec_cut++;
+  cache_.replace(std::move(entries));
 }
 
 std::vector<CacheEntry> SsdDrafterCore::draft_branches(std::span<const Branch> branches) {

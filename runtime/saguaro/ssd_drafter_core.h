@@ -19,6 +19,17 @@
 //                          Split as plan_branches() -> draft_branches(subset) -> install(entries),
 //                          so several drafter ranks can each draft a share of the branches (the
 //                          cache budget grows with draft compute) and one merges the entries.
+//                          plan_branches() lists the branches likeliest first (Branch::weight),
+//                          so a pre-speculation cut short keeps the ones most worth having.
+// Cut-short pre-speculation (SsdDrafterOptions::prespec_chunk > 0): the actor drafts the plan in
+// chunks of that many branches, likeliest first, and stops at the first chunk boundary after the
+// round's outcome has arrived (the first chunk is always drafted), so a drafter slower than
+// verification holds the target for about one chunk rather than the whole plan. It installs what
+// it has with install(entries, planned). The fan-out estimator is fed whether the real outcome
+// was *planned* (among the predicted branches), not whether it was drafted in time: the power law
+// it fits describes the prediction, and a cut would otherwise read as a worse predictor and
+// shrink the plan. (The SSD reference drafts every branch in one batch: prespec_chunk = 0, the
+// default here too.)
 // Round 0: start() each sequence (prompt + the tokens emitted so far, i.e. the target's first
 // token), first_speculations() drafts synchronously, then prespeculate().
 //
@@ -75,6 +86,8 @@ struct SsdDrafterOptions {
   double saguaro_c = 1.0;  // Saguaro sampling, in (0, 1]; 1 = off (greedy ignores it)
   MissPolicyOptions miss;
   int32_t predict_top = 0;  // alternatives asked per position; 0 = max F_k + 1
+  int32_t prespec_chunk = 0;  // branches per draft call when pre-speculating; 0 = all at once
+                              // (never cut short); see "Cut-short pre-speculation" above
 };
 
 // One branch to pre-speculate: the outcome (k, bonus) of speculation `parent` of `seq`.
@@ -87,6 +100,8 @@ struct Branch {
   uint32_t position = 0;         // Philox position of the branch's first drafted token
   std::vector<int32_t> fan_out;  // [K + 1] or empty (the drafting core's own): the after-hit plan
                                  // its speculation is drafted (Saguaro F) and predicted with
+  double weight = 0;  // estimated probability of the outcome: P(k) under the estimated acceptance
+                      // rate times the bonus's weight in the drafter's ranking at position k
 };
 
 struct SsdDrafterStats {
@@ -99,7 +114,11 @@ struct SsdDrafterStats {
   std::array<int64_t, kSources> rounds_by_source{};    // verified speculations by SpecSource
   std::array<int64_t, kSources> accepted_by_source{};  // their accepted tokens
   int64_t prespec_calls = 0;                           // draft_branches() calls
-  int64_t branches = 0;                                // branches drafted
+  int64_t branches = 0;                                // branches drafted (by this core)
+  int64_t branches_planned = 0;  // branches planned, over every install()
+  int64_t branches_cached = 0;   // of those, drafted in time and installed
+  int64_t prespec_cut = 0;       // installs that had fewer entries than planned branches
+  int64_t predicted = 0;         // outcomes whose (k, bonus) was planned (hit when drafted)
   double prespec_s = 0;                                // time in draft_branches()
   double fallback_s = 0;  // time in fallback drafts (primary and backup)
   double initial_s = 0;   // time in first_speculations()
@@ -138,11 +157,18 @@ class SsdDrafterCore {
   // adopt({}, the lead's first_speculations()).
   void adopt(std::span<const RoundOutcome> outcomes, std::span<const Speculation> next);
 
+  // Every sequence's predicted outcomes as branches, by weight descending (ties: sequence, then
+  // k, then rank).
   std::vector<Branch> plan_branches() const;
   // One primary draft() call for all `branches`; entries for the cache.
   std::vector<CacheEntry> draft_branches(std::span<const Branch> branches);
-  void install(std::vector<CacheEntry> entries) { cache_.replace(std::move(entries)); }
-  void prespeculate() { install(draft_branches(plan_branches())); }
+  // Replaces the cache with `entries`, drafted for a plan of `planned` branches (fewer entries:
+  // the pre-speculation was cut short).
+  void install(std::vector<CacheEntry> entries, int64_t planned);
+  void prespeculate() {
+    const std::vector<Branch> plan = plan_branches();
+    install(draft_branches(plan), static_cast<int64_t>(plan.size()));
+  }
 
   // The sequence's current speculation (ssd::Error when it has none).
   const Speculation& speculation(int32_t seq) const;

@@ -34,7 +34,8 @@ ref, run, mode = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys
 a, b = ref["output_token_ids"], run["output_token_ids"]
 print(f"reference ({ref['mode']}): {len(a)} tokens; {mode} on {run.get('ranks')}: {len(b)} tokens,"
       f" mean acceptance length {run['mean_acceptance_length']:.2f},"
-      f" cache hit rate {run.get('cache_hit_rate', 'n/a')}, target waited {run.get('target_wait_s', 'n/a')} s")
+      f" cache hit rate {run.get('cache_hit_rate', 'n/a')}, target waited {run.get('target_wait_s', 'n/a')} s,"
+      f" pre-speculations cut {run.get('prespeculations_cut', 'n/a')}")
 if a != b:
     i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
     print(f"MISMATCH at token {i}: reference {a[i:i+5]} vs run {b[i:i+5]}")

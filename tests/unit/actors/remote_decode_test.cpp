@@ -3,9 +3,12 @@
 // same frames the MPI transport carries). Checks what the mpirun matrix checks on the real model,
 // here on a tiny model and at batch sizes the CLI does not reach: greedy SSD and SD equal AR token
 // for token for B = 1, 3 and 4 requests of different lengths, pre-speculation hits with a drafter
-// that agrees with the target (self-draft), and the figures the leader reports add up.
+// that agrees with the target (self-draft), and the figures the leader reports add up. With
+// --prespec-chunk and a drafter slower than verification, pre-speculation is cut short at the
+// outcome's arrival and the output stays exact.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
 
 #include "actors/runtime/drafter_actor.h"
@@ -139,6 +142,52 @@ TEST(RemoteDecode, GreedyNgramWithListFanOutEqualsAr) {
   o.fan_out.after_miss = {3, 1, 0, 0, 1};
   const Split s = run_split(w, primary, reqs, 4, o);
   for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(s.ssd.gen[i].tokens, ar[i].tokens);
+}
+
+// A drafter far slower at pre-speculating than the tiny target is at verifying: each draft of
+// branches (requests with a suffix) sleeps first; the answers to outcomes (no suffix) do not.
+class SlowBranches : public Drafter {
+ public:
+  SlowBranches(Drafter& inner, std::chrono::milliseconds delay) : inner_(inner), delay_(delay) {}
+  std::string name() const override { return inner_.name(); }
+  void start(int32_t seq, std::span<const int32_t> prompt) override { inner_.start(seq, prompt); }
+  void commit(int32_t seq, std::span<const int32_t> t) override { inner_.commit(seq, t); }
+  void finish(int32_t seq) override { inner_.finish(seq); }
+  std::vector<DraftTree> draft(std::span<const DraftRequest> reqs) override {
+    if (!reqs.empty() && !reqs[0].suffix.empty()) std::this_thread::sleep_for(delay_);
+    return inner_.draft(reqs);
+  }
+
+ private:
+  Drafter& inner_;
+  std::chrono::milliseconds delay_;
+};
+
+TEST(RemoteDecode, CutShortPreSpeculationStaysExactAndIsCounted) {
+  World w;
+  const auto reqs = requests(2);
+  LocalTarget target(*w.target->model, *w.target->kv);
+  const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+  auto self = w.self_drafter();
+  SlowBranches slow(*self, std::chrono::milliseconds(15));
+  SsdDrafterOptions o = options(3);
+  o.prespec_chunk = 1;
+  const Split s = run_split(w, slow, reqs, 3, o);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(s.ssd.gen[i].tokens, ar[i].tokens) << "ssd, request " << i;
+    EXPECT_EQ(s.sd.gen[i].tokens, ar[i].tokens) << "sd, request " << i;
+  }
+  // 12 branches a round at 15 ms each against a verification of well under 15 ms: the outcome
+  // comes early, so rounds are cut after their first chunks (the first is always drafted).
+  const DrafterStatsMsg& d = s.ssd.split.drafter;
+  EXPECT_GT(d.prespec_cut, 0);
+  EXPECT_LT(d.branches_cached, d.branches_planned);
+  EXPECT_GT(d.branches_cached, 0);
+  EXPECT_LE(d.hits, d.predicted);
+  EXPECT_NE(s.ssd.split.hit_rate_text().find("planned"), std::string::npos);
+  // The likeliest branch (each sequence's full accept with its top bonus) is drafted first, so
+  // the self-draft still hits in most rounds.
+  EXPECT_GT(s.ssd.split.hits, 0);
 }
 
 // Sampled SSD draws what sampled SD draws: same q, same Philox uniforms, hit or miss.

@@ -10,6 +10,9 @@
 //   - per-position lists after a hit / after a miss are what the speculations carry;
 //   - two drafter cores splitting the branches (lead + a secondary that adopts the lead's answers)
 //     give the same output, with hits served from both halves;
+//   - a pre-speculation cut short (only some of the planned branches drafted) stays exact; the
+//     plan lists the likeliest branches first, so drafting its head keeps most hits and drafting
+//     its tail loses them; the figures count planned, cached and cut;
 //   - seeded sampled SSD with Saguaro sampling repeats exactly; bad outcomes are refused.
 #include <gtest/gtest.h>
 
@@ -273,7 +276,7 @@ TEST(SsdRanks, TwoCoresSplittingTheBranchesGiveTheSameOutput) {
     for (const CacheEntry& e : remote) other_keys.insert({e.seq, e.k, e.bonus});
     entries.insert(entries.end(), std::make_move_iterator(remote.begin()),
                    std::make_move_iterator(remote.end()));
-    core.install(std::move(entries));
+    core.install(std::move(entries), static_cast<int64_t>(all.size()));
   };
   // Count the hits served from the secondary's half: wrap on_outcome's answers via mirror.
   auto base_mirror = so.mirror;
@@ -289,6 +292,64 @@ TEST(SsdRanks, TwoCoresSplittingTheBranchesGiveTheSameOutput) {
   EXPECT_GE(lead.stats().hit_rate(), 0.9);
   EXPECT_GT(from_other, 0) << "no hit came from the secondary core's branches";
   EXPECT_GT(other.stats().branches, 0);
+}
+
+// Pre-speculation cut short, as the drafter actor does with --prespec-chunk when the outcome
+// arrives: only `keep` branches of each plan are drafted and installed, from its head (the
+// likeliest) or, for comparison, from its tail.
+struct CutRun {
+  SsdDrafterStats stats;
+  bool exact = true;
+  bool ordered = true;  // every plan's weights were non-increasing
+};
+CutRun run_cut(World& w, size_t batch, size_t keep, bool from_head) {
+  auto self = w.model(w.target_path);
+  NgramDrafter backup(NgramOptions{});
+  SsdDrafterOptions o;
+  o.k = 3;
+  o.fan_out.budget = 8;
+  SsdDrafterCore core(*self, &backup, o);
+  CutRun out;
+  SimOptions so;
+  so.n_new = 30;
+  so.prespeculate = [&](SsdDrafterCore& c) {
+    const std::vector<Branch> plan = c.plan_branches();
+    for (size_t i = 1; i < plan.size(); ++i)
+      if (plan[i].weight > plan[i - 1].weight) out.ordered = false;
+    const size_t n = std::min(keep, plan.size());
+    const std::span<const Branch> all(plan);
+    c.install(c.draft_branches(from_head ? all.first(n) : all.last(n)),
+              static_cast<int64_t>(plan.size()));
+  };
+  const auto sim = run_ssd(*w.target->model, *w.target->kv, core, first(batch), so);
+  out.exact = sim.outputs == w.ar(batch, so.n_new);
+  out.stats = core.stats();
+  return out;
+}
+
+TEST(SsdCut, TheLikeliestBranchesFirstKeepTheHitsAndStayExact) {
+  World w;
+  const size_t batch = 3;
+  const CutRun head = run_cut(w, batch, 2 * batch, true);
+  const CutRun tail = run_cut(w, batch, 2 * batch, false);
+  for (const CutRun* r : {&head, &tail}) {
+    EXPECT_TRUE(r->exact);
+    EXPECT_TRUE(r->ordered) << "plan_branches() must list the likeliest branches first";
+    const SsdDrafterStats& st = r->stats;
+    expect_consistent(st, 3);
+    EXPECT_GT(st.prespec_cut, 0);
+    EXPECT_LT(st.branches_cached, st.branches_planned);
+    EXPECT_LE(st.hits, st.predicted);
+    EXPECT_LE(st.predicted, st.rounds);
+    // The self-draft's real outcome is almost always planned, whatever was drafted in time.
+    EXPECT_GE(static_cast<double>(st.predicted) / static_cast<double>(st.rounds), 0.9);
+  }
+  // Six branches of 8 x 3 drafted: from the head (each sequence's full accept with its top
+  // bonus, for a self-draft) nearly every round still hits; from the tail almost none do.
+  std::cout << "  hit rate, head of the plan " << head.stats.hit_rate() << ", tail "
+            << tail.stats.hit_rate() << "\n";
+  EXPECT_GE(head.stats.hit_rate(), 0.8);
+  EXPECT_LE(tail.stats.hit_rate(), 0.3);
 }
 
 TEST(SsdSampling, SeededRunsWithSaguaroRepeat) {

@@ -96,6 +96,10 @@ inline auto sample_messages() {
   stats.mal_hit = 2.5;
   stats.mal_miss = 1.5;
   stats.branches = 800;
+  stats.branches_planned = 900;
+  stats.branches_cached = 850;
+  stats.prespec_cut = 12;
+  stats.predicted = 75;
   stats.prespec_s = 1.25;
   stats.fallback_s = 0.5;
   stats.busy_s = 2;
@@ -109,7 +113,8 @@ inline auto sample_messages() {
   Pong pong{0xfeedfaceull};
   return std::make_tuple(hello, reply, fwd, create, release, truncate, compact, TargetShutdown{},
                          start, features, outcome, spec, share, finish, DrafterShutdown{}, error,
-                         beat, ping, pong, ready, work, DrafterStatsAsk{}, stats);
+                         beat, ping, pong, ready, work, DrafterStatsAsk{}, stats,
+                         PrespecCut{43});
 }
 
 }  // namespace ssd::transport_test
