@@ -327,7 +327,7 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
           e["branches_planned"] = r.fig.drafter.branches_planned;
           e["branches_cached"] = r.fig.drafter.branches_cached;
           e["prespeculations_cut"] = r.fig.drafter.prespec_cut;
-          e["outcomes_predicted"] = r.fig.drafter.predicted;
+          e["outcome_predicted_rate"] = r.fig.predicted_rate();
         }
       }
     }
