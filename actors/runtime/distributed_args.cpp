@@ -8,19 +8,24 @@
 namespace ssd {
 namespace {
 
+// `text` as a non-negative integer, or -1 when it is not exactly one.
+int non_negative(const std::string& text) {
+  size_t used = 0;
+  int v = -1;
+  try {
+    v = std::stoi(text, &used);
+  } catch (...) {
+    return -1;
+  }
+  return used == text.size() && v >= 0 ? v : -1;
+}
+
 std::vector<int32_t> parse_list(const std::string& flag, const std::string& text, int32_t k) {
   std::vector<int32_t> out;
   std::stringstream ss(text);
   for (std::string item; std::getline(ss, item, ',');) {
-    size_t used = 0;
-    int v = -1;
-    try {
-      v = std::stoi(item, &used);
-    } catch (...) {
-      used = 0;
-    }
-    SSD_CHECK(used == item.size() && v >= 0,
-              "--{}: '{}' is not a non-negative integer (in '{}')", flag, item, text);
+    const int v = non_negative(item);
+    SSD_CHECK(v >= 0, "--{}: '{}' is not a non-negative integer (in '{}')", flag, item, text);
     out.push_back(v);
   }
   SSD_CHECK(static_cast<int32_t>(out.size()) == k + 1,
@@ -38,7 +43,13 @@ SsdDrafterOptions to_ssd_options(const DistributedArgs& a, int32_t k,
   o.sampler = sampler;
   o.saguaro_c = a.saguaro_c;
   o.fan_out.budget = a.fan_out_budget;
-  o.prespec_chunk = a.prespec_chunk;
+  if (a.prespec_chunk == "auto") {
+    o.prespec_chunk = kPrespecChunkAuto;
+  } else {
+    o.prespec_chunk = non_negative(a.prespec_chunk);
+    SSD_CHECK(o.prespec_chunk >= 0, "--prespec-chunk '{}' is not auto or a non-negative integer",
+              a.prespec_chunk);
+  }
   if (a.fan_out == "geometric") {
     o.fan_out.mode = FanOutMode::kGeometric;
   } else if (a.fan_out == "constant") {
@@ -62,6 +73,11 @@ SsdDrafterOptions to_ssd_options(const DistributedArgs& a, int32_t k,
     o.miss.b_star = *a.critical_batch;
   }
   return o;
+}
+
+int32_t resolve_prespec_chunk(int32_t chunk, std::string_view backend_name) {
+  if (chunk != kPrespecChunkAuto) return chunk;
+  return backend_name == "cpu" ? 2 : 0;
 }
 
 }  // namespace ssd

@@ -73,7 +73,8 @@ int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec) {
   NgramDrafter backup(NgramOptions{});
   DrafterActorOptions opts;
   opts.step_s = step_s;
-  const SsdDrafterOptions core = to_ssd_options(spec.dist, spec.k, spec.sampler);
+  SsdDrafterOptions core = to_ssd_options(spec.dist, spec.k, spec.sampler);
+  core.prespec_chunk = resolve_prespec_chunk(core.prespec_chunk, session.backend().name());
   if (const ReplayStatus rs = replay_status(session.backend()); rs.replays) {
     int64_t per_seq = core.fan_out.budget;  // branches pre-speculated per sequence and round
     for (const auto* list : {&core.fan_out.after_hit, &core.fan_out.after_miss}) {
