@@ -347,11 +347,12 @@ void SsdDrafterCore::adopt(std::span<const RoundOutcome> outcomes,
 std::vector<Branch> SsdDrafterCore::plan_branches() const {
   const std::vector<int32_t> plan = planner_.plan(opts_.k, true);  // what a hit is predicted with
   const double a = std::clamp(planner_.estimator().a_p(), 0.01, 0.99);
-  std::vector<Branch> out;
+  std::vector<std::vector<Branch>> per_seq;  // [sequences][their branches, k then rank]
   for (const auto& [seq, s] : seqs_) {
     if (!s.has_spec) continue;
     const Speculation& sp = s.spec;
     const int32_t n = static_cast<int32_t>(sp.tokens.size());
+    std::vector<Branch>& mine = per_seq.emplace_back();
     for (const PredictedOutcome& p : predict_outcomes(sp.tokens, sp.predicted, sp.fan_out)) {
       Branch b;
       b.seq = seq;
@@ -364,10 +365,22 @@ std::vector<Branch> SsdDrafterCore::plan_branches() const {
       b.fan_out = plan;
       const double reach = std::pow(a, p.k) * (p.k < n ? 1 - a : 1);  // P(k accepted)
       b.weight = reach * p.prob;
-      out.push_back(std::move(b));
+      mine.push_back(std::move(b));
     }
   }
-  // Likeliest first; stable, so equal weights keep the (sequence, k, rank) order.
+  // Round-robin over the sequences (each one's i-th branch, then the (i + 1)-th), then likeliest
+  // first, stably: equal weights (a drafter without probabilities) keep the round-robin, so a
+  // pre-speculation cut short serves every sequence alike.
+  std::vector<Branch> out;
+  for (size_t i = 0;; ++i) {
+    bool any = false;
+    for (std::vector<Branch>& mine : per_seq)
+      if (i < mine.size()) {
+        out.push_back(std::move(mine[i]));
+        any = true;
+      }
+    if (!any) break;
+  }
   std::stable_sort(out.begin(), out.end(),
                    [](const Branch& x, const Branch& y) { return x.weight > y.weight; });
   return out;

@@ -157,8 +157,8 @@ class SsdDrafterCore {
   // adopt({}, the lead's first_speculations()).
   void adopt(std::span<const RoundOutcome> outcomes, std::span<const Speculation> next);
 
-  // Every sequence's predicted outcomes as branches, by weight descending (ties: sequence, then
-  // k, then rank).
+  // Every sequence's predicted outcomes as branches, by weight descending; ties keep a
+  // round-robin over the sequences (each one's branches in k, then rank order).
   std::vector<Branch> plan_branches() const;
   // One primary draft() call for all `branches`; entries for the cache.
   std::vector<CacheEntry> draft_branches(std::span<const Branch> branches);

@@ -12,7 +12,8 @@
 //     give the same output, with hits served from both halves;
 //   - a pre-speculation cut short (only some of the planned branches drafted) stays exact; the
 //     plan lists the likeliest branches first, so drafting its head keeps most hits and drafting
-//     its tail loses them; the figures count planned, cached and cut;
+//     its tail loses them; equal weights are served round-robin over the sequences; the figures
+//     count planned, cached and cut;
 //   - seeded sampled SSD with Saguaro sampling repeats exactly; bad outcomes are refused.
 #include <gtest/gtest.h>
 
@@ -325,6 +326,52 @@ CutRun run_cut(World& w, size_t batch, size_t keep, bool from_head) {
   out.exact = sim.outputs == w.ar(batch, so.n_new);
   out.stats = core.stats();
   return out;
+}
+
+// A drafter that ranks alternatives without preferring any: every predicted token has the same
+// probability, so every branch at a given k weighs the same.
+class FlatRanker : public Drafter {
+ public:
+  std::string name() const override { return "flat"; }
+  void start(int32_t, std::span<const int32_t>) override {}
+  void commit(int32_t, std::span<const int32_t>) override {}
+  void finish(int32_t) override {}
+  std::vector<DraftTree> draft(std::span<const DraftRequest> reqs) override {
+    std::vector<DraftTree> out;
+    for (const DraftRequest& r : reqs) {
+      std::vector<int32_t> toks;
+      for (int32_t i = 0; i < r.k; ++i) toks.push_back(10 + i);
+      DraftTree t = DraftTree::chain(toks);
+      for (int32_t i = 0; i < r.k; ++i) {
+        ProcessedDist d;
+        for (int32_t j = 0; j < r.predict_top; ++j)
+          d.tokens.push_back({100 + j, 1.0 / r.predict_top});
+        t.predicted.push_back(std::move(d));
+      }
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+};
+
+TEST(SsdCut, EqualWeightsAreServedRoundRobinOverTheSequences) {
+  FlatRanker flat;
+  SsdDrafterOptions o;
+  o.k = 3;
+  o.fan_out.budget = 8;
+  SsdDrafterCore core(flat, nullptr, o);
+  const std::vector<int32_t> prompt = {1, 2, 3}, first_token = {4};
+  for (int32_t seq = 0; seq < 3; ++seq) core.start(seq, prompt, first_token, seq);
+  core.first_speculations(std::vector<int32_t>{0, 1, 2});
+  const std::vector<Branch> plan = core.plan_branches();
+  ASSERT_GE(plan.size(), 6u);
+  for (size_t i = 1; i < plan.size(); ++i) EXPECT_GE(plan[i - 1].weight, plan[i].weight);
+  // The three likeliest (k = 0, the first alternative) come one per sequence, before any
+  // sequence's second branch: a cut after three drafts serves all three.
+  std::set<int32_t> seqs;
+  for (size_t i = 0; i < 3; ++i) seqs.insert(plan[i].seq);
+  EXPECT_EQ(seqs.size(), 3u);
+  EXPECT_EQ(plan[0].weight, plan[2].weight);
 }
 
 TEST(SsdCut, TheLikeliestBranchesFirstKeepTheHitsAndStayExact) {
