@@ -119,6 +119,17 @@ sys.exit(1)
 PY
 }
 
+# same_tokens LEFT RIGHT A.json B.json: a passed step "LEFT == RIGHT, equal (N tokens)", or a
+# failed one "LEFT != RIGHT, first differ at ...".
+same_tokens() {
+  local verdict
+  if verdict=$(first_divergence "$3" "$4"); then
+    step "$1 == $2, $verdict" 0
+  else
+    step "$1 != $2, $verdict" 1
+  fi
+}
+
 # gpu_run MODE I PROMPT: one generate on the GPU ranks, stats in $WORK/MODE$I.json.
 gpu_run() {
   "${MPIRUN[@]}" "$SSD" generate -m "$MODEL" -p "$3" -n "$N" --mode "$1" --tp "$TP" \
@@ -145,11 +156,7 @@ for ((i = 1; i <= ${#PROMPT_LIST[@]}; ++i)); do
       step "prompt $i: ${mode^^} on GPU failed ($(tail -1 "$WORK/$mode$i.err"))" 1
       continue
     fi
-    if verdict=$(first_divergence "$WORK/ar$i.json" "$WORK/$mode$i.json"); then
-      step "prompt $i: ${mode^^} == AR on GPU, $verdict" 0
-    else
-      step "prompt $i: ${mode^^} != AR on GPU, $verdict" 1
-    fi
+    same_tokens "prompt $i: ${mode^^}" "AR on GPU" "$WORK/ar$i.json" "$WORK/$mode$i.json"
   done
 done
 
@@ -162,10 +169,8 @@ for ((i = 1; i <= ${#PROMPT_LIST[@]}; ++i)); do
   done
   if [[ ! -s $WORK/graphs_off$i.json ]]; then
     step "prompt $i: AR on GPU 0 failed ($(tail -q -n1 "$WORK"/graphs_*"$i".err | tail -1))" 1
-  elif verdict=$(first_divergence "$WORK/graphs_on$i.json" "$WORK/graphs_off$i.json"); then
-    step "prompt $i: graphs == eager, $verdict" 0
   else
-    step "prompt $i: graphs != eager, $verdict" 1
+    same_tokens "prompt $i: graphs" "eager" "$WORK/graphs_on$i.json" "$WORK/graphs_off$i.json"
   fi
 done
 
@@ -178,10 +183,8 @@ for ((i = 1; i <= ${#PROMPT_LIST[@]}; ++i)); do
       >/dev/null 2>"$WORK/tp_eager$i.err"
   if [[ ! -s $WORK/tp_eager$i.json ]]; then
     step "prompt $i: eager AR on the TP ranks failed ($(tail -1 "$WORK/tp_eager$i.err"))" 1
-  elif verdict=$(first_divergence "$WORK/ar$i.json" "$WORK/tp_eager$i.json"); then
-    step "prompt $i: TP graphs == TP eager, $verdict" 0
   else
-    step "prompt $i: TP graphs != TP eager, $verdict" 1
+    same_tokens "prompt $i: TP graphs" "TP eager" "$WORK/ar$i.json" "$WORK/tp_eager$i.json"
   fi
 done
 
@@ -193,10 +196,8 @@ for ((i = 1; i <= ${#PROMPT_LIST[@]}; ++i)); do
       --drafter "domino:$DOMINO" --k 7 --backend "$BACKEND" --devices 0 \
       --stats-json "$WORK/domino$i.json" >/dev/null 2>"$WORK/domino$i.err"; then
     step "prompt $i: Domino SD on GPU 0 failed ($(tail -1 "$WORK/domino$i.err"))" 1
-  elif verdict=$(first_divergence "$WORK/graphs_on$i.json" "$WORK/domino$i.json"); then
-    step "prompt $i: Domino SD == AR on GPU 0, $verdict" 0
   else
-    step "prompt $i: Domino SD != AR on GPU 0, $verdict" 1
+    same_tokens "prompt $i: Domino SD" "AR on GPU 0" "$WORK/graphs_on$i.json" "$WORK/domino$i.json"
   fi
 done
 "$SSD" generate -m "$MODEL" -p "${PROMPT_LIST[0]}" -n "$N" --mode sd --drafter "domino:$DOMINO" \

@@ -242,6 +242,26 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
   return out;
 }
 
+namespace {
+
+// Applies f(mine, theirs) to every scalar counter and time of the drafter's figures (not the
+// per-k lists, nor the plan: fan-out and b*).
+template <class F>
+void each_counter(DrafterStatsMsg& d, const DrafterStatsMsg& o, F f) {
+  for (int64_t DrafterStatsMsg::*m :
+       {&DrafterStatsMsg::rounds, &DrafterStatsMsg::hits, &DrafterStatsMsg::misses,
+        &DrafterStatsMsg::fallback_primary, &DrafterStatsMsg::fallback_backup,
+        &DrafterStatsMsg::branches, &DrafterStatsMsg::branches_planned,
+        &DrafterStatsMsg::branches_cached, &DrafterStatsMsg::prespec_cut,
+        &DrafterStatsMsg::predicted})
+    f(d.*m, o.*m);
+  for (double DrafterStatsMsg::*m :
+       {&DrafterStatsMsg::prespec_s, &DrafterStatsMsg::fallback_s, &DrafterStatsMsg::busy_s})
+    f(d.*m, o.*m);
+}
+
+}  // namespace
+
 void SplitFigures::add(const SplitFigures& o) {
   target_wait_s += o.target_wait_s;
   verify_s += o.verify_s;
@@ -254,19 +274,7 @@ void SplitFigures::add(const SplitFigures& o) {
   // The drafter's counters and times add up; its plan (fan-out, b*) is the later one's.
   const DrafterStatsMsg before = drafter;
   drafter = o.drafter;
-  drafter.rounds += before.rounds;
-  drafter.hits += before.hits;
-  drafter.misses += before.misses;
-  drafter.fallback_primary += before.fallback_primary;
-  drafter.fallback_backup += before.fallback_backup;
-  drafter.branches += before.branches;
-  drafter.branches_planned += before.branches_planned;
-  drafter.branches_cached += before.branches_cached;
-  drafter.prespec_cut += before.prespec_cut;
-  drafter.predicted += before.predicted;
-  drafter.prespec_s += before.prespec_s;
-  drafter.fallback_s += before.fallback_s;
-  drafter.busy_s += before.busy_s;
+  each_counter(drafter, before, [](auto& x, auto y) { x += y; });
 }
 
 std::string SplitFigures::hit_rate_text() const {
@@ -276,23 +284,11 @@ std::string SplitFigures::hit_rate_text() const {
 
 DrafterStatsMsg since(const DrafterStatsMsg& after, const DrafterStatsMsg& before) {
   DrafterStatsMsg d = after;
-  d.rounds -= before.rounds;
-  d.hits -= before.hits;
-  d.misses -= before.misses;
-  d.fallback_primary -= before.fallback_primary;
-  d.fallback_backup -= before.fallback_backup;
+  each_counter(d, before, [](auto& x, auto y) { x -= y; });
   for (size_t i = 0; i < d.hits_at_k.size() && i < before.hits_at_k.size(); ++i)
     d.hits_at_k[i] -= before.hits_at_k[i];
   for (size_t i = 0; i < d.outcomes_at_k.size() && i < before.outcomes_at_k.size(); ++i)
     d.outcomes_at_k[i] -= before.outcomes_at_k[i];
-  d.branches -= before.branches;
-  d.branches_planned -= before.branches_planned;
-  d.branches_cached -= before.branches_cached;
-  d.prespec_cut -= before.prespec_cut;
-  d.predicted -= before.predicted;
-  d.prespec_s -= before.prespec_s;
-  d.fallback_s -= before.fallback_s;
-  d.busy_s -= before.busy_s;
   return d;
 }
 

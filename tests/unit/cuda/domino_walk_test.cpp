@@ -165,48 +165,71 @@ TEST(CudaDominoWalk, FusedWalkHeadOffIsTheBaseArgmax) {
   compare_walk_with_twin(true, false);
 }
 
+// The Domino head's two paths on one GPU need the same setup: a tiny target on GPU 0, a BF16
+// drafter over an 87-id draft vocabulary, 10 context rows of random features (seeded), one
+// backbone pass over `blocks` (their seq is filled in) and a chain per block over its rows.
+struct DeviceHeadRun {
+  test::TempDir tmp;
+  ModelFile file;
+  std::unique_ptr<Backend> gpu;
+  Transformer target;
+  DominoCheckpoint ck;
+  DominoBackbone bb;
+  DominoHead head;
+  KvCache kv;
+  std::vector<DominoBackbone::Block> blocks;
+  DominoBackbone::Result res;
+  std::vector<DominoChain> chains;
+
+  static test::DominoSpec spec() {
+    test::DominoSpec sp = test::tiny_domino_spec();
+    sp.type = DType::BF16;
+    for (int32_t t = 2; t < 261; t += 3) sp.cfg.draft_vocab.push_back(t);
+    return sp;
+  }
+  DeviceHeadRun(uint32_t seed, std::vector<DominoBackbone::Block> bl)
+      : file(ModelFile::open(test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32),
+                                                   tmp.file("t.gguf")))),
+        gpu(make_cuda_backend(0)),
+        target(file, *gpu),
+        ck(DominoCheckpoint::open(test::write_domino(spec(), tmp.file("d.safetensors")))),
+        bb(ck, target),
+        head(ck, target),
+        kv(bb.kv_config(256)),
+        blocks(std::move(bl)) {
+    const DominoConfig& cfg = ck.config();
+    const SeqId s = kv.create();
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> n01(0.0f, 1.0f);
+    std::vector<float> features(10 * cfg.feature_dim());
+    for (float& x : features) x = n01(rng);
+    bb.append_context(kv, s, 0, features);
+    for (DominoBackbone::Block& b : blocks) b.seq = s;
+    res = bb.forward(kv, blocks);  // downloaded rows too
+    chains.resize(blocks.size());
+    for (size_t c = 0; c < blocks.size(); ++c) {
+      chains[c].base = res.logits.data() + res.offset[c] * cfg.draft_vocab_size();
+      chains[c].hidden = res.hidden.data() + res.offset[c] * cfg.target_dim;
+      chains[c].anchor = blocks[c].known.back();
+      chains[c].k = blocks[c].n_out;
+    }
+  }
+};
+
 // The Domino head's two paths on one CUDA backend, from the same backbone rows: walk_fused (one
 // launch, rows in device memory) and walk (op by op from host rows), with predict_top asked on
 // one chain (its predicted lists come from the downloaded final rows).
 TEST(CudaDominoWalk, HeadFusedPathEqualsOpByOpPathOnTheDevice) {
   SSD_SKIP_WITHOUT_GPU("DominoHead::walk_fused vs DominoHead::walk on the CUDA backend");
-  test::TempDir tmp;
-  ModelFile file =
-      ModelFile::open(test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32),
-                                            tmp.file("t.gguf")));
-  std::unique_ptr<Backend> gpu = make_cuda_backend(0);
-  Transformer target(file, *gpu);
-  test::DominoSpec spec = test::tiny_domino_spec();
-  spec.type = DType::BF16;
-  for (int32_t t = 2; t < 261; t += 3) spec.cfg.draft_vocab.push_back(t);
-  const DominoCheckpoint ck = DominoCheckpoint::open(test::write_domino(spec, tmp.file("d.safetensors")));
-  const DominoConfig& cfg = ck.config();
-  DominoBackbone bb(ck, target);
-  DominoHead head(ck, target);
-  ASSERT_TRUE(head.fused());
-  KvCache kv(bb.kv_config(256));
-  const SeqId s = kv.create();
-  std::mt19937 rng(3);
-  std::normal_distribution<float> n01(0.0f, 1.0f);
-  std::vector<float> features(10 * cfg.feature_dim());
-  for (float& x : features) x = n01(rng);
-  bb.append_context(kv, s, 0, features);
-  std::vector<DominoBackbone::Block> blocks = {{s, 10, {40}, 7}, {s, 9, {7, 8}, 3}};
-  const DominoBackbone::Result res = bb.forward(kv, blocks);  // downloaded rows too
+  DeviceHeadRun run(3, {{-1, 10, {40}, 7}, {-1, 9, {7, 8}, 3}});
+  ASSERT_TRUE(run.head.fused());
   DraftRequest with_top;
   with_top.predict_top = 3;
-  std::vector<DominoChain> chains(2);
-  for (size_t c = 0; c < 2; ++c) {
-    chains[c].base = res.logits.data() + res.offset[c] * cfg.draft_vocab_size();
-    chains[c].hidden = res.hidden.data() + res.offset[c] * cfg.target_dim;
-    chains[c].anchor = blocks[c].known.back();
-    chains[c].k = blocks[c].n_out;
-  }
-  chains[1].request = &with_top;
+  run.chains[1].request = &with_top;
   std::vector<std::vector<float>> want_final, got_final;
-  const auto want = head.walk(chains, true, &want_final);
-  const auto got = head.walk_fused(res.dev_logits, res.dev_hidden, res.offset, chains, true,
-                                   &got_final);
+  const auto want = run.head.walk(run.chains, true, &want_final);
+  const auto got = run.head.walk_fused(run.res.dev_logits, run.res.dev_hidden, run.res.offset,
+                                       run.chains, true, &got_final);
   for (size_t c = 0; c < 2; ++c) {
     EXPECT_EQ(got[c].tokens, want[c].tokens) << "chain " << c;
     EXPECT_EQ(got[c].parents, want[c].parents) << "chain " << c;
@@ -235,36 +258,9 @@ TEST(CudaDominoWalk, HeadFusedPathEqualsOpByOpPathOnTheDevice) {
 // of a CDF boundary to differ, which the fixed seeds here do not).
 TEST(CudaDominoWalk, SampledFusedWalkDrawsAsTheHostWalk) {
   SSD_SKIP_WITHOUT_GPU("sampled DominoHead::walk_fused vs DominoHead::walk on the CUDA backend");
-  test::TempDir tmp;
-  ModelFile file =
-      ModelFile::open(test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32),
-                                            tmp.file("t.gguf")));
-  std::unique_ptr<Backend> gpu = make_cuda_backend(0);
-  Transformer target(file, *gpu);
-  test::DominoSpec spec = test::tiny_domino_spec();
-  spec.type = DType::BF16;
-  for (int32_t t = 2; t < 261; t += 3) spec.cfg.draft_vocab.push_back(t);
-  const DominoCheckpoint ck =
-      DominoCheckpoint::open(test::write_domino(spec, tmp.file("d.safetensors")));
-  const DominoConfig& cfg = ck.config();
-  DominoBackbone bb(ck, target);
-  DominoHead head(ck, target);
-  KvCache kv(bb.kv_config(256));
-  const SeqId s = kv.create();
-  std::mt19937 rng(5);
-  std::normal_distribution<float> n01(0.0f, 1.0f);
-  std::vector<float> features(10 * cfg.feature_dim());
-  for (float& x : features) x = n01(rng);
-  bb.append_context(kv, s, 0, features);
-  std::vector<DominoBackbone::Block> blocks = {{s, 10, {40}, 6}, {s, 9, {7, 8}, 4},
-                                               {s, 8, {3}, 3}};
-  const DominoBackbone::Result res = bb.forward(kv, blocks);
-  std::vector<DominoChain> chains(3);
+  DeviceHeadRun run(5, {{-1, 10, {40}, 6}, {-1, 9, {7, 8}, 4}, {-1, 8, {3}, 3}});
+  std::vector<DominoChain>& chains = run.chains;
   for (size_t c = 0; c < 3; ++c) {
-    chains[c].base = res.logits.data() + res.offset[c] * cfg.draft_vocab_size();
-    chains[c].hidden = res.hidden.data() + res.offset[c] * cfg.target_dim;
-    chains[c].anchor = blocks[c].known.back();
-    chains[c].k = blocks[c].n_out;
     chains[c].stream = 11 + c;
     chains[c].step = 40;
   }
@@ -272,8 +268,9 @@ TEST(CudaDominoWalk, SampledFusedWalkDrawsAsTheHostWalk) {
   chains[1].sampler = SamplerConfig{.temperature = 1.0f, .top_k = 5, .seed = 9};
   for (const DominoChain& c : chains)
     ASSERT_TRUE(DominoHead::walks_fused(c.sampler, c.request, c.k));
-  const auto want = head.walk(chains, true);
-  const auto got = head.walk_fused(res.dev_logits, res.dev_hidden, res.offset, chains, true);
+  const auto want = run.head.walk(chains, true);
+  const auto got =
+      run.head.walk_fused(run.res.dev_logits, run.res.dev_hidden, run.res.offset, chains, true);
   for (size_t c = 0; c < 3; ++c) {
     SCOPED_TRACE(testing::Message() << "chain " << c);
     EXPECT_EQ(got[c].tokens, want[c].tokens);
