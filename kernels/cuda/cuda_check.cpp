@@ -4,7 +4,7 @@
 // without a driver or a GPU asks it first and falls back to the CPU.
 #include "kernels/cuda/cuda_check.h"
 
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device_count.h"
 #include "runtime/core/error.h"
 
 namespace ssd {

@@ -1,4 +1,4 @@
-// The kernels of device sampling (kernels/cuda/device_sampler.h): ssd::process() and the token
+// The kernels of device sampling (runtime/backend/cuda/device_sampler.h): ssd::process() and the token
 // draw for one row of logits, following the plan of kernels/common/process_math.h step by step
 // with its SSD_HD functions (whose CPU twin test, tests/unit/device_math/process_twin_test.cpp,
 // checks that the plan gives the CPU sampler's list bit for bit):

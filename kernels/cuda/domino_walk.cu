@@ -3,7 +3,7 @@
 // its arithmetic, shared with the CPU head and with the CPU twin the tests compare it to), and
 // the same loop one position per launch for sampled walks (domino_walk_step_kernel: the
 // device sampler's process and draw kernels run between positions, in stream order, so a
-// sampled walk does not return to the host either; kernels/cuda/domino_sampled_walk.cpp).
+// sampled walk does not return to the host either; runtime/backend/cuda/domino_sampled_walk.cpp).
 //
 // Mapping: one block of kThreads threads per chain; the chain's positions run in order inside
 // the block, separated by __syncthreads(), so nothing returns to the host between positions.

@@ -20,10 +20,10 @@
 #include <memory>
 #include <vector>
 
-#include "kernels/cpu/matmul.h"
-#include "kernels/cpu/ops.h"
 #include "runtime/backend/backend_buffer.h"
 #include "runtime/backend/domino_walk_call.h"
+#include "runtime/backend/rope_layout.h"
+#include "runtime/backend/weight.h"
 #include "runtime/io/tensor_ref.h"
 #include "runtime/kv/kv_cache.h"
 #include "runtime/parallel/collective.h"
@@ -103,12 +103,12 @@ class Backend {
   virtual void abort_replayable() noexcept {}
 
   // A weight matrix (ne = {cols, rows}) ready for matmul on this backend.
-  virtual kernels::WeightMatrix prepare_weight(const TensorRef& t) = 0;
+  virtual Weight prepare_weight(const TensorRef& t) = 0;
 
   // y[n, rows] = x[n, cols] * W^T
-  virtual void matmul(const kernels::WeightMatrix& w, const float* x, float* y, int64_t n) = 0;
+  virtual void matmul(const Weight& w, const float* x, float* y, int64_t n) = 0;
   // out[i, :] = row tokens[i] of table (decoded to float).   out: [n, cols]
-  virtual void embed(const kernels::WeightMatrix& table, const int32_t* tokens, int64_t n,
+  virtual void embed(const Weight& table, const int32_t* tokens, int64_t n,
                      float* out) = 0;
   // y[r, :] = rmsnorm(x[r, :]) * g.   x, y: [rows, dim]
   virtual void rmsnorm(const float* x, const float* g, float* y, int64_t rows, int64_t dim,
@@ -116,7 +116,7 @@ class Backend {
   // In place on x: [n, n_heads, head_dim] at positions[n].
   virtual void rope(float* x, int64_t n, int64_t n_heads, int64_t head_dim, int64_t rot_dim,
                     const int32_t* positions, const float* inv_freq,
-                    kernels::RopeLayout layout) = 0;
+                    RopeLayout layout) = 0;
   // Writes K and V of n tokens into the cache: token i at (layer, seqs[i], cache_pos[i]).
   // k, v: [n, n_kv_heads * head_dim]
   virtual void store_kv(KvCache& cache, int64_t layer, const SeqId* seqs, const int64_t* cache_pos,

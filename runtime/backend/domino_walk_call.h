@@ -15,7 +15,7 @@
 
 #include <vector>
 
-#include "kernels/cpu/matmul.h"
+#include "runtime/backend/weight.h"
 #include "runtime/sampling/sampler.h"
 
 namespace ssd {
@@ -39,11 +39,11 @@ struct DominoWalkLists {
 
 struct DominoWalkCall {
   // Weights as this backend's prepare_weight returned them.
-  const kernels::WeightMatrix* token_embd = nullptr;  // [V, d] the target's embeddings
-  const kernels::WeightMatrix* w_ih = nullptr;        // [3g, d]
-  const kernels::WeightMatrix* w_hh = nullptr;        // [3g, g]
-  const kernels::WeightMatrix* w1 = nullptr;          // [r, d + g]
-  const kernels::WeightMatrix* w2 = nullptr;          // [Vd, r]
+  const Weight* token_embd = nullptr;  // [V, d] the target's embeddings
+  const Weight* w_ih = nullptr;        // [3g, d]
+  const Weight* w_hh = nullptr;        // [3g, g]
+  const Weight* w1 = nullptr;          // [r, d + g]
+  const Weight* w2 = nullptr;          // [Vd, r]
   const float* b_ih = nullptr;                        // [3g] host or backend memory
   const float* b_hh = nullptr;                        // [3g]
   const int32_t* vocab_ids = nullptr;  // [Vd] draft index -> target id; null = identity

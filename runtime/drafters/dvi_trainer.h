@@ -1,6 +1,7 @@
-// Online training of the early-exit draft head (DVI, seed 001): a bounded rollout buffer of
-// logged tuples and the KL->RL schedule that turns the verifier's accept/reject decisions into
-// updates of the LoRA parameters A and B (the backbone and the LM head stay frozen).
+// Online training of the early-exit draft head (DVI, "Draft, Verify, and Improve: Toward Training-
+// Aware Speculative Decoding"): a bounded rollout buffer of logged tuples and the KL->RL schedule
+// that turns the verifier's accept/reject decisions into updates of the LoRA parameters A and B
+// (the backbone and the LM head stay frozen).
 //
 // Tuple (one per drafted position, up to and including the first reject):
 //   z            normed h_L at the position (the head's input)           [dim]

@@ -1,4 +1,5 @@
-// `--drafter early-exit:L` (self-speculation, DVI seed 001): the target's own first L blocks
+// `--drafter early-exit:L` (self-speculation as in "Draft, Verify, and Improve: Toward
+// Training-Aware Speculative Decoding"): the target's own first L blocks
 // (a second Transformer over the same ModelFile, sharing its mapped weights, with its own KV
 // cache) and a draft head on block L's output h:
 //   z = RMSNorm_final(h)             the target's output norm

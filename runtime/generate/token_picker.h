@@ -7,7 +7,7 @@
 //   host    (HostTokenPicker) today's code: Sampler::sample, verify_greedy / verify_sampling on
 //           host logits rows. The CPU backend always uses it, so CPU output is what it always
 //           was, bit for bit.
-//   device  (kernels/cuda/device_token_picker.h) the CUDA backend's: decode and verification
+//   device  (runtime/backend/cuda/device_token_picker.h) the CUDA backend's: decode and verification
 //           forwards leave their logits on the device (Batch::logits_in_backend), the argmax,
 //           the sampled draw and the chain verifier run there, and only token ids (and, for a
 //           sampled tree, the kept candidates of the rows it visits) come back.

@@ -18,7 +18,7 @@
 // A mirror belongs to one cache object, not to an address: every cache has an id() never given
 // to another cache of the process (a new cache allocated where a freed one lived gets a new id),
 // and a dying cache tells its observer (cache_destroyed), so a device backend drops the mirror
-// (kernels/cuda/kv_mirrors.h) instead of handing its stale pages to the next cache.
+// (runtime/backend/cuda/kv_mirrors.h) instead of handing its stale pages to the next cache.
 #pragma once
 
 #include <cstdint>

@@ -65,7 +65,7 @@ namespace {
 // in = MLP activation, this rank's `in_width` columns of it). Single rank: one matmul. Megatron:
 // the rank's columns' partial product, all-reduced. Exact: the whole input gathered, the rank's
 // output rows, gathered.
-void project_out(Backend& be, const kernels::WeightMatrix& w, const float* in, int64_t in_width,
+void project_out(Backend& be, const Weight& w, const float* in, int64_t in_width,
                  int64_t n, const DecoderTp* tp, const std::vector<int64_t>* in_cols,
                  DecoderScratch& sc, float* y) {
   if (!tp) {

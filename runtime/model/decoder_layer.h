@@ -26,7 +26,7 @@
 namespace ssd {
 
 struct DecoderLayerWeights {
-  kernels::WeightMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
+  Weight wq, wk, wv, wo, w_gate, w_up, w_down;
   std::vector<float> attn_norm, ffn_norm;  // [dim]
   std::vector<float> bq, bk, bv;           // [n_heads*head_dim], [kv*head_dim] x2; empty if none
   std::vector<float> q_norm, k_norm;       // [head_dim]; empty if none
@@ -35,7 +35,7 @@ struct DecoderLayerWeights {
 struct DecoderShape {
   int64_t dim = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, rope_dim = 0, ffn_dim = 0;
   float rms_eps = 1e-5f;
-  kernels::RopeLayout rope_layout = kernels::RopeLayout::NeoX;
+  RopeLayout rope_layout = RopeLayout::NeoX;
   const float* inv_freq = nullptr;  // [rope_dim / 2]
   // KV head read by each query head, [n_heads]; null = the usual GQA grouping. A TP rank's
   // heads may straddle GQA groups (AttentionCall::kv_head_of).

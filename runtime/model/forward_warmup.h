@@ -66,7 +66,7 @@ struct WarmupSite {
   std::vector<int64_t> hidden_sizes;   // forward sizes to run twice keeping hidden_layers
   std::vector<int32_t> hidden_layers;  // (the grow forward keeps them too, to size their buffer)
   // When set, the site's sequences and forwards go through it instead of straight to model and
-  // kv (which still size the forwards): a tensor-parallel leader (actors/runtime/tp_target.h),
+  // kv (which still size the forwards): a tensor-parallel leader (actors/roles/tp_target.h),
   // which runs each call on every rank of its group, so the whole group captures its graphs.
   TargetModel* via = nullptr;
 };

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/ops.h"
+#include "runtime/backend/rope_layout.h"
 
 namespace ssd {
 
@@ -39,7 +39,7 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   float rope_theta = 10000.0f;
   int64_t rope_dim = 0;  // rotated dims per head (== head_dim for every supported arch)
-  kernels::RopeLayout rope_layout = kernels::RopeLayout::NeoX;
+  RopeLayout rope_layout = RopeLayout::NeoX;
   RopeScaling rope_scaling;
   bool tied_embeddings = false;  // LM head shares the token embedding matrix
   bool qkv_bias = false;         // Qwen2

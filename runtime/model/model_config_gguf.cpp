@@ -37,14 +37,14 @@ ModelConfig config_from_gguf(const GgufFile& f, int64_t vocab_fallback) {
   if (arch == "llama") {
     c.arch = Arch::Llama;
     // convert_hf_to_gguf permutes Llama's Q/K rows so that RoPE rotates adjacent pairs.
-    c.rope_layout = kernels::RopeLayout::Interleaved;
+    c.rope_layout = RopeLayout::Interleaved;
   } else if (arch == "qwen2") {
     c.arch = Arch::Qwen2;
-    c.rope_layout = kernels::RopeLayout::NeoX;
+    c.rope_layout = RopeLayout::NeoX;
     c.qkv_bias = true;
   } else if (arch == "qwen3") {
     c.arch = Arch::Qwen3;
-    c.rope_layout = kernels::RopeLayout::NeoX;
+    c.rope_layout = RopeLayout::NeoX;
     c.qk_norm = true;
   } else {
     fail(fmt::format("{}: general.architecture '{}' is not supported (llama, qwen2, qwen3)",

@@ -58,7 +58,7 @@ ModelConfig config_from_hf_json(const std::string& path) {
   SSD_CHECK(j.is_object(), "{}: expected a JSON object", path);
   const std::string type = j.value("model_type", std::string());
   ModelConfig c;
-  c.rope_layout = kernels::RopeLayout::NeoX;  // HF checkpoints rotate halves (rotate_half)
+  c.rope_layout = RopeLayout::NeoX;  // HF checkpoints rotate halves (rotate_half)
   if (type == "llama" || type == "mistral") {
     c.arch = Arch::Llama;
     c.qkv_bias = opt_bool(j, path, "attention_bias", false);

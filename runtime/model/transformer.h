@@ -62,9 +62,9 @@ class Transformer {
   int64_t layers() const { return static_cast<int64_t>(layers_.size()); }
   // The LM head and final norm, for drafters that put their own head on a hidden state. Under
   // TP the head is this rank's vocab rows only (tp()->shard.vocab_begin ..).
-  const kernels::WeightMatrix& lm_head() const { return output_; }
+  const Weight& lm_head() const { return output_; }
   const std::vector<float>& output_norm() const { return output_norm_; }
-  const kernels::WeightMatrix& token_embedding() const { return token_embd_; }
+  const Weight& token_embedding() const { return token_embd_; }
   Backend& backend() { return backend_; }
   // The TP context this rank runs with; null for a whole model on one rank.
   const TpContext* tp() const { return tp_ ? &*tp_ : nullptr; }
@@ -84,7 +84,7 @@ class Transformer {
   const ModelFile& file_;
   const ModelConfig& cfg_;
   Backend& backend_;
-  kernels::WeightMatrix token_embd_, output_;
+  Weight token_embd_, output_;
   std::vector<float> output_norm_;  // [dim]
   std::vector<float> inv_freq_;     // [rope_dim / 2]
   std::vector<DecoderLayerWeights> layers_;

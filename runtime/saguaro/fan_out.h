@@ -6,7 +6,7 @@
 // for k < K and P(K) = a_p^K. If the miss rate at fan-out F follows a power law,
 //     P(bonus not among the F predicted | k) = c F^(-r),
 // maximising sum_k P(k) (1 - c F_k^(-r)) subject to sum_k F_k = budget gives (Lagrange)
-// F_k proportional to P(k)^(1 / (1 + r)), i.e. seed 004's geometric fan-out:
+// F_k proportional to P(k)^(1 / (1 + r)), i.e. the SSD paper's geometric fan-out:
 //     F_k = F_0 a_p^(k / (1 + r))                          k < K
 //     F_K = F_0 a_p^(K / (1 + r)) (1 - a_p)^(-1 / (1 + r))  (the last position is boosted: it is
 //                                                            reached with a_p^K, not a_p^K (1-a_p))

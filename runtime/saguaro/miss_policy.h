@@ -1,8 +1,8 @@
-// Miss policy (seed 004): when the verification outcome of a sequence was not pre-speculated, its
-// next speculation comes either from the primary drafter, drafting now (a synchronous draft, as in
-// SD: the whole batch waits for it), or from the backup speculator (n-gram lookup: answers at once
-// but is accepted less). Which is better depends on the batch size b, through a critical batch
-// size b*: primary for b <= b*, backup above.
+// Miss policy ("Speculative Speculative Decoding"): when the verification outcome of a sequence was
+// not pre-speculated, its next speculation comes either from the primary drafter, drafting now (a
+// synchronous draft, as in SD: the whole batch waits for it), or from the backup speculator (n-gram
+// lookup: answers at once but is accepted less). Which is better depends on the batch size b,
+// through a critical batch size b*: primary for b <= b*, backup above.
 //
 // Derivation. Per round at batch b, with
 //   T_v(b)  the target's verification time,

@@ -1,12 +1,13 @@
-// Outcome prediction (seed 004): while the target verifies a speculation of K tokens, guess the
-// outcomes it may return. An outcome is (k, bonus): k drafted tokens accepted, then the bonus
-// token at position k (the correction drawn from the residual after rejecting token k, or, at
-// k = K, the token after the whole speculation). For each k the predictor proposes the F_k
-// likeliest bonus tokens under the drafter's distribution at position k (DraftTree::predicted of
-// the drafted node at depth k + 1; the speculation's drafter drafted K + 1 tokens so that position
-// K has one too). For k < K the drafted token itself is skipped: a rejected token is never the
-// bonus (greedy: the target's argmax differs from it; sampling: token x can be rejected only when
-// q(x) > p(x), and then the residual max(0, p - q) the bonus is drawn from is 0 at x).
+// Outcome prediction ("Speculative Speculative Decoding"): while the target verifies a speculation
+// of K tokens, guess the outcomes it may return. An outcome is (k, bonus): k drafted tokens
+// accepted, then the bonus token at position k (the correction drawn from the residual after
+// rejecting token k, or, at k = K, the token after the whole speculation). For each k the predictor
+// proposes the F_k likeliest bonus tokens under the drafter's distribution at position k
+// (DraftTree::predicted of the drafted node at depth k + 1; the speculation's drafter drafted K + 1
+// tokens so that position K has one too). For k < K the drafted token itself is skipped: a rejected
+// token is never the bonus (greedy: the target's argmax differs from it; sampling: token x can be
+// rejected only when q(x) > p(x), and then the residual max(0, p - q) the bonus is drawn from is 0
+// at x).
 //
 // Output order: k ascending, then likeliest first. Positions without a ranking (a drafter that
 // cannot rank alternatives, or a speculation cut short) get no predictions; a ranking shorter than

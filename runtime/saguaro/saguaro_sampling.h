@@ -1,4 +1,5 @@
-// Saguaro sampling (seed 004): the drafter draws its token at a position whose fan-out is F from
+// Saguaro sampling ("Speculative Speculative Decoding"): the drafter draws its token at a position
+// whose fan-out is F from
 //
 //   sigma_{F,C}(q)(x) = C q(x) / Z  for x among the top F of q,   q(x) / Z  otherwise,
 //   Z = 1 - (1 - C) * (mass of the top F),                          C in (0, 1],

@@ -1,7 +1,8 @@
-// The speculation cache (seed 004): verification outcome -> the speculation pre-drafted for it.
-// Key (sequence, k, bonus token); each entry also names the speculation whose outcome it answers
-// (`parent`, that speculation's id), so an entry left over from an older round, or drafted for a
-// speculation the sequence no longer has, is never served: it counts as a miss.
+// The speculation cache ("Speculative Speculative Decoding"): verification outcome -> the
+// speculation pre-drafted for it. Key (sequence, k, bonus token); each entry also names the
+// speculation whose outcome it answers (`parent`, that speculation's id), so an entry left over
+// from an older round, or drafted for a speculation the sequence no longer has, is never served: it
+// counts as a miss.
 //
 // The cache is replaced each round: replace() drops every entry and installs the new ones (the
 // pre-speculation of one round, possibly merged from several drafter ranks). Hit/miss counters

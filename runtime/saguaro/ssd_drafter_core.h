@@ -1,6 +1,7 @@
-// The drafter side of speculative speculative decoding (SSD, seed 004's Saguaro) as a state
-// machine, rank-independent: no threads, no MPI. The drafter actor (one rank, or several sharing
-// the pre-speculation work) drives it; a single process can drive it against a local target.
+// The drafter side of speculative speculative decoding (SSD, Saguaro, from "Speculative Speculative
+// Decoding") as a state machine, rank-independent: no threads, no MPI. The drafter actor (one rank,
+// or several sharing the pre-speculation work) drives it; a single process can drive it against a
+// local target.
 //
 // One round, for the active sequences (each has a current speculation s being verified):
 //   on_outcome(outcomes)   the verifier's decision per sequence: accepted count k and the emitted

@@ -83,7 +83,7 @@ VerifyResult verify_sampling(const DraftTree& tree, const float* target_logits, 
 VerifyResult verify_with_dists(const DraftTree& tree, std::span<const ProcessedDist> p,
                                const VerifyRng& rng);
 
-// For verifiers that walk the tree elsewhere (a device: kernels/cuda/device_verifier.h), the
+// For verifiers that walk the tree elsewhere (a device: runtime/backend/cuda/device_verifier.h), the
 // pieces of the host walk they must agree with:
 // Children of every node in index order, as singly linked lists: head[parent + 1] is the first
 // child (-1: none; head[0] is the root's), next[i] the sibling after node i.

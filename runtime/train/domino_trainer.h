@@ -1,4 +1,4 @@
-// The Domino training run (`ssd train-domino`, brief issue 7): samples batches of
+// The Domino training run (`ssd train-domino`): samples batches of
 // (sequence, anchor) blocks from a self-distillation dataset, runs DominoTrainModel forward and
 // backward, updates with AdamW, and reports, saves and resumes.
 //

@@ -68,7 +68,7 @@ bool copy_target_layer(const ModelFile& model, int64_t target_layer, const Domin
   };
   // GGUF Llama stores Q/K rows of each head permuted for interleaved pairs: row 2i + j of a head
   // is Hugging Face row j * hd/2 + i. The drafter rotates halves (NeoX), so undo it.
-  const bool unpermute = c.rope_layout == kernels::RopeLayout::Interleaved;
+  const bool unpermute = c.rope_layout == RopeLayout::Interleaved;
   auto copy_qk = [&](const TensorRef* t, float* out, int64_t heads) {
     const std::vector<float> v = dequantize_matrix(*t);
     const int64_t hd = c.head_dim, half = hd / 2, d = c.dim;

@@ -1,4 +1,4 @@
-// Initial values of a Domino drafter's parameters (brief issue 7), a pure function of the seed:
+// Initial values of a Domino drafter's parameters, a pure function of the seed:
 //   fc ~ N(0, 1/F); every norm gain 1; mask_embedding ~ N(0, 0.02^2); GRU weights and biases
 //   uniform(+-1/sqrt(g)) as PyTorch's nn.GRU; W1 ~ N(0, 1/(d + g)); W2 = 0, so final = base at
 //   step 0 and the head starts as a no-op; ctx_inject = 0 (when the config has it), so the rows

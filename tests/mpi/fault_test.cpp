@@ -1,4 +1,4 @@
-// How a job ends when a rank fails (issue 4, "Faults"): launches mpirun on ssd_mpi_fault_rank
+// How a job ends when a rank fails: launches mpirun on ssd_mpi_fault_rank
 // (3 ranks; rank 1 fails, ranks 0 and 2 wait on it) and checks that the job ends with a non-zero
 // status within a bound, says why, and leaves no rank process behind.
 //

@@ -79,7 +79,7 @@ void rotate(Vec& x, int64_t n_heads, const ModelConfig& c, const Vec& freq, int6
   for (int64_t h = 0; h < n_heads; ++h) {
     for (int64_t i = 0; i < half; ++i) {
       int64_t a, b;
-      if (c.rope_layout == kernels::RopeLayout::Interleaved) {
+      if (c.rope_layout == RopeLayout::Interleaved) {
         a = h * hd + 2 * i;
         b = a + 1;
       } else {

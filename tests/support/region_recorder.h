@@ -48,20 +48,20 @@ class RegionRecorder final : public Backend {
     ++ended;
   }
   void abort_replayable() noexcept override { open_ = false; }
-  kernels::WeightMatrix prepare_weight(const TensorRef& t) override {
+  Weight prepare_weight(const TensorRef& t) override {
     return cpu_->prepare_weight(t);
   }
-  void matmul(const kernels::WeightMatrix& w, const float* x, float* y, int64_t n) override {
+  void matmul(const Weight& w, const float* x, float* y, int64_t n) override {
     cpu_->matmul(w, x, y, n);
   }
-  void embed(const kernels::WeightMatrix& t, const int32_t* tok, int64_t n, float* o) override {
+  void embed(const Weight& t, const int32_t* tok, int64_t n, float* o) override {
     cpu_->embed(t, tok, n, o);
   }
   void rmsnorm(const float* x, const float* g, float* y, int64_t r, int64_t d, float e) override {
     cpu_->rmsnorm(x, g, y, r, d, e);
   }
   void rope(float* x, int64_t n, int64_t h, int64_t hd, int64_t rd, const int32_t* p,
-            const float* f, kernels::RopeLayout l) override {
+            const float* f, RopeLayout l) override {
     cpu_->rope(x, n, h, hd, rd, p, f, l);
   }
   void store_kv(KvCache& c, int64_t l, const SeqId* s, const int64_t* cp, const float* k,

@@ -59,7 +59,7 @@ DominoBackbone::DominoBackbone(const DominoCheckpoint& ck, Transformer& target)
         std::pow(static_cast<double>(cfg_.rope_theta), -2.0 * i / cfg_.head_dim)));
   shape_ = DecoderShape{cfg_.target_dim, cfg_.n_heads,  cfg_.n_kv_heads,
                         cfg_.head_dim,   cfg_.head_dim, cfg_.ffn_dim,
-                        cfg_.rms_eps,    kernels::RopeLayout::NeoX, inv_freq_.data()};
+                        cfg_.rms_eps,    RopeLayout::NeoX, inv_freq_.data()};
   for (const DominoLayerTensors& t : ck.layers) layers_.push_back(prepare_decoder_layer(backend_, t));
 }
 

@@ -83,11 +83,11 @@ class DominoBackbone {
 
   const DominoConfig& cfg_;
   Backend& backend_;
-  const kernels::WeightMatrix& token_embd_;  // the target's
-  kernels::WeightMatrix lm_head_;            // the target's, or its draft-vocabulary rows
+  const Weight& token_embd_;  // the target's
+  Weight lm_head_;            // the target's, or its draft-vocabulary rows
   std::vector<uint8_t> lm_head_rows_;        // [Vd, row_bytes]: those rows (draft vocab only)
-  kernels::WeightMatrix fc_;
-  kernels::WeightMatrix inject_;  // [d, d] ctx_inject.weight (context_inject only)
+  Weight fc_;
+  Weight inject_;  // [d, d] ctx_inject.weight (context_inject only)
   std::vector<float> fc_norm_, mask_, final_norm_;  // [d]
   std::vector<float> inv_freq_;                     // [head_dim / 2]
   std::vector<DecoderLayerWeights> layers_;  // run through run_decoder_layer, as the target's

@@ -1,5 +1,6 @@
-// Hyper-parameters of a Domino drafter (seed 000: a DFlash-style block-parallel backbone plus the
-// Domino causal head), as stored in its checkpoint. The config lives INSIDE the safetensors file,
+// Hyper-parameters of a Domino drafter ("Domino: Decoupling Causal Modeling from Autoregressive
+// Drafting in Speculative Decoding": a DFlash-style block-parallel backbone plus the Domino
+// causal head), as stored in its checkpoint. The config lives INSIDE the safetensors file,
 // as a JSON string under the "__metadata__" key "domino_config", so one file is one drafter and
 // the weights can never be paired with the wrong config. Every field is required (the trainer
 // writes all of them); extra keys are ignored so the trainer can add provenance:

@@ -1,7 +1,7 @@
 // `--drafter domino:PATH`: block-parallel drafting with a DFlash-style backbone and the Domino
-// causal head (seed 000). One backbone pass drafts the whole block; the head then walks the block
-// left to right, correcting each position's base logits with a GRU summary of the tokens chosen
-// before it (domino_backbone.h, domino_head.h; checkpoint format in domino_checkpoint.h).
+// causal head (the Domino paper). One backbone pass drafts the whole block; the head then walks the
+// block left to right, correcting each position's base logits with a GRU summary of the tokens
+// chosen before it (domino_backbone.h, domino_head.h; checkpoint format in domino_checkpoint.h).
 //
 // Per sequence the drafter keeps the emitted tokens and, in its own KvCache, the context K/V of
 // every position whose target features it has received (set_features appends; nothing is

@@ -1,5 +1,6 @@
-// The Domino head (seed 000): causal information injected into the block-parallel base logits at
-// the cost of a small recurrent step per drafted position, instead of a full draft forward each.
+// The Domino head (the Domino paper): causal information injected into the block-parallel base
+// logits at the cost of a small recurrent step per drafted position, instead of a full draft
+// forward each.
 //
 //   s_0 = GRU(0, emb(anchor))                       emb = the target's token embedding  [d]
 //   correction_i = W2 SiLU(W1 [h_i ; s_{i-1}])      W1 [r, d + g], W2 [V, r], no biases
@@ -23,7 +24,7 @@
 // rule): walk() runs op by op from host rows (every backend; the CPU's path); walk_fused() runs
 // the whole walk of every chain as ONE backend op (Backend::domino_walk: the CUDA backend's fused
 // kernel for greedy chains; for sampled ones a launch per position with the device sampler's
-// kernels between, kernels/cuda/domino_sampled_walk.h) on rows the backbone left in backend
+// kernels between, runtime/backend/cuda/domino_sampled_walk.h) on rows the backbone left in backend
 // memory, so a block never returns to the host between positions. They differ only in the
 // matmuls' summation order (and, for sampled chains over a draft vocabulary, in where top-p's
 // cut falls at a rounding edge: see domino_sampled_walk.h).
@@ -93,8 +94,8 @@ class DominoHead {
  private:
   const DominoConfig& cfg_;
   Backend& backend_;
-  const kernels::WeightMatrix& token_embd_;  // the target's
-  kernels::WeightMatrix w_ih_, w_hh_, w1_, w2_;
+  const Weight& token_embd_;  // the target's
+  Weight w_ih_, w_hh_, w1_, w2_;
   std::vector<float> b_ih_, b_hh_;  // [3g]
   // For the fused walk (backend memory; allocated only when the backend has it).
   BackendBuffer b_ih_dev_, b_hh_dev_;  // [3g]

@@ -11,8 +11,8 @@
 #include <chrono>
 #include <thread>
 
-#include "actors/runtime/drafter_actor.h"
-#include "actors/runtime/remote_decode.h"
+#include "actors/roles/drafter_actor.h"
+#include "actors/roles/remote_decode.h"
 #include "actors/transport/loopback_transport.h"
 #include "runtime/drafters/model_drafter.h"
 #include "runtime/drafters/ngram_drafter.h"

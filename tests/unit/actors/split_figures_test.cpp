@@ -3,7 +3,7 @@
 // run's plan (fan-out, b*).
 #include <gtest/gtest.h>
 
-#include "actors/runtime/remote_decode.h"
+#include "actors/roles/remote_decode.h"
 
 namespace ssd {
 namespace {

@@ -1,9 +1,9 @@
-// DeviceSampler (kernels/cuda/device_sampler.h) against the CPU sampler: the processed list must
-// be ssd::process()'s exactly (ids, and probabilities bit for bit) and the drawn token
-// Sampler::sample's, for greedy and every filter, on awkward vocabularies (1, 7, 1001, 49152),
-// with ties, NaN and -inf, from host and from device logits; invalid rows give the CPU's
-// errors. Tolerance: none (the plan's CPU twin, tests/unit/device_math/process_twin_test.cpp,
-// shows the arithmetic is the same). Needs a GPU: skips with a visible message without one.
+// DeviceSampler (runtime/backend/cuda/device_sampler.h) against the CPU sampler: the processed list
+// must be ssd::process()'s exactly (ids, and probabilities bit for bit) and the drawn token
+// Sampler::sample's, for greedy and every filter, on awkward vocabularies (1, 7, 1001, 49152), with
+// ties, NaN and -inf, from host and from device logits; invalid rows give the CPU's errors.
+// Tolerance: none (the plan's CPU twin, tests/unit/device_math/process_twin_test.cpp, shows the
+// arithmetic is the same). Needs a GPU: skips with a visible message without one.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/cuda_backend.h"
-#include "tests/unit/cuda/skip_without_gpu.h"
-#include "kernels/cuda/device_sampler.h"
+#include "runtime/backend/cuda/cuda_backend.h"
+#include "runtime/backend/cuda/device_sampler.h"
 #include "runtime/core/error.h"
 #include "runtime/sampling/sampler.h"
+#include "tests/unit/cuda/skip_without_gpu.h"
 
 namespace ssd {
 namespace {

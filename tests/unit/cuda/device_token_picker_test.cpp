@@ -1,4 +1,4 @@
-// The device TokenPicker (kernels/cuda/device_token_picker.h) against the host one, op by op:
+// The device TokenPicker (runtime/backend/cuda/device_token_picker.h) against the host one, op by op:
 //   - sample on logits rows in device memory (as a forward with logits_in_backend leaves them)
 //     and on host rows (a prefill's), greedy and sampled, awkward vocabularies (1, 7, 1001,
 //     49152): the same token;
@@ -16,8 +16,8 @@
 #include <random>
 #include <string>
 
-#include "kernels/cuda/cuda_backend.h"
-#include "kernels/cuda/device_token_picker.h"
+#include "runtime/backend/cuda/cuda_backend.h"
+#include "runtime/backend/cuda/device_token_picker.h"
 #include "runtime/core/error.h"
 #include "runtime/drafters/model_drafter.h"
 #include "runtime/generate/generation.h"

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "kernels/common/half_math.h"
-#include "kernels/cuda/cuda_backend.h"
 #include "runtime/backend/backend.h"
+#include "runtime/backend/cuda/cuda_backend.h"
 #include "runtime/drafters/domino/domino_backbone.h"
 #include "runtime/drafters/domino/domino_head.h"
 #include "runtime/model/model_file.h"
@@ -116,11 +116,11 @@ void compare_walk_with_twin(bool draft_vocab, bool use_head) {
   embd_ref.ne = {static_cast<uint64_t>(d), static_cast<uint64_t>(v)};
   embd_ref.data = reinterpret_cast<const uint8_t*>(embd.data());
   embd_ref.nbytes = embd.size() * sizeof(float);
-  const kernels::WeightMatrix we = gpu->prepare_weight(embd_ref);
-  const kernels::WeightMatrix wih = gpu->prepare_weight(w_ih.ref);
-  const kernels::WeightMatrix whh = gpu->prepare_weight(w_hh.ref);
-  const kernels::WeightMatrix wa = gpu->prepare_weight(w1.ref);
-  const kernels::WeightMatrix wb = gpu->prepare_weight(w2.ref);
+  const Weight we = gpu->prepare_weight(embd_ref);
+  const Weight wih = gpu->prepare_weight(w_ih.ref);
+  const Weight whh = gpu->prepare_weight(w_hh.ref);
+  const Weight wa = gpu->prepare_weight(w1.ref);
+  const Weight wb = gpu->prepare_weight(w2.ref);
   BackendBuffer dlog = gpu->allocate(base.size() * sizeof(float));
   BackendBuffer dhid = gpu->allocate(hidden.size() * sizeof(float));
   gpu->upload(dlog.data(), base.data(), base.size() * sizeof(float));
@@ -249,7 +249,7 @@ TEST(CudaDominoWalk, HeadFusedPathEqualsOpByOpPathOnTheDevice) {
   }
 }
 
-// The sampled walk on the device (kernels/cuda/domino_sampled_walk.h: a launch per position,
+// The sampled walk on the device (runtime/backend/cuda/domino_sampled_walk.h: a launch per position,
 // the device sampler's process and draw between) against the host's op-by-op walk on the same
 // backbone rows: a top-p chain, a top-k chain and a greedy chain in one walk, over a draft
 // vocabulary. Tolerances: the final rows differ in summation order (1e-5, as above), so each

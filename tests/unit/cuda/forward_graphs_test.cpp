@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/cuda_backend.h"
-#include "tests/unit/cuda/skip_without_gpu.h"
 #include "runtime/backend/backend.h"
+#include "runtime/backend/cuda/cuda_backend.h"
 #include "runtime/model/model_file.h"
 #include "runtime/model/transformer.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_model.h"
+#include "tests/unit/cuda/skip_without_gpu.h"
 
 namespace ssd {
 namespace {

@@ -4,11 +4,11 @@
 
 #include <vector>
 
-#include "kernels/cuda/cuda_backend.h"
-#include "tests/unit/cuda/skip_without_gpu.h"
-#include "kernels/cuda/cuda_graphs.h"
 #include "kernels/cuda/kernels.cuh"
+#include "runtime/backend/cuda/cuda_backend.h"
+#include "runtime/backend/cuda/cuda_graphs.h"
 #include "runtime/core/error.h"
+#include "tests/unit/cuda/skip_without_gpu.h"
 
 namespace ssd::cuda {
 namespace {

@@ -1,9 +1,9 @@
 // A KV cache created at the address of a destroyed one gets its own device mirror on the CUDA
-// backend (kernels/cuda/kv_mirrors.h): caches of different geometry placed one after another in
-// the same storage, each written, forked (copy on write) and read by attention, must give the
-// CPU backend's outputs. Before the fix the second cache reused the first one's mirror (its
-// head_dim, its pool, its observer registration). The bookkeeping alone is tested without a GPU
-// in tests/unit/device_math/kv_mirrors_test.cpp; this case needs one and skips visibly without.
+// backend (runtime/backend/cuda/kv_mirrors.h): caches of different geometry placed one after
+// another in the same storage, each written, forked (copy on write) and read by attention, must
+// give the CPU backend's outputs. Before the fix the second cache reused the first one's mirror
+// (its head_dim, its pool, its observer registration). The bookkeeping alone is tested without a
+// GPU in tests/unit/device_math/kv_mirrors_test.cpp; this case needs one and skips visibly without.
 // Tolerance: 1e-5 normalised max error, as the attention case of op_compare_test.cpp.
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cuda/cuda_backend.h"
 #include "runtime/backend/backend.h"
+#include "runtime/backend/cuda/cuda_backend.h"
 #include "tests/unit/cuda/skip_without_gpu.h"
 #include "tests/unit/kernels/kernel_test_util.h"
 

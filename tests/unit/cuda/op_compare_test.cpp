@@ -25,16 +25,16 @@
 
 #include "kernels/common/row_math.h"
 #include "kernels/common/sampling_math.h"
-#include "kernels/cuda/cuda_backend.h"
-#include "tests/unit/cuda/skip_without_gpu.h"
 #include "kernels/cuda/kernels.cuh"
 #include "runtime/backend/backend.h"
+#include "runtime/backend/cuda/cuda_backend.h"
 #include "runtime/model/model_file.h"
 #include "runtime/model/transformer.h"
 #include "runtime/sampling/philox.h"
 #include "runtime/sampling/sampler.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_model.h"
+#include "tests/unit/cuda/skip_without_gpu.h"
 #include "tests/unit/kernels/kernel_test_util.h"
 
 namespace ssd {
@@ -108,7 +108,7 @@ TEST(CudaOps, RowOps) {
     EXPECT_EQ(ag, ac) << "add";
   }
   for (int64_t head_dim : {64, 128, 80}) {
-    for (auto layout : {kernels::RopeLayout::NeoX, kernels::RopeLayout::Interleaved}) {
+    for (auto layout : {RopeLayout::NeoX, RopeLayout::Interleaved}) {
       const int64_t n = 5, heads = 3, rot = head_dim;
       std::vector<float> inv(rot / 2);
       for (int64_t i = 0; i < rot / 2; ++i) inv[i] = std::pow(10000.0f, -2.0f * i / rot);

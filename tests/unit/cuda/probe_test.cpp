@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "kernels/cuda/cuda_backend.h"
+#include "runtime/backend/cuda/cuda_backend.h"
 #include "runtime/core/error.h"
 
 namespace ssd {

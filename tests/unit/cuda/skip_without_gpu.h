@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/cuda/cuda_backend.h"
+#include "runtime/backend/cuda/cuda_backend.h"
 
 #define SSD_SKIP_WITHOUT_GPU(what)                                                  \
   do {                                                                              \

@@ -1,4 +1,4 @@
-// Staging in Record mode (the input arena of a replayable region, kernels/cuda/staging.h): slots
+// Staging in Record mode (the input arena of a replayable region, runtime/backend/cuda/staging.h): slots
 // in call order, sized by the capacity and not by the contents, so a replay's kernels read the
 // addresses its capture baked in. Record mode makes no CUDA call for host pointers beyond the
 // device-pointer probe (false without a driver), so this runs on machines without a GPU; the
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/cuda/staging.h"
+#include "runtime/backend/cuda/staging.h"
 #include "runtime/core/error.h"
 
 namespace ssd::cuda {

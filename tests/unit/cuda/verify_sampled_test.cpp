@@ -11,13 +11,13 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cuda/cuda_backend.h"
-#include "tests/unit/cuda/skip_without_gpu.h"
 #include "kernels/cuda/kernels.cuh"
+#include "runtime/backend/cuda/cuda_backend.h"
 #include "runtime/sampling/sampler.h"
 #include "runtime/spec/draft_tree.h"
 #include "runtime/spec/verify.h"
 #include "tests/support/sampled_trees.h"
+#include "tests/unit/cuda/skip_without_gpu.h"
 
 namespace ssd {
 namespace {

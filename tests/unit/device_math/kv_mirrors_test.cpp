@@ -1,4 +1,4 @@
-// The bookkeeping that ties a device KV mirror to one KvCache object (kernels/cuda/kv_mirrors.h,
+// The bookkeeping that ties a device KV mirror to one KvCache object (runtime/backend/cuda/kv_mirrors.h,
 // KvCache::id, KvPageObserver::cache_destroyed), run with a host mirror: it needs no GPU.
 // The bug it guards against: mirrors keyed by the cache's address, never dropped, so a cache
 // created where a destroyed one lived (a stack cache in a loop, a session rebuilt) got the dead
@@ -8,7 +8,7 @@
 #include <new>
 #include <set>
 
-#include "kernels/cuda/kv_mirrors.h"
+#include "runtime/backend/cuda/kv_mirrors.h"
 #include "runtime/kv/kv_cache.h"
 
 namespace ssd {

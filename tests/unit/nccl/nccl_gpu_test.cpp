@@ -16,7 +16,7 @@
 #include "actors/transport/nccl/nccl_collective.h"
 #include "actors/transport/nccl/nccl_comm.h"
 #include "actors/transport/nccl/nccl_transport.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "runtime/backend/cuda/cuda_backend.h"
 #include "runtime/model/transformer.h"
 #include "runtime/parallel/tp_context.h"
 #include "tests/support/temp_dir.h"

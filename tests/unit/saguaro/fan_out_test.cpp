@@ -1,5 +1,5 @@
 // Fan-out math (runtime/saguaro/fan_out.h): apportionment sums to the budget, the geometric plan
-// follows seed 004's ratios (decreasing in k, the last position boosted), the a_p estimator
+// follows the SSD paper's ratios (decreasing in k, the last position boosted), the a_p estimator
 // recovers a known acceptance rate and the power-law fit recovers a known exponent.
 //
 // Tolerances: weight ratios are closed-form pow() expressions, equal to 1e-12 relative; the

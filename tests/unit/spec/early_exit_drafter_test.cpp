@@ -114,7 +114,7 @@ TEST(EarlyExitDrafter, ZeroInitHeadIsTheLmHeadOnLayerL) {
     EXPECT_LT(rel_err(hd.data(), std::vector<double>(h.begin(), h.end())), 1e-5) << "L " << L;
 
     // Manual head in float64: z = h / rms(h) * g_final, logits = W z.
-    const kernels::WeightMatrix& W = w.target->model->lm_head();
+    const Weight& W = w.target->model->lm_head();
     const std::vector<float>& g = w.target->model->output_norm();
     std::vector<float> row(static_cast<size_t>(c.dim));
     const std::vector<float> logits = d->head_logits(h, static_cast<int64_t>(prompt.size()));

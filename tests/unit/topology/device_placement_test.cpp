@@ -1,6 +1,6 @@
-// Rank-to-GPU placement without a GPU: device lists parsed (bad entries named), the default
-// (local rank) and the explicit list, and the start-up rules on hand-made jobs: the 4+1 layout of
-// seed 004 on one 8-GPU node is valid, a device past the node's count, two targets on one
+// Rank-to-GPU placement without a GPU: device lists parsed (bad entries named), the default (local
+// rank) and the explicit list, and the start-up rules on hand-made jobs: the 4+1 layout of the SSD
+// paper's layout on one 8-GPU node is valid, a device past the node's count, two targets on one
 // device, a drafter sharing a target's device, and --share-devices allowing the last two.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// End-to-end training on a tiny target (the CI smoke test of issue 7), through the real data
+// End-to-end training on a tiny target (the trainer's CI smoke test), through the real data
 // path: a synthetic self-distillation file written with DistillWriter (tokens follow a fixed
 // successor rule t' = (7 t + 3) mod 261, so what comes after the anchor is learnable; features
 // random), trained by train_domino, the checkpoint loaded by the runtime's DominoDrafter.

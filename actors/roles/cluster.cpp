@@ -1,0 +1,73 @@
+#include "actors/roles/cluster.h"
+
+#include <fmt/format.h>
+
+#include <string>
+
+#include "actors/transport/handshake.h"
+#include "actors/transport/mpi_collective.h"
+#include "actors/transport/mpi_transport.h"
+#include "actors/transport/mpi_world.h"
+#include "runtime/core/error.h"
+#include "runtime/train/distill_dataset.h"
+
+namespace ssd {
+namespace {
+
+// The digest of the model file (runtime/train/distill_dataset.h: size plus the first 64 KiB,
+// its header and metadata), the one function a distill dataset also records: ranks that opened
+// different files, or different versions of one, disagree here.
+uint64_t model_digest(std::string_view path) {
+  return std::stoull(model_file_digest(std::string(path)), nullptr, 16);
+}
+
+}  // namespace
+
+Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_path,
+                 double watchdog_s, const GpuLinkOptions& gpu) {
+  if (!MpiSession::launched_by_launcher()) {
+    SSD_CHECK(tp == 1,
+              "--tp {} needs {} target ranks: launch with mpirun -n {} (or launch/ssd-launch "
+              "--target-ranks {})",
+              tp, tp, tp, tp);
+    layout_ = RankLayout::make(1, 0, 1);
+    dog_ = std::make_unique<Watchdog>(0, Role::kTarget);
+    placement_ = place_on_gpus(nullptr, layout_, gpu);
+    return;
+  }
+  session_ = std::make_unique<MpiSession>(nullptr, nullptr);
+  mpi_ = std::make_unique<MpiWorld>(tp);
+  layout_ = mpi_->layout();
+  dog_ = std::make_unique<Watchdog>(layout_.rank, layout_.role());
+  placement_ = place_on_gpus(&mpi_->world(), layout_, gpu);
+  if (layout_.world == 1) return;
+  world_ = make_world_transport(mpi_->world(), placement_, gpu);
+  if (layout_.is_target() && layout_.tp > 1) tp_ = make_tp_collective(mpi_->tp(), placement_, gpu);
+  Watchdog::Scope scope(*dog_, "the start-up handshake", watchdog_s);
+  handshake(*world_, make_hello(layout_, digest64(config_text), model_digest(model_path)),
+            std::chrono::milliseconds(static_cast<int64_t>(watchdog_s * 1000)));
+}
+
+Cluster::~Cluster() {
+  dog_.reset();
+  tp_.reset();
+  world_.reset();
+  mpi_.reset();
+  session_.reset();
+}
+
+Collective* Cluster::tp_group() { return tp_.get(); }
+
+void Cluster::abort(const std::string& what) {
+  const std::string line = fmt::format("ssd: {}: error: {}", layout_.describe(), what);
+  if (world_) {
+    try {
+      ErrorMsg e{layout_.rank, layout_.role(), what};
+      if (layout_.rank != 0) world_->send(0, e);
+    } catch (...) {
+    }
+  }
+  abort_job(1, line);
+}
+
+}  // namespace ssd

@@ -1,0 +1,58 @@
+// A process's place in the job, decided once at start-up and passed down: when started by a
+// launcher (mpirun, srun) it initialises MPI, builds the rank layout (ranks 0..T-1 target,
+// T..N-1 drafters), splits the communicators, starts the watchdog and runs the start-up handshake
+// (protocol version, configuration and model digests: a mismatch ends the job on every rank with
+// both values named). Started by hand it is a world of one with no MPI call at all, which is what
+// `ssd generate --mode ar|sd` on one process is.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "actors/roles/gpu_link.h"
+#include "actors/transport/rank_layout.h"
+#include "actors/transport/transport.h"
+#include "actors/transport/watchdog.h"
+#include "runtime/parallel/collective.h"
+
+namespace ssd {
+
+class MpiSession;
+class MpiWorld;
+
+class Cluster {
+ public:
+  // config_text: the resolved flags (identical on every rank, or the handshake refuses the job);
+  // model_path: the model every rank must have loaded the same (its size and header bytes are
+  // hashed into the model digest). watchdog_s: the deadline of the handshake. gpu: the transport
+  // and device placement flags (gpu_link.h), resolved and checked on every rank.
+  Cluster(int tp, std::string_view config_text, std::string_view model_path, double watchdog_s,
+          const GpuLinkOptions& gpu = {});
+  ~Cluster();
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+
+  const RankLayout& layout() const { return layout_; }
+  bool distributed() const { return layout_.world > 1; }
+  // The TP group's collective on target ranks when T > 1; null otherwise.
+  Collective* tp_group();
+  // Every rank of the job (the leader <-> drafter link); null on a world of one.
+  Transport* world() { return world_.get(); }
+  Watchdog& dog() { return *dog_; }
+  // The job's backend (CUDA only when every rank resolved it), this rank's CUDA device (-1 when
+  // no GPU is used) and the transport ("mpi" / "nccl").
+  const GpuPlacement& placement() const { return placement_; }
+  // Tells the other ranks this rank failed (best effort) and ends the job with `what`.
+  [[noreturn]] void abort(const std::string& what);
+
+ private:
+  RankLayout layout_;
+  std::unique_ptr<MpiSession> session_;
+  std::unique_ptr<MpiWorld> mpi_;
+  std::unique_ptr<Transport> world_;
+  std::unique_ptr<Collective> tp_;
+  GpuPlacement placement_;
+  std::unique_ptr<Watchdog> dog_;
+};
+
+}  // namespace ssd

@@ -1,0 +1,286 @@
+#include "actors/roles/drafter_actor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <map>
+
+#include "actors/roles/drafter_wire.h"
+#include "actors/transport/actor_loop.h"
+#include "runtime/core/error.h"
+#include "runtime/generate/generation.h"
+
+namespace ssd {
+namespace {
+
+// sd: no cache is ever filled, so every answer is a miss, and the primary drafts it.
+SsdDrafterOptions sd_options(SsdDrafterOptions o) {
+  o.miss.b_star = 1 << 20;
+  return o;
+}
+
+class DrafterActor {
+ public:
+  DrafterActor(Transport& world, const RankLayout& layout, Drafter& primary, Drafter* backup,
+               const SsdDrafterOptions& core_opts, const DrafterActorOptions& opts,
+               Watchdog& dog)
+      : world_(world),
+        layout_(layout),
+        primary_(primary),
+        ssd_core_(primary, backup, core_opts),
+        sd_core_(primary, backup, sd_options(core_opts)),
+        opts_(opts),
+        dog_(dog),
+        loop_(world) {
+    const std::vector<int> ranks = layout.drafter_ranks();
+    n_drafters_ = static_cast<int>(ranks.size());
+    index_ = layout.drafter_index();
+    for (MsgKind k : {MsgKind::kStartSeqs, MsgKind::kOutcome, MsgKind::kFinishSeqs,
+                      MsgKind::kDrafterShutdown, MsgKind::kPrespecWork, MsgKind::kDrafterStatsAsk})
+      loop_.on(k, [this](const Envelope& env) { enqueue(env); });
+    loop_.on(MsgKind::kPrespecShare, [this](const Envelope& env) { on_share(env); });
+    loop_.on(MsgKind::kPrespecCut, [this](const Envelope& env) { on_cut(env); });
+    loop_.on(MsgKind::kError, [](const Envelope& env) {
+      const auto e = decode<ErrorMsg>(env);
+      fail(fmt::format("rank {} ({}) failed: {}", e.rank, role_name(e.role), e.what));
+    });
+  }
+
+  void run() {
+    if (layout_.is_drafter_lead()) {
+      DrafterReady ready;
+      ready.feature_layers = primary_.target_feature_layers();
+      ready.name = primary_.name();
+      world_.send(layout_.target_leader(), ready);
+    }
+    loop_.run();
+  }
+
+ private:
+  bool busy() const { return job_running_ || shares_missing_ > 0; }
+
+  void enqueue(const Envelope& env) {
+    if (env.kind == MsgKind::kOutcome && busy()) request_cut();
+    queue_.push_back(env);
+    drain();
+  }
+
+  // The lead: the next outcome is here while this round's branches are still being drafted. With
+  // chunked pre-speculation every drafter rank stops at its next chunk boundary (the lead's own
+  // job through the flag, the others through PrespecCut) so the answer waits for one chunk at
+  // most; a job drafting in one call (prespec_chunk 0) cannot stop and runs to its end.
+  void request_cut() {
+    if (core_->options().prespec_chunk <= 0 || cut_sent_round_ == round_) return;
+    cut_sent_round_ = round_;
+    cut_.store(true);
+    for (int r : layout_.drafter_ranks())
+      if (r != layout_.rank) world_.send(r, PrespecCut{round_});
+  }
+
+  // A secondary rank: the lead has the next outcome. A cut for a round whose work has not been
+  // handled yet is remembered for it (start_job); one for a finished round changes nothing.
+  void on_cut(const Envelope& env) {
+    const PrespecCut m = decode<PrespecCut>(env);
+    cut_round_ = m.round;
+    if (job_running_ && m.round == round_) cut_.store(true);
+  }
+
+  // Handles queued messages in order while the core is free.
+  void drain() {
+    while (!busy() && !queue_.empty() && !stopping_) {
+      Envelope env = std::move(queue_.front());
+      queue_.pop_front();
+      handle(env);
+    }
+  }
+
+  void handle(const Envelope& env) {
+    switch (env.kind) {
+      case MsgKind::kStartSeqs:
+        relay<StartSeqs>(env);
+        on_start(env);
+        break;
+      case MsgKind::kOutcome: on_outcome(env); break;
+      case MsgKind::kPrespecWork: on_work(env); break;
+      case MsgKind::kFinishSeqs:
+        relay<FinishSeqs>(env);
+        for (int32_t s : decode<FinishSeqs>(env).seqs) core_->finish(s);
+        break;
+      case MsgKind::kDrafterStatsAsk:
+        world_.send(env.peer, stats_message(ssd_core_, busy_s_));
+        break;
+      case MsgKind::kDrafterShutdown:
+        decode<DrafterShutdown>(env);
+        if (layout_.is_drafter_lead())
+          for (int r : layout_.drafter_ranks())
+            if (r != layout_.rank) world_.send(r, DrafterShutdown{});
+        stopping_ = true;
+        dog_.disarm();
+        loop_.stop();
+        break;
+      default:
+        fail(fmt::format("drafter rank {}: unexpected {}", layout_.rank, kind_name(env.kind)));
+    }
+  }
+
+  // The lead passes sequence starts and finishes on to the other drafter ranks, in order with
+  // the kPrespecWork it sends them (one sender, so they arrive in that order).
+  template <class T>
+  void relay(const Envelope& env) {
+    if (!layout_.is_drafter_lead()) return;
+    const T m = decode<T>(env);
+    for (int r : layout_.drafter_ranks())
+      if (r != layout_.rank) world_.send(r, m, std::span<const std::byte>(env.bulk()));
+  }
+
+  void on_start(const Envelope& env) {
+    const StartSeqs m = decode<StartSeqs>(env);
+    prespeculate_ = m.prespeculate;
+    core_ = m.prespeculate ? &ssd_core_ : &sd_core_;
+    cut_round_ = cut_sent_round_ = -1;  // rounds count from 0 again
+    start_sequences(*core_, m, env.bulk_as<float>());
+    if (!layout_.is_drafter_lead()) return;  // the lead's kPrespecWork brings round 0
+    const double t0 = monotonic_seconds();
+    std::vector<Speculation> next = core_->first_speculations(m.seqs);
+    busy_s_ += monotonic_seconds() - t0;
+    answer(0, {}, {}, next);
+  }
+
+  void on_outcome(const Envelope& env) {
+    SSD_CHECK(layout_.is_drafter_lead(), "drafter rank {} got an outcome; only the lead does",
+              layout_.rank);
+    const Outcome m = decode<Outcome>(env);
+    const std::vector<RoundOutcome> outs = round_outcomes(m, env.bulk_as<float>());
+    Watchdog::Scope scope(dog_, fmt::format("answering round {}", m.round), opts_.step_s);
+    if (m.verify_s > 0)
+      core_->miss_policy().observe_verify(static_cast<int32_t>(outs.size()), m.verify_s);
+    const double t0 = monotonic_seconds();
+    std::vector<Speculation> next = core_->on_outcome(outs);
+    busy_s_ += monotonic_seconds() - t0;
+    answer(m.round, m, env.bulk_as<float>(), next);
+  }
+
+  // Sends the speculations to the target leader, then starts the round's pre-speculation.
+  void answer(int64_t round, const Outcome& outcome, std::span<const float> features,
+              const std::vector<Speculation>& next) {
+    world_.send(layout_.target_leader(), speculation_message(round, next));
+    if (!prespeculate_ || next.empty()) return;
+    if (n_drafters_ > 1) {
+      PrespecWork w = prespec_work(round, outcome, next);
+      for (int r : layout_.drafter_ranks())
+        if (r != layout_.rank) world_.send(r, w, std::as_bytes(features));
+      shares_missing_ = n_drafters_ - 1;
+    }
+    round_ = round;
+    start_job();
+  }
+
+  // A secondary rank: adopt the lead's answers, draft this rank's share, send it to the lead.
+  void on_work(const Envelope& env) {
+    const PrespecWork w = decode<PrespecWork>(env);
+    const std::vector<RoundOutcome> outs = work_outcomes(w, env.bulk_as<float>());
+    core_->adopt(outs, w.next);
+    round_ = w.round;
+    start_job();
+  }
+
+  void start_job() {
+    std::vector<Branch> all = core_->plan_branches();
+    planned_ = static_cast<int64_t>(all.size());
+    auto mine = std::make_shared<std::vector<Branch>>();
+    for (size_t i = 0; i < all.size(); ++i)
+      if (static_cast<int>(i % n_drafters_) == index_) mine->push_back(std::move(all[i]));
+    dog_.arm(fmt::format("pre-speculating {} branches for round {}", mine->size(), round_),
+             opts_.step_s);
+    job_running_ = true;
+    cut_.store(cut_round_ == round_);  // a secondary whose work came after the lead's cut
+    const size_t chunk = core_->options().prespec_chunk > 0
+                             ? static_cast<size_t>(core_->options().prespec_chunk)
+                             : mine->size();
+    auto entries = std::make_shared<std::vector<CacheEntry>>();
+    auto seconds = std::make_shared<double>(0);
+    loop_.submit(
+        [this, mine, entries, seconds, chunk] {
+          // Likeliest branches first (plan_branches' order); between chunks, stop once the
+          // outcome is here (cut_): what is drafted by then is the cache. The first chunk is
+          // always drafted: if verification beat the job's start, the likeliest branches cost
+          // about what a fallback draft would, and are a probable hit.
+          const double t0 = monotonic_seconds();
+          const std::span<const Branch> todo(*mine);
+          for (size_t at = 0; at < todo.size() && (at == 0 || !cut_.load()); at += chunk) {
+            std::vector<CacheEntry> part =
+                core_->draft_branches(todo.subspan(at, std::min(chunk, todo.size() - at)));
+            std::move(part.begin(), part.end(), std::back_inserter(*entries));
+          }
+          *seconds = monotonic_seconds() - t0;
+        },
+        [this, entries, seconds] {
+          job_running_ = false;
+          busy_s_ += *seconds;
+          dog_.disarm();
+          if (layout_.is_drafter_lead()) {
+            for (auto& e : *entries) merged_.push_back(std::move(e));
+            maybe_install();
+          } else {
+            PrespecShare share;
+            share.round = round_;
+            share.from_rank = layout_.rank;
+            share.entries = std::move(*entries);
+            world_.send(layout_.drafter_lead(), share);
+          }
+          drain();
+        });
+  }
+
+  void on_share(const Envelope& env) {
+    PrespecShare s = decode<PrespecShare>(env);
+    SSD_CHECK(s.round == round_ && shares_missing_ > 0,
+              "drafter lead: a pre-speculation share for round {} from rank {} while at round {}",
+              s.round, s.from_rank, round_);
+    for (auto& e : s.entries) merged_.push_back(std::move(e));
+    --shares_missing_;
+    maybe_install();
+    drain();
+  }
+
+  void maybe_install() {
+    if (job_running_ || shares_missing_ > 0) return;
+    core_->install(std::move(merged_), planned_);
+    merged_.clear();
+  }
+
+  Transport& world_;
+  const RankLayout& layout_;
+  Drafter& primary_;
+  SsdDrafterCore ssd_core_, sd_core_;
+  SsdDrafterCore* core_ = &ssd_core_;  // the core of the batch in progress
+  bool prespeculate_ = true;
+  DrafterActorOptions opts_;
+  Watchdog& dog_;
+  ActorLoop loop_;
+  int n_drafters_ = 1, index_ = 0;
+  std::deque<Envelope> queue_;
+  int shares_missing_ = 0;
+  int64_t round_ = 0;
+  std::vector<CacheEntry> merged_;
+  int64_t planned_ = 0;            // branches of the round's plan (all ranks' shares)
+  std::atomic<bool> cut_{false};   // read by the job between chunks
+  int64_t cut_round_ = -1;         // a secondary: the latest round the lead cut
+  int64_t cut_sent_round_ = -1;    // the lead: the latest round it cut
+  double busy_s_ = 0;
+  bool stopping_ = false;
+  bool job_running_ = false;
+};
+
+}  // namespace
+
+void run_drafter_actor(Transport& world, const RankLayout& layout, Drafter& primary,
+                       Drafter* backup, const SsdDrafterOptions& core_opts,
+                       const DrafterActorOptions& opts, Watchdog& dog) {
+  DrafterActor actor(world, layout, primary, backup, core_opts, opts, dog);
+  actor.run();
+}
+
+}  // namespace ssd

@@ -1,0 +1,45 @@
+// `--drafter KIND[:ARG]` -> a Drafter, built once at start-up against the loaded target.
+//   ngram[:MIN-MAX]   prompt lookup over the sequence so far (default n 1-4)
+//   model:PATH        an independent small model with the target's tokenizer
+//   early-exit:L      the target's first L layers + a LoRA draft head (--online-learning: DVI)
+//   domino:PATH       Domino block drafter (safetensors checkpoint)
+//   oracle:ALPHA      RESEARCH ONLY: proposes the target's own token with probability ALPHA
+// A spec that cannot work with this target (unknown kind, bad argument, a vocabulary or layer
+// mismatch) is an ssd::Error before any generation.
+// Backend: every model-based drafter (model:, early-exit:, domino:) computes through the
+// session's backend, so on a CUDA session (a drafter rank placed on a GPU) its forwards run on
+// that GPU. Host-side pieces stay on the host whatever the backend: the early-exit LoRA head and
+// its DVI trainer, the Domino GRU's gate arithmetic between its matmuls, and sampling.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "actors/roles/model_session.h"
+#include "runtime/spec/drafter.h"
+
+namespace ssd {
+
+struct DrafterSpec {
+  std::string kind;  // ngram, model, early-exit, domino, oracle
+  std::string arg;   // text after the first ':' (may be empty)
+};
+
+// Parses KIND[:ARG]; throws ssd::Error listing the known kinds for an unknown one.
+DrafterSpec parse_drafter_spec(std::string_view text);
+
+struct DrafterOptions {
+  bool online_learning = false;  // early-exit: DVI online training of the draft head
+  bool domino_head = true;       // domino: false drafts with the backbone alone
+  bool domino_trim = true;       // domino: blocks of the k wanted MASK rows, not the trained B - 1
+  int64_t oracle_cost_us = 0;    // oracle: simulated cost per draft call
+  int threads = 1;               // drafter-owned models
+};
+
+// The drafter for `spec` against the session's target. Drafter-owned models (model:, early-exit:)
+// get their own KV caches sized to the session's context.
+std::unique_ptr<Drafter> make_drafter(const DrafterSpec& spec, ModelSession& target,
+                                      const DrafterOptions& opts);
+
+}  // namespace ssd

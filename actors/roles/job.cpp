@@ -1,0 +1,179 @@
+#include "actors/roles/job.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "actors/roles/backend_choice.h"
+#include "actors/roles/drafter_actor.h"
+#include "actors/transport/frame.h"
+#include "runtime/core/error.h"
+#include "runtime/drafters/ngram_drafter.h"
+#include "runtime/model/forward_warmup.h"
+
+namespace ssd {
+
+int run_on_cluster(const DistributedConfig& dist, const std::string& backend_flag,
+                   std::string_view config_text, const std::string& model_path,
+                   const std::function<int(Cluster&)>& body) {
+  GpuLinkOptions gpu;
+  gpu.cuda_backend = resolve_backend(backend_flag, &gpu.backend_note) == BackendKind::Cuda;
+  gpu.transport = dist.transport;
+  gpu.devices = dist.devices;
+  gpu.share_devices = dist.share_devices;
+  gpu.megatron = dist.tp_mode == "megatron";
+  gpu.timeout_s = dist.watchdog_s;
+  Cluster cluster(dist.tp, config_text, model_path, dist.watchdog_s, gpu);
+  try {
+    return body(cluster);
+  } catch (const std::exception& e) {
+    if (cluster.distributed()) cluster.abort(e.what());
+    throw;
+  }
+}
+
+SessionOptions session_options(Cluster& cluster, const std::string& model_path, int threads,
+                               int64_t ctx_size, const DistributedConfig& dist) {
+  SessionOptions so{model_path, threads, ctx_size};
+  if (cluster.layout().is_target()) so.tp_group = cluster.tp_group();
+  so.tp_mode = dist.tp_mode == "megatron" ? TpMode::Megatron : TpMode::Exact;
+  const GpuPlacement& p = cluster.placement();
+  so.backend.kind = p.cuda_backend ? BackendKind::Cuda : BackendKind::Cpu;
+  so.backend.device = p.cuda_backend ? p.device : 0;
+  so.backend.note = p.note;
+  return so;
+}
+
+void check_job(const JobSpec& spec, const RankLayout& layout) {
+  SSD_CHECK(spec.mode != "ssd" || layout.n_drafters() > 0,
+            "--mode ssd needs a drafter rank: launch {} target rank(s) + at least 1 drafter rank "
+            "(mpirun -n {}, or launch/ssd-launch --target-ranks {} --drafter-ranks 1); this job "
+            "has {}",
+            layout.tp, layout.tp + 1, layout.tp, layout.summary());
+  const std::string kind = parse_drafter_spec(spec.drafter).kind;
+  SSD_CHECK(spec.mode != "sd" || layout.n_drafters() > 0 || layout.tp == 1 || kind == "ngram" ||
+                kind == "model",
+            "--drafter {} shares the target's weights, which --tp {} splits over the target "
+            "ranks: run it on a drafter rank (mpirun -n {})",
+            spec.drafter, layout.tp, layout.tp + 1);
+}
+
+int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec) {
+  const RankLayout& layout = cluster.layout();
+  const double step_s = spec.dist.watchdog_s;
+  if (layout.is_target()) {
+    LocalTarget shard(session.model(), session.kv());
+    run_tp_worker(shard, *cluster.tp_group(), cluster.dog(), step_s);
+    return 0;
+  }
+  // A drafter rank. With --mode ar the leader only says goodbye; the drafter still starts so that
+  // every rank runs the same code path (and a bad --drafter fails everywhere alike).
+  std::unique_ptr<Drafter> primary =
+      make_drafter(parse_drafter_spec(spec.drafter), session, spec.drafter_options);
+  NgramDrafter backup(NgramOptions{});
+  DrafterActorOptions opts;
+  opts.step_s = step_s;
+  SsdDrafterOptions core = to_ssd_options(spec.dist, spec.k, spec.sampler);
+  core.prespec_chunk = resolve_prespec_chunk(core.prespec_chunk, session.backend().name());
+  if (const ReplayStatus rs = replay_status(session.backend()); rs.replays) {
+    int64_t per_seq = core.fan_out.budget;  // branches pre-speculated per sequence and round
+    for (const auto* list : {&core.fan_out.after_hit, &core.fan_out.after_miss}) {
+      int64_t sum = 0;
+      for (int32_t f : *list) sum += f;
+      per_seq = std::max(per_seq, sum);
+    }
+    WarmupPlan plan;
+    plan.max_batch = spec.max_batch * std::max<int64_t>(1, per_seq);
+    plan.ks = {spec.k};
+    plan.max_rows = rs.max_rows;
+    const WarmupResult r = warm_up_forwards(primary->warmup_sites(plan));
+    fmt::print(stderr,
+               "cuda graphs (drafter rank {}): {} forward shapes captured at start-up ({} "
+               "forwards, {:.2f} s): {}\n",
+               layout.rank, replay_status(session.backend()).captured, r.forwards, r.seconds,
+               r.summary.empty() ? "none" : r.summary);
+  }
+  run_drafter_actor(*cluster.world(), layout, *primary, &backup, core, opts, cluster.dog());
+  return 0;
+}
+
+LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spec)
+    : session_(session),
+      spec_(spec),
+      cluster_(cluster),
+      local_(session.model(), session.kv(), &session.picker()) {
+  const RankLayout& layout = cluster.layout();
+  check_job(spec, layout);
+  if (layout.tp > 1) tp_ = std::make_unique<TpLeaderTarget>(local_, *cluster.tp_group());
+  if (layout.n_drafters() > 0) {
+    // The drafter lead says what it conditions on once it has loaded its drafter.
+    Transport& world = *cluster.world();
+    Watchdog::Scope scope(cluster.dog(), "waiting for the drafter to load", spec.dist.watchdog_s);
+    Envelope env = world.recv(std::chrono::milliseconds(
+        static_cast<int64_t>(spec.dist.watchdog_s * 1000)));
+    if (env.kind == MsgKind::kError) {
+      const auto e = decode<ErrorMsg>(env);
+      fail(fmt::format("rank {} ({}) failed: {}", e.rank, role_name(e.role), e.what));
+    }
+    const DrafterReady ready = decode<DrafterReady>(env);
+    remote_features_ = ready.feature_layers;
+    remote_ = std::make_unique<RemoteDecoder>(target(), world, layout, ready.feature_layers,
+                                              spec.k, cluster.dog(), spec.dist.watchdog_s);
+  } else if (spec.mode == "sd") {
+    drafter_ = make_drafter(parse_drafter_spec(spec.drafter), session, spec.drafter_options);
+  }
+}
+
+void LeaderJob::warm_up(WarmupPlan plan, int64_t prefill_chunk,
+                        std::span<Drafter* const> drafters) {
+  const ReplayStatus before = replay_status(session_.backend());
+  if (!before.replays) return;
+  std::vector<Drafter*> all(drafters.begin(), drafters.end());
+  if (drafter_) all.push_back(drafter_.get());
+  // Verification keeps the target features its drafter feeds on: the remote drafter's, or those
+  // of the local drafters (the first one's layers; a bench whose drafters read different layers
+  // captures the others at their second use). Plain verification too unless every drafter reads
+  // features.
+  if (remote_) {
+    plan.feature_layers = remote_features_;
+    plan.plain_verify = remote_features_.empty();
+  } else {
+    plan.plain_verify = all.empty();
+    for (Drafter* d : all) {
+      const std::vector<int32_t> f = d->target_feature_layers();
+      if (f.empty()) plan.plain_verify = true;
+      else if (plan.feature_layers.empty()) plan.feature_layers = f;
+    }
+  }
+  plan.max_rows = before.max_rows;
+  std::vector<WarmupSite> sites;
+  WarmupSite target{"target", &session_.model(), &session_.kv(), prefill_chunk,
+                    target_warmup_sizes(plan)};
+  target.hidden_sizes = target_feature_sizes(plan);
+  target.hidden_layers = plan.feature_layers;
+  target.via = tp_.get();  // under TP, every rank of the group runs the target's warm-up
+  sites.push_back(std::move(target));
+  for (Drafter* d : all)
+    for (WarmupSite& s : d->warmup_sites(plan)) sites.push_back(std::move(s));
+  const WarmupResult r = warm_up_forwards(sites);
+  const ReplayStatus after = replay_status(session_.backend());
+  fmt::print(stderr,
+             "cuda graphs: {} forward shapes captured at start-up ({} forwards, {:.2f} s): {}\n",
+             after.captured, r.forwards, r.seconds, r.summary.empty() ? "none" : r.summary);
+}
+
+void LeaderJob::finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (remote_) remote_->shutdown_drafters();
+  if (tp_) tp_->shutdown();
+}
+
+LeaderJob::~LeaderJob() {
+  try {
+    finish();
+  } catch (...) {
+  }
+}
+
+}  // namespace ssd

@@ -1,0 +1,344 @@
+#include "actors/roles/remote_decode.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "actors/roles/drafter_wire.h"
+#include "runtime/core/error.h"
+#include "runtime/generate/token_picker.h"
+#include "runtime/spec/verify_round.h"
+
+namespace ssd {
+
+RemoteDecoder::RemoteDecoder(TargetModel& target, Transport& world, const RankLayout& layout,
+                             std::vector<int32_t> feature_layers, int32_t k, Watchdog& dog,
+                             double step_s)
+    : target_(target),
+      world_(world),
+      layout_(layout),
+      feature_layers_(std::move(feature_layers)),
+      k_(k),
+      dog_(dog),
+      step_s_(step_s) {
+  SSD_CHECK(layout.n_drafters() > 0, "a remote drafter needs a drafter rank ({})",
+            layout.summary());
+  for (int32_t l : feature_layers_)
+    SSD_CHECK(l >= 0 && l < target.config().n_layers,
+              "the drafter asks for target layer {}, but the target has layers 0..{}", l,
+              target.config().n_layers - 1);
+}
+
+// Only to the drafter lead: it relays sequence starts and finishes to the other drafter ranks
+// itself, in order with its own pre-speculation work (drafter_actor.h, Ordering), which messages
+// from two senders could not guarantee.
+template <class T>
+void RemoteDecoder::send_drafter_lead(const T& msg, std::span<const std::byte> bulk) {
+  std::vector<std::byte> frame = encode_frame(msg, bulk);
+  bytes_ += static_cast<int64_t>(frame.size());
+  world_.send_frame(layout_.drafter_lead(), std::move(frame));
+}
+
+Envelope RemoteDecoder::receive(MsgKind kind, const std::string& waiting_for) {
+  Watchdog::Scope scope(dog_, waiting_for, step_s_);
+  for (;;) {
+    Envelope env = world_.recv(std::chrono::milliseconds(static_cast<int64_t>(step_s_ * 1000)));
+    bytes_ += static_cast<int64_t>(env.bytes.size());
+    if (env.kind == kind) return env;
+    if (env.kind == MsgKind::kError) {
+      const auto e = decode<ErrorMsg>(env);
+      fail(fmt::format("rank {} ({}) failed: {}", e.rank, role_name(e.role), e.what));
+    }
+    fail(fmt::format("target leader: {} from rank {} while {}", kind_name(env.kind), env.peer,
+                     waiting_for));
+  }
+}
+
+// One run's state on the leader: the requests, their results so far, and each sequence's place.
+struct RemoteDecoder::Run {
+  struct Seq {
+    SeqId kv = -1;
+    int32_t id = 0;  // the drafter's sequence id (unique over the job)
+    int32_t root = 0, root_pos = 0;
+    bool running = false;
+    SeqSpeculation spec;
+  };
+  Run(TargetModel& target, std::span<const GenerationRequest> r, const BatchTokenCallback& cb)
+      : reqs(r), on_token(cb), seqs(r.size()), tseqs(target) {}
+  bool emit(size_t i, int32_t tok) { return emit_token(reqs[i], out.gen[i], i, tok, on_token); }
+  // Ends sequence i: its decode time, its KV pages.
+  void finish(size_t i) {
+    seqs[i].running = false;
+    out.gen[i].decode_s = monotonic_seconds() - t_decode;
+    tseqs.release(seqs[i].kv);
+  }
+
+  std::span<const GenerationRequest> reqs;
+  const BatchTokenCallback& on_token;
+  RemoteDecodeResult out;
+  std::vector<Seq> seqs;
+  TargetSeqs tseqs;
+  int64_t feature_dim = 0;  // floats of target features per token the drafter conditions on
+  double t_decode = 0;      // when decoding began (after the prefills)
+};
+
+RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, bool prespeculate,
+                                      const BatchTokenCallback& on_token) {
+  check_batch_context(target_, reqs, k_);
+  Run run(target_, reqs, on_token);
+  run.out.gen.resize(reqs.size());
+  run.out.sd.resize(reqs.size());
+  for (SdStats& s : run.out.sd) size_stats(s, k_);
+  run.feature_dim = static_cast<int64_t>(target_.config().dim) *
+                    static_cast<int64_t>(feature_layers_.size());
+  const int64_t bytes0 = bytes_;
+  start_sequences(run, prespeculate);
+  std::vector<size_t> active;
+  for (int64_t round = 0;; ++round) {
+    active.clear();
+    for (size_t i = 0; i < reqs.size(); ++i)
+      if (run.seqs[i].running) active.push_back(i);
+    if (active.empty()) break;
+    take_speculations(run, round);
+    verify_round_and_answer(run, active, round);
+  }
+  run.out.split.bytes_exchanged = bytes_ - bytes0;
+  return std::move(run.out);
+}
+
+// Prefills every request as AR does, picks its first token from the prefill's logits, and starts
+// the drafter's sequences with the prompt features it conditions on.
+void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
+  StartSeqs start;
+  std::vector<float> features;
+  start.feature_dim = run.feature_dim;
+  start.prespeculate = prespeculate;
+  for (size_t i = 0; i < run.reqs.size(); ++i) {
+    const GenerationRequest& req = run.reqs[i];
+    Watchdog::Scope scope(dog_, fmt::format("prefilling request {}", i), step_s_);
+    Run::Seq& s = run.seqs[i];
+    s.kv = run.tseqs.create();
+    s.id = next_seq_id_++;
+    PrefillResult pre = prefill(target_, s.kv, req.prompt, req.prefill_chunk, feature_layers_);
+    run.out.gen[i].prompt_tokens = static_cast<int64_t>(req.prompt.size());
+    run.out.gen[i].prefill_s = pre.seconds;
+    if (req.max_new_tokens == 0) {
+      run.tseqs.release(s.kv);
+      continue;
+    }
+    s.root = target_.picker().sample(pre.last, 0, req.sampler, req.stream, 0);
+    s.root_pos = static_cast<int32_t>(req.prompt.size());
+    s.running = run.emit(i, s.root);
+    if (!s.running) {
+      run.tseqs.release(s.kv);
+      continue;
+    }
+    start.seqs.push_back(s.id);
+    start.prompts.push_back(req.prompt);
+    start.emitted.push_back({s.root});
+    start.streams.push_back(req.stream);
+    start.feature_rows.push_back(run.feature_dim > 0 ? static_cast<int64_t>(req.prompt.size()) : 0);
+    features.insert(features.end(), pre.features.begin(), pre.features.end());
+  }
+  run.t_decode = monotonic_seconds();
+  if (!start.seqs.empty())
+    send_drafter_lead(start, std::as_bytes(std::span<const float>(features)));
+}
+
+// Receives round `round`'s speculations (answered from the cache in --mode ssd when it hit) and
+// hands each to its sequence.
+void RemoteDecoder::take_speculations(Run& run, int64_t round) {
+  const double tw = monotonic_seconds();
+  const Envelope env =
+      receive(MsgKind::kSpeculation, fmt::format("waiting for the speculation of round {} "
+                                                 "from the drafter (rank {})",
+                                                 round, layout_.drafter_lead()));
+  run.out.split.target_wait_s += monotonic_seconds() - tw;
+  SpeculationMsg sm = decode<SpeculationMsg>(env);
+  SSD_CHECK(sm.round == round, "drafter answered round {} while the target is at round {}",
+            sm.round, round);
+  for (SeqSpeculation& w : sm.seqs) {
+    auto it = std::find_if(run.seqs.begin(), run.seqs.end(),
+                           [&](const Run::Seq& s) { return s.id == w.seq; });
+    SSD_CHECK(it != run.seqs.end() && it->running,
+              "drafter sent a speculation for sequence {}, which is not running", w.seq);
+    it->spec = std::move(w);
+  }
+}
+
+// The verification input of active sequence i: its speculation cut to the depth the request has
+// left (as in single-process SD, a round may not decide more tokens than that; a prefix of a
+// chain keeps every node's q, so it verifies exactly and sampled runs draw what sampled SD
+// draws), checked against the vocabulary and --k.
+VerifyInput RemoteDecoder::verify_input(Run& run, size_t i, int64_t round, DraftTree& tree) const {
+  Run::Seq& s = run.seqs[i];
+  SSD_CHECK(s.spec.seq == s.id, "the drafter sent no speculation for sequence {} in round {}",
+            s.id, round);
+  const int64_t left =
+      run.reqs[i].max_new_tokens - static_cast<int64_t>(run.out.gen[i].tokens.size());
+  const size_t depth = static_cast<size_t>(std::clamp<int64_t>(left - 1, 0, k_));
+  if (s.spec.tokens.size() > depth) {
+    s.spec.tokens.resize(depth);
+    s.spec.q.resize(depth);
+  }
+  tree = tree_of(s.spec);
+  tree.validate(static_cast<int32_t>(target_.config().vocab));
+  SSD_CHECK(static_cast<int32_t>(tree.size()) <= k_,
+            "drafter sent {} tokens for sequence {}; --k is {}", tree.size(), s.id, k_);
+  VerifyInput in;
+  in.kv_seq = s.kv;
+  in.root = s.root;
+  in.root_pos = s.root_pos;
+  in.tree = &tree;
+  in.sampler = run.reqs[i].sampler;
+  in.stream = run.reqs[i].stream;
+  in.step = static_cast<uint32_t>(run.out.gen[i].tokens.size());
+  return in;
+}
+
+// Verifies every active sequence's speculation in one target forward, emits the accepted tokens,
+// and sends the drafter the outcome (and the sequences that finished).
+void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>& active,
+                                            int64_t round) {
+  Watchdog::Scope scope(dog_, fmt::format("verifying round {}", round), step_s_);
+  std::vector<DraftTree> trees(active.size());
+  std::vector<VerifyInput> inputs(active.size());
+  for (size_t a = 0; a < active.size(); ++a)
+    inputs[a] = verify_input(run, active[a], round, trees[a]);
+  const double tv = monotonic_seconds();
+  // The outcome sent to the drafter carries tokens and features, not logits: they may stay on
+  // the device.
+  const VerifyRoundResult vr =
+      verify_round(target_, inputs, feature_layers_, /*host_logits=*/false);
+  const double verify_dt = monotonic_seconds() - tv;
+  run.out.split.verify_s += verify_dt;
+  ++run.out.split.rounds;
+
+  Outcome outcome;
+  outcome.round = round + 1;
+  outcome.feature_dim = run.feature_dim;
+  outcome.verify_s = verify_dt;
+  std::vector<float> round_features;
+  FinishSeqs finished;
+  for (size_t a = 0; a < active.size(); ++a) {
+    const size_t i = active[a];
+    const VerifyResult& v = vr.seqs[a].result;
+    SdStats& st = run.out.sd[i];
+    st.verify_s += verify_dt;
+    st.target_forward_s += vr.forward_s;
+    st.forwards++;
+    run.out.gen[i].forwards++;
+    count_round(st, trees[a], v, k_);
+    std::optional<SeqOutcome> o = apply_verification(run, i, v);
+    if (!o) {
+      finished.seqs.push_back(run.seqs[i].id);
+      continue;
+    }
+    if (run.feature_dim > 0)
+      round_features.insert(round_features.end(), vr.seqs[a].features.begin(),
+                            vr.seqs[a].features.end());
+    outcome.seqs.push_back(std::move(*o));
+  }
+  if (!finished.seqs.empty()) send_drafter_lead(finished);
+  if (!outcome.seqs.empty())
+    send_drafter_lead(outcome, std::as_bytes(std::span<const float>(round_features)));
+}
+
+// Sequence i after its verification `v`: the hit/miss figures, its emitted tokens, its new root.
+// Returns the outcome the drafter needs, or nothing when the sequence finished (released).
+std::optional<SeqOutcome> RemoteDecoder::apply_verification(Run& run, size_t i,
+                                                            const VerifyResult& v) {
+  Run::Seq& s = run.seqs[i];
+  SplitFigures& split = run.out.split;
+  const int32_t accepted = static_cast<int32_t>(v.path.size());
+  const auto source = static_cast<SpecSource>(s.spec.source);
+  if (source == SpecSource::kCache) {
+    ++split.hits;
+    split.accepted_hit += accepted;
+  } else if (source != SpecSource::kInitial) {
+    ++split.misses;
+    split.accepted_miss += accepted;
+  }
+  SeqOutcome o;
+  o.seq = s.id;
+  o.accepted = accepted;
+  o.feature_from = s.root_pos;
+  o.feature_rows = run.feature_dim > 0 ? 1 + accepted : 0;
+  bool running = true;
+  for (int32_t tok : v.emitted) {
+    o.emitted.push_back(tok);
+    running = run.emit(i, tok);
+    if (!running) break;
+  }
+  s.root = v.emitted.back();
+  s.root_pos += accepted + 1;
+  s.spec = SeqSpeculation{};
+  if (!running) {
+    run.finish(i);
+    return std::nullopt;
+  }
+  return o;
+}
+
+namespace {
+
+// Applies f(mine, theirs) to every scalar counter and time of the drafter's figures (not the
+// per-k lists, nor the plan: fan-out and b*).
+template <class F>
+void each_counter(DrafterStatsMsg& d, const DrafterStatsMsg& o, F f) {
+  for (int64_t DrafterStatsMsg::*m :
+       {&DrafterStatsMsg::rounds, &DrafterStatsMsg::hits, &DrafterStatsMsg::misses,
+        &DrafterStatsMsg::fallback_primary, &DrafterStatsMsg::fallback_backup,
+        &DrafterStatsMsg::branches, &DrafterStatsMsg::branches_planned,
+        &DrafterStatsMsg::branches_cached, &DrafterStatsMsg::prespec_cut,
+        &DrafterStatsMsg::predicted})
+    f(d.*m, o.*m);
+  for (double DrafterStatsMsg::*m :
+       {&DrafterStatsMsg::prespec_s, &DrafterStatsMsg::fallback_s, &DrafterStatsMsg::busy_s})
+    f(d.*m, o.*m);
+}
+
+}  // namespace
+
+void SplitFigures::add(const SplitFigures& o) {
+  target_wait_s += o.target_wait_s;
+  verify_s += o.verify_s;
+  bytes_exchanged += o.bytes_exchanged;
+  rounds += o.rounds;
+  hits += o.hits;
+  misses += o.misses;
+  accepted_hit += o.accepted_hit;
+  accepted_miss += o.accepted_miss;
+  // The drafter's counters and times add up; its plan (fan-out, b*) is the later one's.
+  const DrafterStatsMsg before = drafter;
+  drafter = o.drafter;
+  each_counter(drafter, before, [](auto& x, auto y) { x += y; });
+}
+
+std::string SplitFigures::hit_rate_text() const {
+  if (drafter.prespec_cut == 0) return fmt::format("{:.2f}", hit_rate());
+  return fmt::format("{:.2f} ({:.2f} planned)", hit_rate(), predicted_rate());
+}
+
+DrafterStatsMsg since(const DrafterStatsMsg& after, const DrafterStatsMsg& before) {
+  DrafterStatsMsg d = after;
+  each_counter(d, before, [](auto& x, auto y) { x -= y; });
+  for (size_t i = 0; i < d.hits_at_k.size() && i < before.hits_at_k.size(); ++i)
+    d.hits_at_k[i] -= before.hits_at_k[i];
+  for (size_t i = 0; i < d.outcomes_at_k.size() && i < before.outcomes_at_k.size(); ++i)
+    d.outcomes_at_k[i] -= before.outcomes_at_k[i];
+  return d;
+}
+
+DrafterStatsMsg RemoteDecoder::drafter_stats() {
+  world_.send(layout_.drafter_lead(), DrafterStatsAsk{});
+  bytes_ += static_cast<int64_t>(sizeof(WireHeader));
+  return decode<DrafterStatsMsg>(receive(MsgKind::kDrafterStats, "asking the drafter's figures"));
+}
+
+void RemoteDecoder::shutdown_drafters() {
+  world_.send(layout_.drafter_lead(), DrafterShutdown{});
+}
+
+}  // namespace ssd

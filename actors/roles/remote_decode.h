@@ -1,0 +1,101 @@
+// The target leader's side of a run whose drafter lives on other ranks (--mode sd or ssd with
+// drafter ranks): rank 0 prefills each batch of requests on the (tensor-parallel) target, starts
+// the sequences on the drafter ranks, and then runs rounds: receive every sequence's speculation
+// (kSpeculation), verify all of them in ONE target forward (verify_round), send the outcome
+// (kOutcome: accepted count, emitted tokens, the accepted tokens' target features if the drafter
+// conditions on them), and go on. One exchange per round with the drafter lead; in --mode ssd the
+// drafter pre-speculated the answer while the target was verifying, in --mode sd it drafts it
+// after the outcome arrives. The output is the target's: greedy token for token, sampled with the
+// target's distribution (verification is the same code as single-process SD).
+//
+// Figures: the SD statistics of every request, plus what only a split run has: target_wait_s
+// (the leader's time from sending an outcome to having the next speculation, i.e. drafting that
+// was not hidden), bytes_exchanged on the drafter link, and the drafter's own figures (cache hit
+// rate, acceptance after hits and misses, its busy time, the fan-out it used) fetched at the end.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "actors/transport/protocol.h"
+#include "actors/transport/rank_layout.h"
+#include "actors/transport/transport.h"
+#include "actors/transport/watchdog.h"
+#include "runtime/generate/generation.h"
+#include "runtime/spec/sd_generation.h"
+#include "runtime/spec/verify_round.h"
+
+namespace ssd {
+
+struct SplitFigures {
+  double target_wait_s = 0;
+  double verify_s = 0;
+  int64_t bytes_exchanged = 0;  // drafter-link frames sent and received by the leader
+  int64_t rounds = 0;           // verification forwards
+  // Sequence-rounds by where their speculation came from (round 0's initial draft is neither).
+  int64_t hits = 0, misses = 0;
+  int64_t accepted_hit = 0, accepted_miss = 0;
+  DrafterStatsMsg drafter;      // the drafter lead's figures over the run (busy time, fan-out)
+
+  double hit_rate() const { return hits + misses ? double(hits) / (hits + misses) : 0.0; }
+  // The share of the drafter's outcomes whose (k, bonus) was among the planned branches: the hit
+  // rate had every branch been drafted in time (they differ only when pre-speculation was cut).
+  double predicted_rate() const {
+    return drafter.rounds ? double(drafter.predicted) / double(drafter.rounds) : 0.0;
+  }
+  // "0.41", or "0.30 (0.41 planned)" when pre-speculations were cut short.
+  std::string hit_rate_text() const;
+  double mean_acceptance_length_hit() const { return hits ? 1.0 + double(accepted_hit) / hits : 0; }
+  double mean_acceptance_length_miss() const {
+    return misses ? 1.0 + double(accepted_miss) / misses : 0;
+  }
+  void add(const SplitFigures& o);  // sums counters and times (the drafter's plan: the later one's)
+};
+
+// The drafter's figures accumulated between two reads (counters and times subtracted).
+DrafterStatsMsg since(const DrafterStatsMsg& after, const DrafterStatsMsg& before);
+
+struct RemoteDecodeResult {
+  std::vector<GenerationResult> gen;  // per request
+  std::vector<SdStats> sd;            // per request
+  SplitFigures split;
+};
+
+class RemoteDecoder {
+ public:
+  // `feature_layers`: what the drafter asked for in its kDrafterReady.
+  RemoteDecoder(TargetModel& target, Transport& world, const RankLayout& layout,
+                std::vector<int32_t> feature_layers, int32_t k, Watchdog& dog, double step_s);
+
+  // Runs the requests together (B = reqs.size()); greedy output equals generate_ar_batch's.
+  // prespeculate: ssd (the drafter pre-speculates during verification) or sd (it drafts after).
+  RemoteDecodeResult run(std::span<const GenerationRequest> reqs, bool prespeculate,
+                         const BatchTokenCallback& on_token = {});
+  // The drafter lead's figures so far (one request/answer).
+  DrafterStatsMsg drafter_stats();
+  // Tells every drafter rank to stop (call once, at the end of the job).
+  void shutdown_drafters();
+
+ private:
+  struct Run;  // one run's requests, results and sequences (remote_decode.cpp)
+  void start_sequences(Run& run, bool prespeculate);
+  void take_speculations(Run& run, int64_t round);
+  VerifyInput verify_input(Run& run, size_t i, int64_t round, DraftTree& tree) const;
+  void verify_round_and_answer(Run& run, const std::vector<size_t>& active, int64_t round);
+  std::optional<SeqOutcome> apply_verification(Run& run, size_t i, const VerifyResult& v);
+  Envelope receive(MsgKind kind, const std::string& waiting_for);
+  template <class T> void send_drafter_lead(const T& msg, std::span<const std::byte> bulk = {});
+
+  TargetModel& target_;
+  Transport& world_;
+  const RankLayout& layout_;
+  std::vector<int32_t> feature_layers_;
+  int32_t k_;
+  Watchdog& dog_;
+  double step_s_;
+  int64_t bytes_ = 0;
+  int32_t next_seq_id_ = 0;
+};
+
+}  // namespace ssd

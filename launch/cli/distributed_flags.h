@@ -1,0 +1,58 @@
+// The flags of a distributed run, declared once: `ssd generate` and `ssd bench` call
+// visit_flags(config, v) inside their own visit, so one list drives parsing, --help and the
+// resolved config of both. They fill in the plain DistributedConfig the roles receive.
+#pragma once
+
+#include "actors/roles/distributed_config.h"
+#include "launch/cli/flags.h"
+
+namespace ssd {
+
+template <class V>
+void visit_flags(DistributedConfig& c, V&& v) {
+  v(c.tp, "tp", "tensor-parallel degree of the target: ranks 0..tp-1 (mpirun -n tp+drafters)",
+    {.min = 1, .max = 256});
+  v(c.tp_mode, "tp-mode",
+    "exact: o_proj/down_proj split by output rows, logits bit-identical to one rank (4 "
+    "all-gathers per layer); megatron: split by input columns, 2 all-reduces per layer, sums "
+    "in another order (greedy output can differ from one rank)",
+    {.choices = {"exact", "megatron"}});
+  v(c.fan_out, "fan-out",
+    "ssd: branches pre-speculated per outcome position: geometric, constant, or a list "
+    "F0,F1,..,FK used after a cache hit",
+    {});
+  v(c.fan_out_after_miss, "fan-out-after-miss",
+    "ssd: the list F0,..,FK used after a miss (with a --fan-out list; default: the same)");
+  v(c.fan_out_budget, "fan-out-budget",
+    "ssd: branches per sequence for geometric/constant fan-out", {.min = 1, .max = 1024});
+  v(c.saguaro_c, "saguaro-c",
+    "ssd: Saguaro sampling, scale of the top-F draft probabilities (1 = off)",
+    {.min = 1e-6, .max = 1});
+  v(c.miss_policy, "miss-policy",
+    "ssd: on a cache miss draft with the primary drafter, the n-gram backup, or auto (by the "
+    "critical batch size)",
+    {.choices = {"auto", "primary", "backup"}});
+  v(c.critical_batch, "critical-batch",
+    "ssd: critical batch size b* for --miss-policy auto (default: derived from measured costs)",
+    {.min = 0});
+  v(c.prespec_chunk, "prespec-chunk",
+    "ssd: draft the pre-speculated branches in chunks of this many, likeliest first, and stop "
+    "at the first chunk boundary after the round's outcome arrives; 0: all in one call, never "
+    "cut short; auto: 2 on a CPU drafter rank, 0 on a GPU (where a batch of branches costs "
+    "about what one does)");
+  v(c.watchdog_s, "watchdog-s",
+    "deadline in seconds for any one step of a distributed run (a round, a prefill, start-up); "
+    "a rank that misses it ends the job with a message",
+    {.min = 0.1});
+  v(c.transport, "transport",
+    "what carries the drafter link and the TP collectives: mpi, nccl (GPU ranks), or auto "
+    "(nccl when built with NCCL and the backend is CUDA)",
+    {.choices = {"auto", "mpi", "nccl"}});
+  v(c.devices, "devices",
+    "GPU of each global rank, e.g. 0,1,2,3,4 (default: the launcher's local rank); ignored "
+    "when no GPU is used");
+  v(c.share_devices, "share-devices",
+    "allow two ranks of one node on one GPU (refused by default)");
+}
+
+}  // namespace ssd
