@@ -6,17 +6,11 @@
 #include <vector>
 
 #include "actors/transport/frame.h"
+#include "runtime/core/hash.h"
 
 namespace ssd {
 
-uint64_t digest64(std::string_view text) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a offset basis and prime (64-bit)
-  for (char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
+uint64_t digest64(std::string_view text) { return fnv1a(text); }
 
 Hello make_hello(const RankLayout& layout, uint64_t config_digest, uint64_t model_digest) {
   Hello h;

@@ -2,16 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "runtime/core/hash.h"
+
 namespace ssd {
 namespace {
-
-constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
-constexpr uint64_t kFnvPrime = 0x100000001b3ull;
-
-void mix(uint64_t& h, unsigned char byte) {
-  h ^= byte;
-  h *= kFnvPrime;
-}
 
 // The length goes in first so that {"ab", "c"} and {"a", "bc"} hash differently.
 template <typename Texts>
@@ -19,11 +13,11 @@ VocabFingerprint fingerprint(std::string source, const Texts& tokens) {
   VocabFingerprint f;
   f.source = std::move(source);
   f.count = static_cast<int64_t>(tokens.size());
-  uint64_t h = kFnvOffset;
+  uint64_t h = kFnv1aOffset;
   for (const auto& t : tokens) {
     uint64_t len = t.size();
-    for (int i = 0; i < 8; ++i) mix(h, static_cast<unsigned char>(len >> (8 * i)));
-    for (char c : t) mix(h, static_cast<unsigned char>(c));
+    for (int i = 0; i < 8; ++i) h = fnv1a_byte(h, static_cast<unsigned char>(len >> (8 * i)));
+    h = fnv1a(t, h);
   }
   f.hash = h;
   return f;

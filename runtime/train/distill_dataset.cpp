@@ -16,6 +16,7 @@
 
 #include "kernels/cpu/half.h"
 #include "runtime/core/error.h"
+#include "runtime/core/hash.h"
 
 namespace ssd {
 namespace {
@@ -45,15 +46,6 @@ T load(const uint8_t* p) {
 template <typename T>
 void store(std::vector<uint8_t>& out, size_t at, T v) {
   std::memcpy(out.data() + at, &v, sizeof v);
-}
-
-uint64_t fnv1a(std::string_view text) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a offset basis and prime (64-bit)
-  for (char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ull;
-  }
-  return h;
 }
 
 }  // namespace
