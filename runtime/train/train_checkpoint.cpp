@@ -9,7 +9,7 @@
 #include "kernels/cpu/rowops.h"
 #include "runtime/core/error.h"
 #include "runtime/drafters/domino/domino_checkpoint.h"
-#include "runtime/train/safetensors_out.h"
+#include "runtime/io/safetensors_writer.h"
 
 namespace ssd::train {
 namespace {
@@ -30,10 +30,11 @@ void put_floats(std::vector<uint8_t>& out, const std::vector<float>& v) {
 void save_checkpoint(const std::string& path, const DominoConfig& cfg, const ParamLayout& layout,
                      const float* params, DType type,
                      const std::map<std::string, std::string>& provenance) {
-  SafetensorsOut out;
-  for (const ParamTensor& t : layout.tensors()) out.add(t.name, t.shape, params + t.offset, type);
-  out.metadata("domino_config", cfg.to_json());
-  for (const auto& [k, v] : provenance) out.metadata(k, v);
+  SafetensorsWriter out;
+  out.add_metadata("domino_config", cfg.to_json());
+  for (const auto& [k, v] : provenance) out.add_metadata(k, v);
+  for (const ParamTensor& t : layout.tensors())
+    out.add_tensor(t.name, t.shape, std::span(params + t.offset, static_cast<size_t>(t.size)), type);
   out.write(path);
 }
 

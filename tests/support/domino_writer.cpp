@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "runtime/drafters/domino/domino_checkpoint.h"
-#include "tests/support/safetensors_writer.h"
+#include "runtime/io/safetensors_writer.h"
 #include "tests/support/tensor_data.h"
 
 namespace ssd::test {

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "runtime/io/safetensors_writer.h"
 #include "tests/support/gguf_writer.h"
-#include "tests/support/safetensors_writer.h"
 #include "tests/support/tensor_data.h"
 
 namespace ssd::test {

@@ -20,8 +20,8 @@
 #include "runtime/core/error.h"
 #include "runtime/io/gguf_file.h"
 #include "runtime/io/safetensors_file.h"
+#include "runtime/io/safetensors_writer.h"
 #include "tests/support/gguf_writer.h"
-#include "tests/support/safetensors_writer.h"
 
 namespace {
 std::atomic<bool> g_tracking{false};
@@ -71,7 +71,7 @@ std::vector<uint8_t> valid_gguf(test::GgufLayout* layout) {
 }
 
 std::vector<uint8_t> valid_safetensors(std::vector<uint64_t>* length_fields) {
-  test::SafetensorsWriter w;
+  SafetensorsWriter w;
   w.add_raw_tensor("model.embed_tokens.weight", "F32", {4, 8}, std::vector<uint8_t>(128, 1));
   w.add_raw_tensor("model.norm.weight", "BF16", {8}, std::vector<uint8_t>(16, 2));
   w.add_raw_tensor("lm_head.weight", "F16", {2, 2, 2}, std::vector<uint8_t>(16, 3));

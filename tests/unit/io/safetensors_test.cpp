@@ -9,16 +9,16 @@
 #include <fstream>
 
 #include "runtime/io/safetensors_file.h"
+#include "runtime/io/safetensors_writer.h"
 #include "tests/support/gguf_writer.h"  // write_file
-#include "tests/support/safetensors_writer.h"
 #include "tests/unit/io/error_text.h"
 
 namespace ssd {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 using test::error_text;
-using test::SafetensorsWriter;
+
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
@@ -42,7 +42,7 @@ std::string parse_error(std::vector<uint8_t> bytes) {
 // The sample file with its header edited by `edit`.
 std::string error_after(const std::function<void(json&)>& edit) {
   const SafetensorsWriter w = sample_writer();
-  json h = w.header();
+  auto h = w.header();
   edit(h);
   return parse_error(SafetensorsWriter::assemble(h.dump(), w.data()));
 }

@@ -8,8 +8,8 @@
 
 #include "runtime/core/error.h"
 #include "runtime/drafters/domino/domino_drafter.h"
+#include "runtime/io/safetensors_writer.h"
 #include "tests/support/domino_writer.h"
-#include "tests/support/safetensors_writer.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_model.h"
 #include "tests/unit/spec/drafting_fixture.h"
@@ -138,7 +138,7 @@ TEST(DominoCheckpoint, MissingOrIncompleteConfigIsNamed) {
   const DominoSpec spec = test::tiny_domino_spec();
   const DominoTensors t = test::make_domino_tensors(spec);
   {
-    test::SafetensorsWriter sw;
+    SafetensorsWriter sw;
     for (const auto& [name, x] : t) sw.add_tensor(name, x.shape, x.values);
     EXPECT_TRUE(has(w.error_of(sw.write(w.tmp.file("noconfig.safetensors"))),
                     "no \"domino_config\""));
