@@ -53,31 +53,43 @@ LossStats DominoTrainModel::run(const DominoConstView& p, DominoView* grads,
   return st;
 }
 
+// The forward of run(): the blocks' layout, the context's K/V, the block rows through the
+// backbone, the base logits of the labelled rows, then the head position by position with the
+// loss (and its gradient seeds dfinal_/dbase_ when `grad`). Every intermediate the backward needs
+// stays in the members.
 void DominoTrainModel::forward(const DominoConstView& p, std::span<const int32_t> tokens,
                                std::span<const float> features, std::span<const int32_t> anchors,
                                const LossOptions& opt, bool grad, LossStats& st) {
-  const int64_t d = cfg_.target_dim, F = cfg_.feature_dim(), H = cfg_.n_heads,
-                hd = cfg_.head_dim, qw = H * hd, kw = cfg_.n_kv_heads * hd, ffn = cfg_.ffn_dim,
-                B = cfg_.block_size, g = cfg_.gru_dim, r = cfg_.rank,
-                Vd = cfg_.draft_vocab_size(), L = static_cast<int64_t>(tokens.size());
-  const float eps = cfg_.rms_eps;
-  const AttentionShape ash{H, cfg_.n_kv_heads, hd};
+  plan_blocks(anchors, opt.known);
+  forward_context(p, features);
+  forward_block_inputs(p, tokens, anchors);
+  forward_backbone(p);
+  const std::vector<float> base = labelled_base_logits();  // [M, Vd]
+  forward_head(p, tokens, anchors, opt, grad, base, st);
+  st.tokens += rows_;
+}
+
+// Block b: rows [t[a-kn+1 .. a], MASK x (B-1)] at positions a-kn+1 ..; context [0, a-kn+1).
+void DominoTrainModel::plan_blocks(std::span<const int32_t> anchors, int64_t known) {
   nblocks_ = static_cast<int64_t>(anchors.size());
-  kn_ = opt.known;
-  rb_ = kn_ + B - 1;
-  const int64_t A = nblocks_, kn = kn_, Rb = rb_, R = A * Rb;
-  rows_ = R;
-  // Block b: rows [t[a-kn+1 .. a], MASK x (B-1)] at positions a-kn+1 ..; context [0, a-kn+1).
-  ctx_of_.resize(A);
+  kn_ = known;
+  rb_ = kn_ + cfg_.block_size - 1;
+  rows_ = nblocks_ * rb_;
+  ctx_of_.resize(nblocks_);
   n_ctx_ = 0;
-  for (int64_t b = 0; b < A; ++b) {
-    ctx_of_[b] = static_cast<int32_t>(anchors[b] - kn + 1);
+  for (int64_t b = 0; b < nblocks_; ++b) {
+    ctx_of_[b] = static_cast<int32_t>(anchors[b] - kn_ + 1);
     n_ctx_ = std::max<int64_t>(n_ctx_, ctx_of_[b]);
   }
-  const int64_t n = n_ctx_;
   layers_.resize(cfg_.n_layers);
+}
 
-  // ---- context: c = RMSNorm(W_fc X) * fc_norm, per-layer K/V ----
+// The context: c = RMSNorm(W_fc X) * fc_norm over the n_ctx_ feature rows, and each layer's K/V
+// of it.   features: [n_ctx_ or more, F]
+void DominoTrainModel::forward_context(const DominoConstView& p, std::span<const float> features) {
+  const int64_t d = cfg_.target_dim, F = cfg_.feature_dim(), hd = cfg_.head_dim,
+                kw = cfg_.n_kv_heads * hd, n = n_ctx_;
+  const float eps = cfg_.rms_eps;
   ctx_pos_.resize(n);
   for (int64_t j = 0; j < n; ++j) ctx_pos_[j] = static_cast<int32_t>(j);
   pre_.resize(n * d);
@@ -97,8 +109,15 @@ void DominoTrainModel::forward(const DominoConstView& p, std::span<const int32_t
     linear_forward(lc.hn.data(), w.wv, lc.vc.data(), n, d, kw);
     rope_apply(lc.kc.data(), ctx_pos_.data(), n, cfg_.n_kv_heads, hd, inv_freq_.data());
   }
+}
 
-  // ---- block rows ----
+// The block rows' inputs x0_ [R, d]: known tokens' embeddings and MASK rows, their positions,
+// and (context_inject) W_inject c_{first-1} added to every row of a block.
+void DominoTrainModel::forward_block_inputs(const DominoConstView& p,
+                                            std::span<const int32_t> tokens,
+                                            std::span<const int32_t> anchors) {
+  const int64_t d = cfg_.target_dim, B = cfg_.block_size, L = static_cast<int64_t>(tokens.size());
+  const int64_t A = nblocks_, kn = kn_, Rb = rb_, R = rows_;
   pos_.resize(R);
   is_mask_.assign(R, 1);
   x0_.resize(R * d);
@@ -126,6 +145,16 @@ void DominoTrainModel::forward(const DominoConstView& p, std::span<const int32_t
         for (int64_t t = 0; t < Rb; ++t)
           for (int64_t u = 0; u < d; ++u) x0_[(b * Rb + t) * d + u] += inj[b * d + u];
   }
+}
+
+// The backbone's layers over the block rows (each block attends to its context and, inside the
+// block, bidirectionally), then the final norm: xl_, hfin_ [R, d].
+void DominoTrainModel::forward_backbone(const DominoConstView& p) {
+  const int64_t d = cfg_.target_dim, H = cfg_.n_heads, hd = cfg_.head_dim, qw = H * hd,
+                kw = cfg_.n_kv_heads * hd, ffn = cfg_.ffn_dim;
+  const int64_t A = nblocks_, Rb = rb_, R = rows_;
+  const float eps = cfg_.rms_eps;
+  const AttentionShape ash{H, cfg_.n_kv_heads, hd};
   std::vector<float> x = x0_;
   for (int64_t l = 0; l < cfg_.n_layers; ++l) {
     LayerCache& lc = layers_[l];
@@ -166,8 +195,13 @@ void DominoTrainModel::forward(const DominoConstView& p, std::span<const int32_t
   hfin_.resize(R * d);
   rstd_f_.resize(R);
   rmsnorm_forward(xl_.data(), p.norm, hfin_.data(), rstd_f_.data(), R, d, eps);
+}
 
-  // ---- labelled rows in position-major order, base logits ----
+// The labelled rows in position-major order (m_first_, m_block_, hsel_ [M, d]) and their base
+// logits through the target's head.   returns [M, Vd]
+std::vector<float> DominoTrainModel::labelled_base_logits() {
+  const int64_t d = cfg_.target_dim, Vd = cfg_.draft_vocab_size();
+  const int64_t A = nblocks_, kn = kn_, Rb = rb_;
   max_nv_ = 0;
   for (int32_t v : nv_) max_nv_ = std::max<int64_t>(max_nv_, v);
   m_first_.assign(1, 0);
@@ -185,7 +219,17 @@ void DominoTrainModel::forward(const DominoConstView& p, std::span<const int32_t
       std::copy_n(hfin_.data() + row_of(m, i) * d, d, hsel_.data() + m * d);
   std::vector<float> base(M * Vd);
   linear_forward(hsel_.data(), target_.head(), base.data(), M, d, Vd);
+  return base;
+}
 
+// The head, position by position: the GRU chain over the previous draft tokens, the low-rank
+// correction added to `base`, the weighted cross entropies and accuracy into `st`.
+void DominoTrainModel::forward_head(const DominoConstView& p, std::span<const int32_t> tokens,
+                                    std::span<const int32_t> anchors, const LossOptions& opt,
+                                    bool grad, const std::vector<float>& base, LossStats& st) {
+  const int64_t d = cfg_.target_dim, g = cfg_.gru_dim, r = cfg_.rank,
+                Vd = cfg_.draft_vocab_size();
+  const int64_t A = nblocks_, M = static_cast<int64_t>(m_block_.size());
   // Per-block weight sums over in-vocabulary labels.
   std::vector<double> wsum(A, 0.0);
   auto pos_weight = [&](int64_t i) {
@@ -276,7 +320,6 @@ void DominoTrainModel::forward(const DominoConstView& p, std::span<const int32_t
     if (i < max_nv_) gru_step(i, toks);
   }
   for (int64_t b = 0; b < A; ++b) st.blocks += wsum[b] > 0;
-  st.tokens += R;
 }
 
 void DominoTrainModel::backward(const DominoConstView& p, DominoView& gr,

@@ -1,4 +1,4 @@
-// The Domino drafter's training forward and backward (the model of brief issue 7), written to
+// The Domino drafter's training forward and backward, written to
 // equal the inference drafter (domino_backbone.h, domino_head.h) op for op:
 //
 // One sequence t[0, L) with target features X [L, F] and A anchors a (P-1 <= a <= L-2), each
@@ -88,6 +88,15 @@ class DominoTrainModel {
   void forward(const DominoConstView& p, std::span<const int32_t> tokens,
                std::span<const float> features, std::span<const int32_t> anchors,
                const LossOptions& opt, bool grad, LossStats& st);
+  void plan_blocks(std::span<const int32_t> anchors, int64_t known);
+  void forward_context(const DominoConstView& p, std::span<const float> features);
+  void forward_block_inputs(const DominoConstView& p, std::span<const int32_t> tokens,
+                            std::span<const int32_t> anchors);
+  void forward_backbone(const DominoConstView& p);
+  std::vector<float> labelled_base_logits();
+  void forward_head(const DominoConstView& p, std::span<const int32_t> tokens,
+                    std::span<const int32_t> anchors, const LossOptions& opt, bool grad,
+                    const std::vector<float>& base, LossStats& st);
   void backward(const DominoConstView& p, DominoView& g, std::span<const float> features);
 
   const DominoConfig& cfg_;
