@@ -14,6 +14,7 @@
 #include "launch/cli/eval_domino_command.h"
 #include "launch/cli/generate_command.h"
 #include "launch/cli/info_command.h"
+#include "launch/cli/sim_command.h"
 #include "launch/cli/synth_prompts_command.h"
 #include "launch/cli/train_domino_command.h"
 #include "runtime/core/error.h"
@@ -42,6 +43,8 @@ constexpr Command kCommands[] = {
      ssd::run_train_domino_command},
     {"eval-domino", "offline acceptance of a Domino checkpoint on `ssd distill` data",
      ssd::run_eval_domino_command},
+    {"simulate", "predict AR / SD / SSD tok/s on a described GPU cluster (round simulator)",
+     ssd::run_sim_command},
 };
 
 void print_usage() {

@@ -1,0 +1,350 @@
+#include "launch/cli/sim_command.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "launch/cli/bench_kernels_measure.h"
+#include "launch/cli/build_info.h"
+#include "launch/cli/flags.h"
+#include "kernels/cpu/thread_pool.h"
+#include "runtime/backend/cpu/cpu_backend.h"
+#include "runtime/core/error.h"
+#include "topology/sim/chrome_trace.h"
+#include "topology/sim/cpu_calibration.h"
+#include "topology/sim/round_sim.h"
+
+namespace ssd {
+namespace {
+
+struct SimArgs {
+  std::string modes = "ar,sd,ssd";
+  std::string target = "llama-3.1-70b";
+  std::string drafter = "llama-3.2-1b";
+  std::string drafter_style = "auto";
+  std::string target_device = "h100-sxm";
+  std::string drafter_device;  // "" = the target's
+  std::optional<std::filesystem::path> device_profile;
+  int32_t tp = 1;
+  std::string tp_link = "nvlink4";
+  int32_t drafters = 1;
+  std::string drafter_link = "nvlink4";
+  bool colocated = false;
+  std::string batch = "1";
+  int32_t tokens = 128;
+  int32_t prompt = 128;
+  int32_t k = 4;
+  double accept = 0.7;
+  std::optional<double> mal;
+  std::string accept_per_position;
+  double miss_at_1 = 0.5;
+  double power_r = 0.5;
+  double backup_accept = 0.2;
+  int32_t fan_out_budget = 8;
+  int32_t prespec_chunk = 0;
+  std::string miss_policy = "auto";
+  int32_t critical_batch = -1;
+  double lookup_us = 20;
+  uint64_t seed = 1;
+  std::optional<std::filesystem::path> outcome_trace, record_trace, trace_json, json;
+  bool calibrate = false;
+  std::optional<std::filesystem::path> calibrate_model, out;
+  int32_t threads = 2;
+  int32_t calibrate_rows = 16;
+  int32_t calibrate_context = 128;
+
+  template <class V>
+  void visit(V&& v) {
+    v(modes, "mode", "comma-separated modes to simulate: ar, sd, ssd");
+    v(target, "target", "target model: a preset (llama-3.1-70b, llama-3.2-1b, qwen3-32b, "
+                        "qwen3-0.6b, smollm2-135m) or a GGUF / config.json path");
+    v(drafter, "drafter", "drafter: ngram, a model preset (also smollm2-domino) or a path");
+    v(drafter_style, "drafter-style", "how a model drafter drafts: ar (a forward per token), "
+                                      "block (Domino: one forward per draft), auto (by preset)",
+      {.choices = {"auto", "ar", "block"}});
+    v(target_device, "target-device", "device preset (h100-sxm, a100-sxm-80gb, l40s, cpu) or a "
+                                      "JSON profile");
+    v(drafter_device, "drafter-device", "drafter ranks' device (default: the target's)");
+    v(device_profile, "device-profile", "a JSON device profile for every rank (from --calibrate)",
+      {.must_exist = true});
+    v(tp, "tp", "target tensor-parallel degree", {.min = 1, .max = 1024});
+    v(tp_link, "tp-link", "link between the target's TP ranks: shm, pcie4, pcie5, nvlink3, "
+                          "nvlink4, ib400, eth25 or a JSON profile");
+    v(drafters, "drafters", "drafter ranks (SSD splits its branches over them)",
+      {.min = 1, .max = 1024});
+    v(drafter_link, "drafter-link", "link between the target leader and the drafter ranks");
+    v(colocated, "colocated", "sd: the drafter runs in the target's process (one rank, no link)");
+    v(batch, "batch", "comma-separated batch sizes");
+    v(tokens, "tokens", "tokens generated per sequence", {.min = 1, .max = 1 << 20});
+    v(prompt, "prompt", "prompt tokens cached before decoding", {.min = 0, .max = 1 << 22});
+    v(k, "k", "draft tokens per speculation", {.min = 1, .max = 32});
+    v(accept, "accept", "per-position acceptance rate of the primary drafter",
+      {.min = 0, .max = 1});
+    v(mal, "mal", "instead of --accept: the primary's mean acceptance length at --k (bonus "
+                  "included)", {.min = 1});
+    v(accept_per_position, "accept-per-position", "comma-separated a_1..a_n (overrides --accept)");
+    v(miss_at_1, "miss-at-1", "power law: P(bonus is not the drafter's top choice)",
+      {.min = 0, .max = 1});
+    v(power_r, "power-r", "power law exponent r: miss(F) = miss-at-1 x F^-r", {.min = 1e-6});
+    v(backup_accept, "backup-accept", "per-position acceptance of the backup (n-gram) speculator",
+      {.min = 0, .max = 1});
+    v(fan_out_budget, "fan-out-budget", "ssd: branches per sequence (geometric fan-out)",
+      {.min = 1, .max = 1024});
+    v(prespec_chunk, "prespec-chunk", "ssd: branches per draft call, cut at the outcome; 0 = one "
+                                      "call", {.min = 0, .max = 1 << 20});
+    v(miss_policy, "miss-policy", "ssd: fallback on a miss", {.choices = {"auto", "primary",
+                                                                          "backup"}});
+    v(critical_batch, "critical-batch", "ssd: fixed b* for --miss-policy auto (-1: derived)",
+      {.min = -1});
+    v(lookup_us, "lookup-us", "an n-gram lookup per sequence, microseconds", {.min = 0});
+    v(seed, "seed", "seed of the sampled outcomes (the same seed gives the same run)");
+    v(outcome_trace, "outcome-trace", "replay this outcome trace (JSONL, topology/sim/"
+                                      "outcome_trace.h) instead of sampling outcomes",
+      {.must_exist = true});
+    v(record_trace, "record-trace", "write the simulated outcomes as a trace (last mode, batch)");
+    v(trace_json, "trace-json", "write the timeline as Chrome trace-event JSON (last mode, batch)");
+    v(json, "json", "write every result as JSON here");
+    v(calibrate, "calibrate", "measure this machine and write a CPU device profile (--out)");
+    v(calibrate_model, "calibrate-model", "--calibrate: model to time (default $SSD_MODEL)");
+    v(out, "out", "--calibrate: where to write the profile JSON");
+    v(threads, "threads", "--calibrate: CPU threads", {.min = 1, .max = 1024});
+    v(calibrate_rows, "calibrate-rows", "--calibrate: forwards of 1..n rows", {.min = 1, .max = 64});
+    v(calibrate_context, "calibrate-context", "--calibrate: cached tokens before each forward",
+      {.min = 0, .max = 1 << 16});
+  }
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+double to_num(const std::string& flag, const std::string& s) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (...) {
+    used = 0;
+  }
+  SSD_CHECK(used == s.size() && !s.empty(), "--{}: '{}' is not a number", flag, s);
+  return v;
+}
+
+int run_calibrate(const SimArgs& a) {
+  std::string path;
+  if (a.calibrate_model) path = a.calibrate_model->string();
+  else if (const char* env = std::getenv("SSD_MODEL")) path = env;
+  SSD_CHECK(!path.empty(), "--calibrate needs --calibrate-model or $SSD_MODEL");
+  SSD_CHECK(a.out.has_value(), "--calibrate needs --out PATH for the profile JSON");
+  const ModelFile file = ModelFile::open(path);
+  Stat bw;
+  {
+    kernels::ThreadPool pool(kernels::ThreadPool::Options{a.threads, {}, 200});
+    bw = measure_read_bandwidth(pool, int64_t{256} << 20, 5);
+  }
+  ForwardTimer timer(file, make_cpu_backend(CpuBackendOptions{a.threads, {}, 200}),
+                     a.calibrate_context, a.calibrate_rows, 1);
+  sim::ModelShape shape = sim::load_model_shape(path);
+  std::vector<sim::ForwardSample> samples;
+  std::vector<Stat> stats;
+  for (int32_t n = 1; n <= a.calibrate_rows; ++n) {
+    const Stat s = timer.block_seconds(n, true, 4, 5);
+    stats.push_back(s);
+    samples.push_back({static_cast<double>(n), static_cast<double>(a.calibrate_context), s.median});
+  }
+  const std::string name = fmt::format("cpu-{}t-calibrated", a.threads);
+  sim::Calibration cal = sim::fit_device(name, shape, bw.median * 1e9, samples);
+  cal.profile.source = fmt::format("ssd simulate --calibrate on {} ({} threads, {}), model {}",
+                                   build_description(), a.threads,
+                                   fmt::format("read bandwidth {:.2f} GB/s", bw.median), path);
+  nlohmann::json j = cal.profile.to_json();
+  nlohmann::json meas = nlohmann::json::array();
+  fmt::print("| rows | measured ms (min..max) | fitted ms | error |\n|---|---|---|---|\n");
+  for (size_t i = 0; i < samples.size(); ++i) {
+    meas.push_back({{"rows", samples[i].rows},
+                    {"context", samples[i].context},
+                    {"median_s", stats[i].median},
+                    {"min_s", stats[i].min},
+                    {"max_s", stats[i].max},
+                    {"fitted_s", cal.predicted_s[i]}});
+    fmt::print("| {} | {:.2f} ({:.2f}..{:.2f}) | {:.2f} | {:+.1f}% |\n", samples[i].rows,
+               stats[i].median * 1e3, stats[i].min * 1e3, stats[i].max * 1e3,
+               cal.predicted_s[i] * 1e3,
+               100 * (cal.predicted_s[i] - samples[i].seconds) / samples[i].seconds);
+  }
+  j["measurements"] = meas;
+  j["fit"] = {{"median_rel_err", cal.median_rel_err}, {"max_rel_err", cal.max_rel_err}};
+  std::ofstream o(a.out->string());
+  SSD_CHECK(o.good(), "cannot write '{}'", a.out->string());
+  o << j.dump(2) << '\n';
+  fmt::print("\nprofile {}: bandwidth {:.2f} GB/s (measured), overhead {:.3f} ms, effective peak "
+             "{:.1f} GFLOP/s; fit error median {:.1f}%, worst {:.1f}%\nwritten to {}\n",
+             name, bw.median, cal.profile.overhead_s * 1e3,
+             cal.profile.peak_flops.at("bf16") / 1e9, 100 * cal.median_rel_err,
+             100 * cal.max_rel_err, a.out->string());
+  return 0;
+}
+
+sim::SimConfig build_config(const SimArgs& a) {
+  sim::SimConfig c;
+  sim::SimCluster& cl = c.cluster;
+  if (a.device_profile) {
+    cl.target_device = cl.drafter_device = sim::load_device(a.device_profile->string());
+  } else {
+    cl.target_device = sim::load_device(a.target_device);
+    cl.drafter_device =
+        a.drafter_device.empty() ? cl.target_device : sim::load_device(a.drafter_device);
+  }
+  cl.tp = a.tp;
+  cl.tp_link = sim::load_link(a.tp_link);
+  cl.drafters = a.drafters;
+  cl.drafter_link = sim::load_link(a.drafter_link);
+  cl.colocated = a.colocated;
+  c.target = sim::load_model_shape(a.target);
+  if (a.drafter == "ngram") {
+    c.drafter.shape.name = "ngram";
+    c.drafter.shape.style = sim::DraftStyle::kLookup;
+  } else {
+    c.drafter.shape = sim::load_model_shape(a.drafter);
+    if (a.drafter_style == "ar") c.drafter.shape.style = sim::DraftStyle::kAutoregressive;
+    if (a.drafter_style == "block") c.drafter.shape.style = sim::DraftStyle::kBlock;
+  }
+  c.drafter.lookup_s = c.backup.lookup_s = a.lookup_us * 1e-6;
+  c.backup.shape.name = "ngram";
+  c.backup.shape.style = sim::DraftStyle::kLookup;
+  c.work = {.batch = 1, .tokens = a.tokens, .prompt = a.prompt, .k = a.k};
+  c.primary.a = a.mal ? sim::acceptance_for_mean_tokens(*a.mal, a.k) : a.accept;
+  for (const std::string& s : split(a.accept_per_position))
+    c.primary.per_position.push_back(to_num("accept-per-position", s));
+  c.primary.miss_at_1 = a.miss_at_1;
+  c.primary.r = a.power_r;
+  c.backup_acc = c.primary;
+  c.backup_acc.per_position.clear();
+  c.backup_acc.a = a.backup_accept;
+  c.ssd.budget = a.fan_out_budget;
+  c.ssd.chunk = a.prespec_chunk;
+  c.ssd.miss = a.miss_policy == "primary" ? sim::MissChoice::kPrimary
+               : a.miss_policy == "backup" ? sim::MissChoice::kBackup
+                                           : sim::MissChoice::kAuto;
+  c.ssd.b_star = a.critical_batch;
+  c.seed = a.seed;
+  return c;
+}
+
+nlohmann::json result_json(const sim::SimResult& r, int32_t batch, double ar_tps) {
+  return {{"mode", sim::mode_name(r.mode)},
+          {"batch", batch},
+          {"tokens_per_s", r.tokens_per_s()},
+          {"speedup_vs_ar", ar_tps > 0 ? r.tokens_per_s() / ar_tps : 0},
+          {"seconds", r.seconds},
+          {"tokens", r.tokens},
+          {"rounds", r.rounds},
+          {"seq_rounds", r.seq_rounds},
+          {"mean_acceptance_length", r.mal()},
+          {"hit_rate", r.hit_rate()},
+          {"hits", r.hits},
+          {"misses", r.misses},
+          {"planned_rate", r.hits + r.misses ? double(r.planned) / double(r.hits + r.misses) : 0},
+          {"fallback_primary", r.fallback_primary},
+          {"fallback_backup", r.fallback_backup},
+          {"branches_planned", r.branches_planned},
+          {"branches_drafted", r.branches_drafted},
+          {"target_busy_s", r.target_busy_s},
+          {"target_wait_s", r.target_wait_s},
+          {"drafter_busy_s", r.drafter_busy_s},
+          {"comm_s", r.comm_s},
+          {"critical_batch", r.b_star},
+          {"fan_out", r.fan_out}};
+}
+
+std::string pct(double x, double total) {
+  return total > 0 ? fmt::format("{:.0f}%", 100 * x / total) : "-";
+}
+
+}  // namespace
+
+int run_sim_command(int argc, const char* const* argv) {
+  SimArgs a;
+  if (parse(argc, argv, a).help) {
+    fmt::print("{}", help_text(SimArgs{}, "ssd simulate",
+                               "Predict AR / SD / SSD tok/s on a described cluster (event-by-event "
+                               "round simulation with roofline costs), or --calibrate a CPU "
+                               "profile."));
+    return 0;
+  }
+  if (a.calibrate) return run_calibrate(a);
+
+  sim::SimConfig cfg = build_config(a);
+  std::vector<sim::SimMode> modes;
+  for (const std::string& m : split(a.modes)) modes.push_back(sim::parse_mode(m));
+  SSD_CHECK(!modes.empty(), "--mode: no mode given");
+  std::vector<int32_t> batches;
+  for (const std::string& b : split(a.batch)) {
+    const double v = to_num("batch", b);
+    SSD_CHECK(v >= 1 && v <= 4096 && v == static_cast<int32_t>(v),
+              "--batch: {} must be an integer in 1..4096", b);
+    batches.push_back(static_cast<int32_t>(v));
+  }
+  SSD_CHECK(!batches.empty(), "--batch: no batch size given");
+  std::optional<std::vector<sim::OutcomeRecord>> trace;
+  if (a.outcome_trace) {
+    trace = sim::read_outcome_trace(a.outcome_trace->string());
+    SSD_CHECK(batches.size() == 1, "--outcome-trace: the trace sets the batch; give no --batch list");
+  }
+  cfg.record_events = a.trace_json.has_value();
+  cfg.validate();
+
+  fmt::print("target {} on {} x TP {} ({}), drafter {} on {} rank(s) of {} over {}{}\n",
+             cfg.target.name, cfg.cluster.target_device.name, cfg.cluster.tp, a.tp_link,
+             cfg.drafter.shape.name, cfg.cluster.drafters, cfg.cluster.drafter_device.name,
+             a.drafter_link, cfg.cluster.colocated ? " (colocated)" : "");
+  fmt::print("k {}, acceptance a = {:.3f} (MAL {:.2f}), miss(F) = {:.2f} F^-{:.2f}, budget {}, "
+             "chunk {}, {} tokens after a {}-token prompt{}\n\n",
+             cfg.work.k, cfg.primary.a, cfg.primary.expected_tokens(cfg.work.k),
+             cfg.primary.miss_at_1, cfg.primary.r, cfg.ssd.budget, cfg.ssd.chunk, cfg.work.tokens,
+             cfg.work.prompt, trace ? ", replaying " + a.outcome_trace->string() : "");
+  fmt::print("| batch | mode | tok/s | vs AR | MAL | hit rate | rounds | target busy | target "
+             "waits | drafter busy | comm | b* |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  nlohmann::json all = nlohmann::json::array();
+  sim::SimResult last;
+  for (int32_t b : batches) {
+    cfg.work.batch = b;
+    double ar_tps = 0;
+    for (sim::SimMode m : modes) {
+      sim::SimResult r = sim::simulate(m, cfg, trace ? &*trace : nullptr);
+      if (m == sim::SimMode::kAr) ar_tps = r.tokens_per_s();
+      const int32_t shown_b = trace ? sim::summarize(*trace).sequences : b;
+      fmt::print("| {} | {} | {:.1f} | {} | {:.2f} | {} | {} | {} | {} | {} | {} | {} |\n", shown_b,
+                 sim::mode_name(m), r.tokens_per_s(),
+                 ar_tps > 0 ? fmt::format("{:.2f}x", r.tokens_per_s() / ar_tps) : "-", r.mal(),
+                 m == sim::SimMode::kSsd ? fmt::format("{:.2f}", r.hit_rate()) : "-", r.rounds,
+                 pct(r.target_busy_s, r.seconds), pct(r.target_wait_s, r.seconds),
+                 m == sim::SimMode::kAr ? "-" : pct(r.drafter_busy_s, r.seconds),
+                 pct(r.comm_s, r.seconds), m == sim::SimMode::kSsd ? fmt::format("{}", r.b_star) : "-");
+      all.push_back(result_json(r, shown_b, ar_tps));
+      last = std::move(r);
+    }
+  }
+  fmt::print("\nsimulated (not measured): decode only, percentages of the simulated time; comm "
+             "sums TP collectives and drafter-link messages.\n");
+  if (a.json) {
+    std::ofstream o(a.json->string());
+    SSD_CHECK(o.good(), "cannot write '{}'", a.json->string());
+    o << nlohmann::json{{"config", resolved_json(a)}, {"results", all}}.dump(2) << '\n';
+  }
+  if (a.record_trace) sim::write_outcome_trace(a.record_trace->string(), last.outcomes);
+  if (a.trace_json)
+    sim::write_chrome_trace(a.trace_json->string(), last.events,
+                            fmt::format("simulated {}", sim::mode_name(last.mode)));
+  return 0;
+}
+
+}  // namespace ssd

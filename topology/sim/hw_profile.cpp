@@ -1,0 +1,191 @@
+#include "topology/sim/hw_profile.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/core/error.h"
+
+namespace ssd::sim {
+namespace {
+
+double num(const nlohmann::json& j, const char* key, const std::string& where, double dflt,
+           bool required) {
+  auto it = j.find(key);
+  if (it == j.end()) {
+    SSD_CHECK(!required, "{}: missing field '{}'", where, key);
+    return dflt;
+  }
+  SSD_CHECK(it->is_number(), "{}: field '{}' must be a number, got {}", where, key, it->dump());
+  return it->get<double>();
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  SSD_CHECK(in.good(), "cannot open '{}'", path);
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail(fmt::format("{}: not valid JSON ({})", path, e.what()));
+  }
+}
+
+constexpr double kGB = 1e9, kTF = 1e12, kUs = 1e-6;
+
+DeviceProfile gpu(std::string name, double bw_GBps, double bf16_TF, double fp8_TF, double fp32_TF,
+                  double mem_GB) {
+  DeviceProfile d;
+  d.name = std::move(name);
+  d.mem_bw_Bps = bw_GBps * kGB;
+  d.peak_flops = {{"bf16", bf16_TF * kTF}, {"fp16", bf16_TF * kTF}, {"fp32", fp32_TF * kTF},
+                  {"fp8", fp8_TF * kTF}, {"int8", fp8_TF * kTF}};
+  d.overhead_s = 300 * kUs;  // one forward with CUDA graphs: launch + sync + sampling's host share
+  d.mem_bytes = mem_GB * kGB;
+  d.mem_efficiency = 0.8;
+  d.flop_efficiency = 0.6;
+  d.source = "preset";
+  return d;
+}
+
+}  // namespace
+
+double DeviceProfile::peak(const std::string& dtype) const {
+  auto it = peak_flops.find(dtype);
+  if (it == peak_flops.end()) it = peak_flops.find("bf16");
+  SSD_CHECK(it != peak_flops.end(), "device '{}' has no peak FLOP/s for '{}' nor for bf16", name,
+            dtype);
+  return it->second * flop_efficiency;
+}
+
+void DeviceProfile::validate() const {
+  SSD_CHECK(mem_bw_Bps > 0, "device '{}': memory bandwidth must be > 0 (got {})", name, mem_bw_Bps);
+  SSD_CHECK(!peak_flops.empty(), "device '{}': no peak FLOP/s given", name);
+  for (const auto& [dt, v] : peak_flops)
+    SSD_CHECK(v > 0, "device '{}': peak FLOP/s for {} must be > 0 (got {})", name, dt, v);
+  SSD_CHECK(overhead_s >= 0, "device '{}': per-forward overhead must be >= 0 (got {})", name,
+            overhead_s);
+  SSD_CHECK(mem_efficiency > 0 && mem_efficiency <= 1 && flop_efficiency > 0 &&
+                flop_efficiency <= 1,
+            "device '{}': efficiencies must be in (0, 1] (got {} and {})", name, mem_efficiency,
+            flop_efficiency);
+}
+
+nlohmann::json DeviceProfile::to_json() const {
+  return {{"kind", "device"},         {"name", name},
+          {"mem_bw_Bps", mem_bw_Bps}, {"peak_flops", peak_flops},
+          {"overhead_s", overhead_s}, {"mem_bytes", mem_bytes},
+          {"mem_efficiency", mem_efficiency}, {"flop_efficiency", flop_efficiency},
+          {"source", source}};
+}
+
+DeviceProfile DeviceProfile::from_json(const nlohmann::json& j, const std::string& where) {
+  SSD_CHECK(j.is_object(), "{}: a device profile must be a JSON object", where);
+  DeviceProfile d;
+  d.name = j.value("name", where);
+  d.mem_bw_Bps = num(j, "mem_bw_Bps", where, 0, true);
+  d.overhead_s = num(j, "overhead_s", where, 0, true);
+  d.mem_bytes = num(j, "mem_bytes", where, 0, false);
+  d.mem_efficiency = num(j, "mem_efficiency", where, 1, false);
+  d.flop_efficiency = num(j, "flop_efficiency", where, 1, false);
+  d.source = j.value("source", where);
+  auto pf = j.find("peak_flops");
+  SSD_CHECK(pf != j.end() && pf->is_object(), "{}: missing object 'peak_flops'", where);
+  for (const auto& [dt, v] : pf->items()) {
+    SSD_CHECK(v.is_number(), "{}: peak_flops.{} must be a number", where, dt);
+    d.peak_flops[dt] = v.get<double>();
+  }
+  d.validate();
+  return d;
+}
+
+void LinkProfile::validate() const {
+  SSD_CHECK(bw_Bps > 0, "link '{}': bandwidth must be > 0 (got {})", name, bw_Bps);
+  SSD_CHECK(latency_s >= 0, "link '{}': latency must be >= 0 (got {})", name, latency_s);
+}
+
+nlohmann::json LinkProfile::to_json() const {
+  return {{"kind", "link"}, {"name", name}, {"latency_s", latency_s}, {"bw_Bps", bw_Bps}};
+}
+
+LinkProfile LinkProfile::from_json(const nlohmann::json& j, const std::string& where) {
+  SSD_CHECK(j.is_object(), "{}: a link profile must be a JSON object", where);
+  LinkProfile l;
+  l.name = j.value("name", where);
+  l.latency_s = num(j, "latency_s", where, 0, true);
+  l.bw_Bps = num(j, "bw_Bps", where, 0, true);
+  l.validate();
+  return l;
+}
+
+double ring_all_reduce_s(const LinkProfile& link, int32_t ranks, double bytes) {
+  SSD_CHECK(ranks >= 1, "a collective needs at least one rank (got {})", ranks);
+  if (ranks == 1) return 0;
+  const double steps = 2.0 * (ranks - 1);
+  return steps / ranks * bytes / link.bw_Bps + steps * link.latency_s;
+}
+
+double ring_all_gather_s(const LinkProfile& link, int32_t ranks, double bytes) {
+  SSD_CHECK(ranks >= 1, "a collective needs at least one rank (got {})", ranks);
+  if (ranks == 1) return 0;
+  const double steps = ranks - 1.0;
+  return steps / ranks * bytes / link.bw_Bps + steps * link.latency_s;
+}
+
+std::vector<std::string> device_preset_names() {
+  return {"h100-sxm", "a100-sxm-80gb", "l40s", "cpu"};
+}
+
+DeviceProfile device_preset(const std::string& name) {
+  // Dense (no sparsity) vendor peaks: H100 SXM5 HBM3 3.35 TB/s, BF16 989 TFLOP/s, FP8 1979;
+  // A100 SXM4 80 GB HBM2e 2.039 TB/s, BF16 312, INT8 624; L40S GDDR6 864 GB/s, BF16 362, FP8 733.
+  if (name == "h100-sxm") return gpu(name, 3350, 989, 1979, 67, 80);
+  if (name == "a100-sxm-80gb") return gpu(name, 2039, 312, 624, 19.5, 80);
+  if (name == "l40s") return gpu(name, 864, 362, 733, 91.6, 48);
+  if (name == "cpu") {
+    // A small x86 VM: two cores of AVX-512; calibrate (--calibrate) for real figures.
+    DeviceProfile d;
+    d.name = name;
+    d.mem_bw_Bps = 10 * kGB;
+    d.peak_flops = {{"bf16", 100e9}, {"fp32", 100e9}, {"int8", 200e9}};
+    d.overhead_s = 200 * kUs;
+    d.source = "preset";
+    return d;
+  }
+  fail(fmt::format("unknown device preset '{}' (known: {}; or a JSON profile path)", name,
+                   fmt::join(device_preset_names(), ", ")));
+}
+
+std::vector<std::string> link_preset_names() {
+  return {"shm", "pcie4", "pcie5", "nvlink3", "nvlink4", "ib400", "eth25"};
+}
+
+LinkProfile link_preset(const std::string& name) {
+  // One direction's bandwidth. NVLink 4 is 900 GB/s bidirectional per H100 (450 each way),
+  // NVLink 3 600 (300); PCIe 4 x16 ~25 GB/s and PCIe 5 ~50 achieved; InfiniBand NDR 400 Gb/s =
+  // 50 GB/s; 25 GbE = 3.125 GB/s. Latencies are per message including the software stack.
+  if (name == "shm") return {name, 2 * kUs, 10 * kGB};
+  if (name == "pcie4") return {name, 5 * kUs, 25 * kGB};
+  if (name == "pcie5") return {name, 5 * kUs, 50 * kGB};
+  if (name == "nvlink3") return {name, 3 * kUs, 300 * kGB};
+  if (name == "nvlink4") return {name, 3 * kUs, 450 * kGB};
+  if (name == "ib400") return {name, 5 * kUs, 50 * kGB};
+  if (name == "eth25") return {name, 30 * kUs, 3.125 * kGB};
+  fail(fmt::format("unknown link preset '{}' (known: {}; or a JSON profile path)", name,
+                   fmt::join(link_preset_names(), ", ")));
+}
+
+DeviceProfile load_device(const std::string& name_or_path) {
+  if (name_or_path.ends_with(".json") || std::filesystem::exists(name_or_path))
+    return DeviceProfile::from_json(read_json(name_or_path), name_or_path);
+  return device_preset(name_or_path);
+}
+
+LinkProfile load_link(const std::string& name_or_path) {
+  if (name_or_path.ends_with(".json") || std::filesystem::exists(name_or_path))
+    return LinkProfile::from_json(read_json(name_or_path), name_or_path);
+  return link_preset(name_or_path);
+}
+
+}  // namespace ssd::sim

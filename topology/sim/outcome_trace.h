@@ -1,0 +1,55 @@
+// The outcome trace: what happened to every speculation of a run, one JSON object per line
+// (JSONL), one line per (round, sequence) verified. It is what `ssd simulate --outcome-trace`
+// replays, and what a run records (the simulator's own --record-trace; a real leader may write the
+// same lines). The fields:
+//
+//   {"round": 3, "seq": 0, "k": 4, "accepted": 2, "bonus_rank": 1, "hit": true}
+//
+//   round       the verification round, from 0 (the first speculation of a batch)
+//   seq         the sequence within the batch, from 0
+//   k           draft tokens offered in this round (the chosen K; 0 for an AR step)
+//   accepted    draft tokens the target accepted, 0..k (the round emits accepted + 1 tokens)
+//   bonus_rank  the emitted bonus token's rank in the drafter's list at position `accepted`
+//               (0 = its top choice); -1 or absent = unknown / not in the list
+//   hit         SSD only: this round's outcome (accepted, bonus) was pre-speculated and drafted,
+//               so the sequence's next speculation came from the cache; absent for AR and SD
+//
+// Lines may come in any order; blank lines and lines starting with '#' are skipped. A malformed
+// line is an ssd::Error naming the file and line number.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ssd::sim {
+
+struct OutcomeRecord {
+  int64_t round = 0;
+  int32_t seq = 0;
+  int32_t k = 0;
+  int32_t accepted = 0;
+  int32_t bonus_rank = -1;
+  std::optional<bool> hit;
+};
+
+std::string to_jsonl_line(const OutcomeRecord& r);
+OutcomeRecord parse_outcome_line(const std::string& line, const std::string& where);
+
+std::vector<OutcomeRecord> read_outcome_trace(const std::string& path);
+void write_outcome_trace(const std::string& path, const std::vector<OutcomeRecord>& records);
+
+// The figures a trace determines by itself (a replay must reproduce them exactly).
+struct TraceSummary {
+  int64_t rounds = 0;        // distinct rounds
+  int64_t seq_rounds = 0;    // records
+  int64_t tokens = 0;        // sum of accepted + 1
+  int64_t hits = 0, misses = 0;  // records with a "hit" field
+  int32_t sequences = 0;     // distinct seq ids
+  double mal() const { return seq_rounds ? double(tokens) / double(seq_rounds) : 0; }
+  double hit_rate() const { return hits + misses ? double(hits) / double(hits + misses) : 0; }
+};
+TraceSummary summarize(const std::vector<OutcomeRecord>& records);
+
+}  // namespace ssd::sim

@@ -1,0 +1,35 @@
+#include "topology/sim/roofline.h"
+
+#include <algorithm>
+
+#include "runtime/core/error.h"
+
+namespace ssd::sim {
+
+ForwardCost forward_cost(const ModelShape& model, const DeviceProfile& device, int32_t tp,
+                         const LinkProfile& tp_link, const ForwardWork& work) {
+  model.check_tp(tp);
+  SSD_CHECK(work.rows >= 0 && work.seqs >= 0 && work.context >= 0,
+            "a forward needs non-negative rows, sequences and context");
+  const double t = tp;
+  ForwardCost c;
+  const double kv_tokens = work.seqs * work.context + work.rows;
+  c.bytes = (model.total_weight_bytes() + model.kv_bytes_per_token() * kv_tokens) / t;
+  const double attn = 4.0 * work.rows * (work.context + 1) * model.attn_width() *
+                      static_cast<double>(model.n_layers);
+  c.flops = (2.0 * model.params() * work.rows + attn) / t;
+  c.memory_s = c.bytes / (device.mem_bw_Bps * device.mem_efficiency);
+  c.compute_s = c.flops / device.peak(model.compute_dtype);
+  c.overhead_s = device.overhead_s;
+  if (tp > 1) {
+    const double act = work.rows * static_cast<double>(model.dim) * model.act_bytes_per_elem;
+    c.comm_s = static_cast<double>(model.n_layers) * 2.0 * ring_all_reduce_s(tp_link, tp, act) +
+               ring_all_gather_s(tp_link, tp,
+                                 work.rows * static_cast<double>(model.vocab) *
+                                     model.act_bytes_per_elem);
+  }
+  c.total_s = std::max(c.memory_s, c.compute_s) + c.overhead_s + c.comm_s;
+  return c;
+}
+
+}  // namespace ssd::sim

@@ -1,0 +1,489 @@
+#include "topology/sim/round_sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <set>
+#include <tuple>
+
+#include "runtime/core/error.h"
+#include "runtime/saguaro/fan_out.h"
+#include "runtime/saguaro/miss_policy.h"
+#include "topology/sim/branch_plan.h"
+#include "topology/sim/roofline.h"
+
+namespace ssd::sim {
+namespace {
+
+enum class Source { kInitial, kCache, kPrimary, kBackup };
+
+struct Decision {
+  int32_t accepted = 0;
+  int32_t rank = -1;
+  std::optional<bool> hit;
+};
+
+// Where the outcomes come from: the acceptance model (seeded) or a recorded trace.
+class Outcomes {
+ public:
+  Outcomes(const SimConfig& cfg, SimMode mode, const std::vector<OutcomeRecord>* replay)
+      : cfg_(cfg), mode_(mode), rng_(cfg.seed) {
+    if (!replay) {
+      batch_ = cfg.work.batch;
+      target_tokens_.assign(static_cast<size_t>(batch_), cfg.work.tokens);
+    } else {
+      SSD_CHECK(!replay->empty(), "the outcome trace to replay is empty");
+      std::set<int32_t> ids;
+      for (const OutcomeRecord& r : *replay) ids.insert(r.seq);
+      for (int32_t id : ids) index_[id] = static_cast<int32_t>(index_.size());
+      batch_ = static_cast<int32_t>(ids.size());
+      target_tokens_.assign(static_cast<size_t>(batch_), 0);
+      for (const OutcomeRecord& r : *replay) {
+        const int32_t s = index_.at(r.seq);
+        records_[{r.round, s}] = r;
+        target_tokens_[s] += r.accepted + 1;
+        last_round_ = std::max(last_round_, r.round);
+      }
+      replay_ = true;
+    }
+    emitted_.assign(static_cast<size_t>(batch_), 0);
+  }
+
+  int32_t batch() const { return batch_; }
+  bool replaying() const { return replay_; }
+  int64_t context(int32_t s) const { return cfg_.work.prompt + emitted_[s]; }
+
+  // Sequences verified in `round` (AR: still generating).
+  std::vector<int32_t> active(int64_t round) const {
+    std::vector<int32_t> out;
+    for (int32_t s = 0; s < batch_; ++s) {
+      if (replay_ && mode_ != SimMode::kAr) {
+        if (records_.count({round, s})) out.push_back(s);
+      } else if (emitted_[s] < target_tokens_[s]) {
+        out.push_back(s);
+      }
+    }
+    return out;
+  }
+  bool more_rounds(int64_t round) const {
+    if (replay_ && mode_ != SimMode::kAr) return round <= last_round_;
+    for (int32_t s = 0; s < batch_; ++s)
+      if (emitted_[s] < target_tokens_[s]) return true;
+    return false;
+  }
+  // Draft tokens offered to sequence s in `round` (the leader cuts the chain to what is left).
+  int32_t k_for(int64_t round, int32_t s) const {
+    if (replay_) return records_.at({round, s}).k;
+    const int64_t left = target_tokens_[s] - emitted_[s];
+    return static_cast<int32_t>(std::clamp<int64_t>(left - 1, 0, cfg_.work.k));
+  }
+  Decision decide(int64_t round, int32_t s, int32_t k, Source src) {
+    Decision d;
+    if (replay_) {
+      const OutcomeRecord& r = records_.at({round, s});
+      d.accepted = r.accepted;
+      d.rank = r.bonus_rank;
+      d.hit = r.hit;
+    } else {
+      const AcceptanceParams& acc = src == Source::kBackup ? cfg_.backup_acc : cfg_.primary;
+      d.accepted = acc.sample_accepted(k, rng_);
+      d.rank = cfg_.primary.sample_bonus_rank(rng_);
+    }
+    emitted_[s] += d.accepted + 1;
+    return d;
+  }
+  int32_t seq_id(int32_t s) const {
+    for (const auto& [id, i] : index_)
+      if (i == s) return id;
+    return s;
+  }
+
+ private:
+  const SimConfig& cfg_;
+  SimMode mode_;
+  std::mt19937_64 rng_;
+  bool replay_ = false;
+  int32_t batch_ = 0;
+  int64_t last_round_ = -1;
+  std::map<int32_t, int32_t> index_;
+  std::map<std::pair<int64_t, int32_t>, OutcomeRecord> records_;
+  std::vector<int64_t> target_tokens_, emitted_;
+};
+
+double mean_a(const AcceptanceParams& acc, int32_t k) {
+  double s = 0;
+  for (int32_t i = 1; i <= k; ++i) s += acc.at(i);
+  return k > 0 ? s / k : acc.a;
+}
+
+// The simulation of one run: clocks, counters, the timeline.
+class Run {
+ public:
+  Run(SimMode mode, const SimConfig& cfg, const std::vector<OutcomeRecord>* replay)
+      : cfg_(cfg), out_(cfg, mode, replay) {
+    res_.mode = mode;
+    const SimCluster& c = cfg.cluster;
+    drafter_dev_ = c.colocated ? &c.target_device : &c.drafter_device;
+  }
+
+  SimResult run() {
+    switch (res_.mode) {
+      case SimMode::kAr: run_ar(); break;
+      case SimMode::kSd: run_sd(); break;
+      case SimMode::kSsd: run_ssd(); break;
+    }
+    return std::move(res_);
+  }
+
+ private:
+  void event(int32_t rank, const char* role, const char* name, double start, double dur) {
+    if (!cfg_.record_events || dur <= 0) return;
+    res_.events.push_back({rank, role, name, start, dur});
+  }
+  int32_t drafter_rank(int32_t d) const {
+    return cfg_.cluster.colocated ? 0 : cfg_.cluster.tp + d;
+  }
+
+  // One target forward starting at `start`; returns its end.
+  double target_forward(double start, double rows, double seqs, double context, const char* name) {
+    const SimCluster& c = cfg_.cluster;
+    const ForwardCost f = forward_cost(cfg_.target, c.target_device, c.tp, c.tp_link,
+                                       {.rows = rows, .seqs = seqs, .context = context});
+    res_.target_busy_s += f.total_s - f.comm_s;
+    res_.comm_s += f.comm_s;
+    ++res_.rounds;
+    for (int32_t r = 0; r < c.tp; ++r) event(r, "target", name, start, f.total_s);
+    return start + f.total_s;
+  }
+  double message(double start, double bytes, int32_t from, const char* name) {
+    if (cfg_.cluster.colocated) return start;
+    const double dt = cfg_.cluster.drafter_link.message_s(bytes);
+    res_.comm_s += dt;
+    event(from, "link", name, start, dt);
+    return start + dt;
+  }
+  double draft(const SimDrafter& d, double n, double suffix, int32_t k, double ctx,
+               bool predict_bonus) const {
+    return draft_seconds(d, *drafter_dev_, n, suffix, k, ctx, predict_bonus);
+  }
+  double mean_context(const std::vector<int32_t>& act) const {
+    double s = 0;
+    for (int32_t i : act) s += static_cast<double>(out_.context(i));
+    return act.empty() ? 0 : s / static_cast<double>(act.size());
+  }
+  double spec_bytes(const std::vector<int32_t>& act, int32_t k) const {
+    return 16.0 + static_cast<double>(act.size()) * (16.0 + 8.0 * k);
+  }
+  double outcome_bytes(const std::vector<int32_t>& accepted) const {
+    double b = 16;
+    for (int32_t a : accepted)
+      b += 16.0 + (a + 1) * (4.0 + 4.0 * static_cast<double>(cfg_.drafter.shape.feature_dim));
+    return b;
+  }
+  void record(int64_t round, int32_t s, int32_t k, const Decision& d) {
+    res_.outcomes.push_back({round, out_.seq_id(s), k, d.accepted, d.rank, d.hit});
+    ++res_.seq_rounds;
+    res_.tokens += d.accepted + 1;
+  }
+
+  void run_ar() {
+    double t = 0;
+    for (int64_t step = 0; out_.more_rounds(step); ++step) {
+      const std::vector<int32_t> act = out_.active(step);
+      const double n = static_cast<double>(act.size());
+      t = target_forward(t, n, n, mean_context(act), "decode");
+      for (int32_t s : act) {
+        Decision d;
+        d.rank = 0;
+        out_.decide(step, s, 0, Source::kPrimary);  // replay: advances the sequence
+        record(step, s, 0, d);
+      }
+    }
+    res_.seconds = t;
+  }
+
+  // Per round: draft (after the outcome reached the drafter), send, verify, send the outcome.
+  void run_sd() {
+    double target_free = 0, drafter_start = 0;
+    std::vector<int32_t> last_accepted(static_cast<size_t>(out_.batch()), 0);
+    for (int64_t round = 0; out_.more_rounds(round); ++round) {
+      const std::vector<int32_t> act = out_.active(round);
+      if (act.empty()) continue;
+      int32_t k = 0;
+      double suffix = 0;
+      for (int32_t s : act) {
+        k = std::max(k, out_.k_for(round, s));
+        suffix += last_accepted[s] + 1;
+      }
+      suffix /= static_cast<double>(act.size());
+      const double ctx = mean_context(act);
+      const double n = static_cast<double>(act.size());
+      const double d = draft(cfg_.drafter, n, suffix, k, ctx, !cfg_.cluster.colocated);
+      const double start = cfg_.cluster.colocated ? target_free : drafter_start;
+      event(drafter_rank(0), "drafter", "draft", start, d);
+      res_.drafter_busy_s += d;
+      const double arrive = message(start + d, spec_bytes(act, k), drafter_rank(0), "speculation");
+      const double vstart = std::max(target_free, arrive);
+      res_.target_wait_s += vstart - target_free;
+      event(0, "target", "wait", target_free, vstart - target_free);
+      double rows = 0;
+      for (int32_t s : act) rows += out_.k_for(round, s) + 1;
+      const double vend = target_forward(vstart, rows, n, ctx, "verify");
+      std::vector<int32_t> acc;
+      for (int32_t s : act) {
+        const int32_t ks = out_.k_for(round, s);
+        Decision dec = out_.decide(round, s, ks, Source::kPrimary);
+        dec.hit.reset();
+        last_accepted[s] = dec.accepted;
+        acc.push_back(dec.accepted);
+        record(round, s, ks, dec);
+      }
+      drafter_start = message(vend, outcome_bytes(acc), 0, "outcome");
+      target_free = vend;
+    }
+    res_.seconds = target_free;
+  }
+
+  int32_t b_star() const {
+    if (cfg_.ssd.miss == MissChoice::kPrimary) return 1 << 20;
+    if (cfg_.ssd.miss == MissChoice::kBackup) return 0;
+    return cfg_.ssd.b_star >= 0 ? cfg_.ssd.b_star : derived_critical_batch(cfg_);
+  }
+
+  void run_ssd() {
+    const SimCluster& c = cfg_.cluster;
+    SSD_CHECK(!c.colocated, "ssd needs the drafter on its own rank(s), not in the target's process");
+    const int32_t nd = c.drafters;
+    const double a_p = mean_a(cfg_.primary, cfg_.work.k);
+    res_.b_star = b_star();
+    res_.fan_out = geometric_fan_out(cfg_.work.k, cfg_.ssd.budget, a_p, cfg_.primary.r);
+    std::map<int32_t, std::vector<int32_t>> plans;  // k -> fan-out
+    auto plan_for = [&](int32_t k) -> const std::vector<int32_t>& {
+      auto it = plans.find(k);
+      if (it == plans.end())
+        it = plans.emplace(k, geometric_fan_out(k, cfg_.ssd.budget, a_p, cfg_.primary.r)).first;
+      return it->second;
+    };
+    const int32_t lead = drafter_rank(0);
+    std::vector<Source> src(static_cast<size_t>(out_.batch()), Source::kInitial);
+    std::vector<int32_t> last_accepted(static_cast<size_t>(out_.batch()), 0);
+    double busy = 0;  // drafting summed over ranks
+
+    // Round 0: the lead drafts every sequence's first speculation synchronously.
+    std::vector<int32_t> act = out_.active(0);
+    double send = 0;
+    {
+      const double d = draft(cfg_.drafter, static_cast<double>(act.size()), 1, cfg_.work.k,
+                             mean_context(act), true);
+      event(lead, "drafter", "draft", 0, d);
+      busy += d;
+      send = d;
+    }
+    double arrive = message(send, spec_bytes(act, cfg_.work.k), lead, "speculation");
+    double target_free = 0;
+    for (int64_t round = 0; out_.more_rounds(round); ++round) {
+      act = out_.active(round);
+      if (act.empty()) continue;
+      const double n = static_cast<double>(act.size());
+      const double ctx = mean_context(act);
+      std::vector<int32_t> ks;
+      std::vector<std::vector<int32_t>> fan;
+      double rows = 0;
+      for (int32_t s : act) {
+        ks.push_back(out_.k_for(round, s));
+        fan.push_back(plan_for(ks.back()));
+        rows += ks.back() + 1;
+      }
+      // The target verifies while the drafter ranks pre-speculate.
+      const double vstart = std::max(target_free, arrive);
+      res_.target_wait_s += vstart - target_free;
+      event(0, "target", "wait", target_free, vstart - target_free);
+      const double vend = target_forward(vstart, rows, n, ctx, "verify");
+      std::vector<Decision> dec;
+      std::vector<int32_t> acc;
+      for (size_t i = 0; i < act.size(); ++i) {
+        dec.push_back(out_.decide(round, act[i], ks[i], src[act[i]]));
+        acc.push_back(dec.back().accepted);
+      }
+      const double o = message(vend, outcome_bytes(acc), 0, "outcome");
+
+      const std::vector<PlannedBranch> plan = plan_branches(fan, cfg_.primary);
+      std::vector<RankJob> jobs(static_cast<size_t>(nd));
+      const double work_arrive =
+          nd > 1 ? send + c.drafter_link.message_s(spec_bytes(act, cfg_.work.k) + 64 * n) : send;
+      for (int32_t d = 0; d < nd; ++d) {
+        jobs[d].start_s = d == 0 ? send : work_arrive;
+        // A job in one call cannot be cut; the lead's cut reaches the others one latency later.
+        jobs[d].cut_s = cfg_.ssd.chunk > 0 ? (d == 0 ? o : o + c.drafter_link.latency_s) : 1e300;
+      }
+      const DraftProgress prog = run_prespeculation(
+          plan, jobs, cfg_.ssd.chunk, [&](const std::vector<int64_t>& part) {
+            double suffix = 0, k = 0;
+            for (int64_t i : part) {
+              suffix += plan[i].k + 1;
+              k = std::max<double>(k, ks[plan[i].seq]);
+            }
+            const double m = static_cast<double>(part.size());
+            return draft(cfg_.drafter, m, suffix / m, static_cast<int32_t>(k), ctx, true);
+          });
+      double ready = o;
+      for (int32_t d = 0; d < nd; ++d) {
+        busy += prog.busy_s[d];
+        res_.branches_drafted += prog.done[d];
+        double end = prog.end_s[d];
+        if (d > 0) end = end + c.drafter_link.message_s(prog.done[d] * (16.0 + 8.0 * cfg_.work.k));
+        ready = std::max(ready, end);
+      }
+      for (const auto& ch : prog.chunks)
+        event(drafter_rank(ch.rank), "drafter", "prespec", ch.start_s, ch.dur_s);
+      res_.branches_planned += static_cast<int64_t>(plan.size());
+
+      // Look every outcome up in the installed cache.
+      std::map<std::tuple<int32_t, int32_t, int32_t>, size_t> where;
+      for (size_t i = 0; i < plan.size(); ++i) where[{plan[i].seq, plan[i].k, plan[i].rank}] = i;
+      std::vector<int32_t> missed;
+      for (size_t i = 0; i < act.size(); ++i) {
+        Decision& d = dec[i];
+        auto it = where.find({static_cast<int32_t>(i), d.accepted, d.rank});
+        const bool planned = it != where.end();
+        res_.planned += planned;
+        if (!d.hit) d.hit = planned && prog.drafted[it->second];
+        ++(*d.hit ? res_.hits : res_.misses);
+        record(round, act[i], ks[i], d);
+        last_accepted[act[i]] = d.accepted;
+        src[act[i]] = *d.hit ? Source::kCache : Source::kPrimary;
+        if (!*d.hit) missed.push_back(act[i]);
+      }
+      // Misses: the primary drafts them now (b <= b*), or the backup answers at once.
+      double fb = 0;
+      const std::vector<int32_t> next = out_.active(round + 1);
+      const std::set<int32_t> running(next.begin(), next.end());
+      std::erase_if(missed, [&](int32_t s) { return !running.count(s); });
+      if (!missed.empty()) {
+        const bool primary = static_cast<int32_t>(act.size()) <= res_.b_star;
+        double suffix = 0;
+        for (int32_t s : missed) {
+          suffix += last_accepted[s] + 1;
+          src[s] = primary ? Source::kPrimary : Source::kBackup;
+        }
+        const double m = static_cast<double>(missed.size());
+        fb = draft(primary ? cfg_.drafter : cfg_.backup, m, suffix / m, cfg_.work.k, ctx, true);
+        (primary ? res_.fallback_primary : res_.fallback_backup) += static_cast<int64_t>(m);
+        event(lead, "drafter", "fallback", ready, fb);
+        busy += fb;
+      }
+      send = ready + fb;
+      arrive = message(send, spec_bytes(next, cfg_.work.k), lead, "speculation");
+      target_free = vend;
+    }
+    res_.drafter_busy_s = busy / nd;
+    res_.seconds = target_free;
+  }
+
+  const SimConfig& cfg_;
+  Outcomes out_;
+  SimResult res_;
+  const DeviceProfile* drafter_dev_ = nullptr;
+};
+
+}  // namespace
+
+const char* mode_name(SimMode m) {
+  switch (m) {
+    case SimMode::kAr: return "ar";
+    case SimMode::kSd: return "sd";
+    case SimMode::kSsd: return "ssd";
+  }
+  return "?";
+}
+
+SimMode parse_mode(const std::string& s) {
+  if (s == "ar") return SimMode::kAr;
+  if (s == "sd") return SimMode::kSd;
+  if (s == "ssd") return SimMode::kSsd;
+  fail(fmt::format("unknown mode '{}' (ar, sd or ssd)", s));
+}
+
+void SimConfig::validate() const {
+  const SimCluster& c = cluster;
+  c.target_device.validate();
+  c.drafter_device.validate();
+  if (c.tp > 1) c.tp_link.validate();
+  if (!c.colocated) c.drafter_link.validate();
+  SSD_CHECK(c.drafters >= 1, "at least one drafter rank is needed (got {})", c.drafters);
+  target.validate();
+  target.check_tp(c.tp);
+  if (target.total_weight_bytes() > 0 && c.target_device.mem_bytes > 0)
+    SSD_CHECK(target.total_weight_bytes() / c.tp < c.target_device.mem_bytes,
+              "{}'s weights ({:.1f} GB, {:.1f} GB per rank at TP {}) do not fit in {}'s {:.0f} GB",
+              target.name, target.total_weight_bytes() / 1e9,
+              target.total_weight_bytes() / 1e9 / c.tp, c.tp, c.target_device.name,
+              c.target_device.mem_bytes / 1e9);
+  if (drafter.shape.style != DraftStyle::kLookup) drafter.shape.validate();
+  SSD_CHECK(work.batch >= 1 && work.tokens >= 1 && work.prompt >= 0 && work.k >= 1 &&
+                work.k <= 32,
+            "workload: batch >= 1, tokens >= 1, prompt >= 0 and 1 <= k <= 32 (got {}, {}, {}, {})",
+            work.batch, work.tokens, work.prompt, work.k);
+  primary.validate();
+  backup_acc.validate();
+  SSD_CHECK(ssd.budget >= 1, "fan-out budget must be >= 1 (got {})", ssd.budget);
+  SSD_CHECK(ssd.chunk >= 0, "pre-speculation chunk must be >= 0 (got {})", ssd.chunk);
+}
+
+double draft_seconds(const SimDrafter& drafter, const DeviceProfile& device, double n,
+                     double suffix, int32_t k, double context, bool predict_bonus) {
+  if (n <= 0) return 0;
+  const ModelShape& m = drafter.shape;
+  const LinkProfile none{"none", 0, 1};
+  switch (m.style) {
+    case DraftStyle::kLookup: return drafter.lookup_s * n;
+    case DraftStyle::kBlock:
+      return forward_cost(m, device, 1, none,
+                          {.rows = n * (suffix + k), .seqs = n, .context = context})
+          .total_s;
+    case DraftStyle::kAutoregressive: {
+      const int32_t steps = k + (predict_bonus ? 1 : 0);
+      double t = forward_cost(m, device, 1, none, {.rows = n * suffix, .seqs = n, .context = context})
+                     .total_s;
+      for (int32_t i = 1; i < steps; ++i)
+        t += forward_cost(m, device, 1, none, {.rows = n, .seqs = n, .context = context + suffix + i})
+                 .total_s;
+      return t;
+    }
+  }
+  return 0;
+}
+
+int32_t derived_critical_batch(const SimConfig& cfg) {
+  const SimCluster& c = cfg.cluster;
+  const DeviceProfile& dd = c.colocated ? c.target_device : c.drafter_device;
+  const double ctx = cfg.work.prompt;
+  const int32_t k = cfg.work.k;
+  auto verify = [&](double b) {
+    return forward_cost(cfg.target, c.target_device, c.tp, c.tp_link,
+                        {.rows = b * (k + 1), .seqs = b, .context = ctx})
+        .total_s;
+  };
+  auto draft = [&](double m) { return draft_seconds(cfg.drafter, dd, m, 1, k, ctx, true); };
+  MissCosts mc;
+  mc.verify_s1 = verify(2) - verify(1);
+  mc.verify_s0 = verify(1) - mc.verify_s1;
+  mc.draft_s1 = draft(2) - draft(1);
+  mc.draft_s0 = draft(1) - mc.draft_s1;
+  mc.accept_primary = cfg.primary.expected_tokens(k);
+  mc.accept_backup = cfg.backup_acc.expected_tokens(k);
+  mc.hit_rate = cfg.primary.hit_rate(
+      geometric_fan_out(k, cfg.ssd.budget, mean_a(cfg.primary, k), cfg.primary.r));
+  return critical_batch_size(mc, 1024);
+}
+
+SimResult simulate(SimMode mode, const SimConfig& cfg, const std::vector<OutcomeRecord>* replay) {
+  cfg.validate();
+  Run run(mode, cfg, replay);
+  return run.run();
+}
+
+}  // namespace ssd::sim

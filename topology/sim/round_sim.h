@@ -1,0 +1,77 @@
+// The round simulator: AR, SD and SSD decoding of a batch of sequences on a described cluster,
+// event by event (one verification, one draft call, one message at a time), with the costs of
+// roofline.h and the outcomes of acceptance_model.h or of a recorded outcome trace.
+//
+//   AR   the target alone: one TP forward of B rows per step.
+//   SD   per round: the drafter drafts K tokens for every active sequence (after the outcome of
+//        the previous round reached it), sends them; the target verifies B (K + 1) rows in one
+//        forward and sends the outcome back. Nothing overlaps (colocated: the same device drafts
+//        then verifies, with no link).
+//   SSD  as the drafter actor does it (drafter_actor.cpp): after answering round r the lead
+//        starts pre-speculating the branches of round r's likely outcomes (branch_plan.h), split
+//        over the drafter ranks, while the target verifies; the outcome cuts a chunked job at its
+//        next chunk boundary; the lead installs what was drafted, looks each sequence's real
+//        outcome up (hit: the cached speculation; miss: the primary drafts now when B <= b*, else
+//        the backup answers at once with its lower acceptance) and answers.
+//
+// Time is decode time only (prefill is not simulated). Outcomes: parametric (the SimConfig's
+// acceptance, a seeded RNG: the same config gives the same run) or replayed from a trace (its
+// rounds, sequences, k, accepted counts and, for SSD, hits: the replay reproduces the trace's
+// counts exactly and simulates only the time).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "topology/sim/outcome_trace.h"
+#include "topology/sim/sim_config.h"
+
+namespace ssd::sim {
+
+// One span of the simulated timeline (a Chrome trace "X" event).
+struct SimEvent {
+  int32_t rank = 0;
+  std::string role;  // "target", "drafter", "link"
+  std::string name;  // "verify", "draft", "prespec", "fallback", "outcome", "speculation", ...
+  double start_s = 0, dur_s = 0;
+};
+
+struct SimResult {
+  SimMode mode = SimMode::kAr;
+  double seconds = 0;     // simulated decode time
+  int64_t tokens = 0;     // generated tokens, all sequences
+  int64_t rounds = 0;     // target forwards (verifications, or AR steps)
+  int64_t seq_rounds = 0; // (round, sequence) pairs
+  int64_t hits = 0, misses = 0;  // SSD lookups (the last round of a sequence has none)
+  int64_t planned = 0;           // SSD outcomes that were among the planned branches
+  int64_t fallback_primary = 0, fallback_backup = 0;
+  int64_t branches_drafted = 0, branches_planned = 0;
+  double target_busy_s = 0;   // target forwards, TP collectives excluded
+  double target_wait_s = 0;   // target idle, waiting for a speculation
+  double drafter_busy_s = 0;  // drafting, mean over drafter ranks
+  double comm_s = 0;          // TP collectives + drafter-link messages (summed)
+  int32_t b_star = 0;
+  std::vector<int32_t> fan_out;  // SSD: the plan at full K
+  std::vector<SimEvent> events;
+  std::vector<OutcomeRecord> outcomes;  // what happened (a trace a replay reproduces)
+
+  double tokens_per_s() const { return seconds > 0 ? double(tokens) / seconds : 0; }
+  double mal() const { return seq_rounds ? double(tokens) / double(seq_rounds) : 0; }
+  double hit_rate() const { return hits + misses ? double(hits) / double(hits + misses) : 0; }
+};
+
+// `replay`: null for parametric outcomes, else the trace to replay (its batch replaces
+// cfg.work.batch; its k per record replaces cfg.work.k).
+SimResult simulate(SimMode mode, const SimConfig& cfg,
+                   const std::vector<OutcomeRecord>* replay = nullptr);
+
+// The b* the SSD miss policy would derive from the simulated costs (miss_policy.h).
+int32_t derived_critical_batch(const SimConfig& cfg);
+
+// Seconds of one draft call of `drafter` for `n` sequences (or branches), each with `suffix` new
+// tokens to take in and k tokens to draft (k + 1 asked when `predict_bonus`), at `context`.
+double draft_seconds(const SimDrafter& drafter, const DeviceProfile& device, double n,
+                     double suffix, int32_t k, double context, bool predict_bonus);
+
+}  // namespace ssd::sim
