@@ -1,0 +1,131 @@
+// Roofline forward costs (topology/sim/roofline.h) and the ring collective formula, against
+// numbers worked out by hand here.
+#include <gtest/gtest.h>
+
+#include "runtime/core/error.h"
+#include "topology/sim/hw_profile.h"
+#include "topology/sim/model_shape.h"
+#include "topology/sim/roofline.h"
+
+namespace ssd::sim {
+namespace {
+
+// A device with round numbers: 1 TB/s, 100 TFLOP/s bf16, 10 us per forward, no efficiency loss.
+DeviceProfile round_device() {
+  DeviceProfile d;
+  d.name = "round";
+  d.mem_bw_Bps = 1e12;
+  d.peak_flops = {{"bf16", 100e12}};
+  d.overhead_s = 10e-6;
+  return d;
+}
+
+TEST(Roofline, ParamsOfLlama70BMatchItsPublishedSize) {
+  const ModelShape m = model_preset("llama-3.1-70b");
+  // 70.6 B parameters with the untied 128256 x 8192 LM head, the embedding table not read.
+  EXPECT_NEAR(m.params() / 1e9, 69.5, 0.5);
+  EXPECT_DOUBLE_EQ(m.kv_bytes_per_token(), 2.0 * 80 * 8 * 128 * 2);
+}
+
+TEST(Roofline, DecodeOfA70BModelIsMemoryBound) {
+  const ModelShape m = model_preset("llama-3.1-70b");
+  const DeviceProfile d = round_device();
+  const ForwardCost c = forward_cost(m, d, 1, LinkProfile{"none", 0, 1},
+                                     {.rows = 1, .seqs = 1, .context = 1000});
+  EXPECT_FALSE(c.compute_bound());
+  const double bytes = m.params() * 2 + m.kv_bytes_per_token() * 1001;
+  EXPECT_NEAR(c.bytes, bytes, 1);
+  // time = weights + KV read at 1 TB/s + the fixed overhead.
+  EXPECT_NEAR(c.total_s, bytes / 1e12 + 10e-6, 1e-9);
+  EXPECT_NEAR(c.total_s, 0.139, 0.002);  // ~139 ms: 139 GB of weights at 1 TB/s
+}
+
+TEST(Roofline, LongPrefillIsComputeBound) {
+  const ModelShape m = model_preset("llama-3.2-1b");
+  const DeviceProfile d = round_device();
+  const ForwardCost c = forward_cost(m, d, 1, LinkProfile{"none", 0, 1},
+                                     {.rows = 4096, .seqs = 1, .context = 0});
+  EXPECT_TRUE(c.compute_bound());
+  const double flops = 2 * m.params() * 4096 + 4.0 * 4096 * 1 * 2048 * 16;
+  EXPECT_NEAR(c.flops / flops, 1.0, 1e-12);
+  EXPECT_NEAR(c.total_s, flops / 100e12 + 10e-6, 1e-9);
+}
+
+TEST(Roofline, EfficiencyScalesThePeaks) {
+  DeviceProfile d = round_device();
+  const ModelShape m = model_preset("llama-3.2-1b");
+  const LinkProfile none{"none", 0, 1};
+  const double full = forward_cost(m, d, 1, none, {}).memory_s;
+  d.mem_efficiency = 0.5;
+  EXPECT_NEAR(forward_cost(m, d, 1, none, {}).memory_s, 2 * full, 1e-12);
+}
+
+TEST(RingCollective, AllReduceFormula) {
+  const LinkProfile l{"l", 5e-6, 100e9};
+  // 2 (T - 1) / T x S / bw + 2 (T - 1) x latency: T = 4, S = 1 MB.
+  EXPECT_NEAR(ring_all_reduce_s(l, 4, 1e6), 1.5 * 1e6 / 100e9 + 6 * 5e-6, 1e-15);
+  EXPECT_NEAR(ring_all_gather_s(l, 4, 1e6), 0.75 * 1e6 / 100e9 + 3 * 5e-6, 1e-15);
+  EXPECT_EQ(ring_all_reduce_s(l, 1, 1e9), 0.0);
+  // The bandwidth term approaches 2 S / bw as T grows.
+  EXPECT_NEAR(ring_all_reduce_s(LinkProfile{"l", 0, 1e9}, 1000, 1e9), 2.0 * 999 / 1000, 1e-12);
+}
+
+TEST(RingCollective, TpForwardAddsTwoAllReducesPerLayerAndALogitsGather) {
+  const ModelShape m = model_preset("llama-3.1-70b");
+  const DeviceProfile d = round_device();
+  const LinkProfile l = link_preset("nvlink4");
+  const ForwardCost one = forward_cost(m, d, 1, l, {.rows = 8, .seqs = 1, .context = 100});
+  const ForwardCost four = forward_cost(m, d, 4, l, {.rows = 8, .seqs = 1, .context = 100});
+  EXPECT_EQ(one.comm_s, 0);
+  const double ar = ring_all_reduce_s(l, 4, 8.0 * 8192 * 2);
+  const double ag = ring_all_gather_s(l, 4, 8.0 * 128256 * 2);
+  EXPECT_NEAR(four.comm_s, 80 * 2 * ar + ag, 1e-12);
+  EXPECT_NEAR(four.bytes, one.bytes / 4, 1);
+}
+
+TEST(ImpossibleConfigs, AreRejectedWithClearErrors) {
+  const ModelShape m = model_preset("llama-3.1-70b");  // 64 query heads, 8 KV heads
+  try {
+    m.check_tp(3);
+    FAIL() << "TP 3 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("TP degree 3 does not divide"), std::string::npos);
+  }
+  EXPECT_THROW(m.check_tp(16), Error);  // divides 64 query heads but not 8 KV heads
+  EXPECT_NO_THROW(m.check_tp(8));
+  try {
+    device_preset("h200");
+    FAIL() << "unknown preset accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown device preset 'h200'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("h100-sxm"), std::string::npos);
+  }
+  EXPECT_THROW(link_preset("nvlink9"), Error);
+  EXPECT_THROW(model_preset("gpt-5"), Error);
+  DeviceProfile d = round_device();
+  d.mem_bw_Bps = 0;
+  try {
+    d.validate();
+    FAIL() << "zero bandwidth accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("memory bandwidth must be > 0"), std::string::npos);
+  }
+  EXPECT_THROW((LinkProfile{"zero", 1e-6, 0}.validate()), Error);
+}
+
+TEST(Profiles, RoundTripThroughJson) {
+  const DeviceProfile h = device_preset("h100-sxm");
+  EXPECT_DOUBLE_EQ(h.mem_bw_Bps, 3.35e12);
+  EXPECT_DOUBLE_EQ(h.peak_flops.at("bf16"), 989e12);
+  const DeviceProfile back = DeviceProfile::from_json(h.to_json(), "test");
+  EXPECT_EQ(back.name, h.name);
+  EXPECT_DOUBLE_EQ(back.mem_bw_Bps, h.mem_bw_Bps);
+  EXPECT_DOUBLE_EQ(back.peak("fp8"), h.peak("fp8"));
+  EXPECT_DOUBLE_EQ(back.overhead_s, h.overhead_s);
+  nlohmann::json bad = h.to_json();
+  bad.erase("mem_bw_Bps");
+  EXPECT_THROW(DeviceProfile::from_json(bad, "bad.json"), Error);
+}
+
+}  // namespace
+}  // namespace ssd::sim

@@ -1,0 +1,74 @@
+// `ssd simulate` end to end: a table per mode, JSON, a recorded trace that replays to the same
+// counts, and clear errors with a non-zero exit for impossible configurations.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
+#include "topology/sim/outcome_trace.h"
+
+namespace ssd {
+namespace {
+
+using test::run_command;
+
+std::string ssd() { return test::project_binary("ssd") + " simulate "; }
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+TEST(SimCommand, RecordsAndReplaysATrace) {
+  test::TempDir d;
+  auto r = run_command(ssd() + "--tp 4 --batch 2 --tokens 40 --mode sd,ssd --record-trace " +
+                       d.file("t.jsonl") + " --json " + d.file("a.json") + " --trace-json " +
+                       d.file("tl.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| 2 | ssd |"), std::string::npos) << r.out;
+  const nlohmann::json a = read_json(d.file("a.json"));
+  ASSERT_EQ(a["results"].size(), 2u);
+  const nlohmann::json& ssd_a = a["results"][1];
+  EXPECT_GT(ssd_a["tokens_per_s"].get<double>(), 0);
+  r = run_command(ssd() + "--tp 4 --mode ssd --outcome-trace " + d.file("t.jsonl") + " --json " +
+                  d.file("b.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json b = read_json(d.file("b.json"));
+  const nlohmann::json& ssd_b = b["results"][0];
+  EXPECT_EQ(ssd_b["rounds"], ssd_a["rounds"]);
+  EXPECT_EQ(ssd_b["hits"], ssd_a["hits"]);
+  EXPECT_EQ(ssd_b["mean_acceptance_length"], ssd_a["mean_acceptance_length"]);
+  EXPECT_EQ(ssd_b["tokens_per_s"], ssd_a["tokens_per_s"]);  // same outcomes, same cluster
+  const nlohmann::json tl = read_json(d.file("tl.json"));
+  EXPECT_GT(tl["traceEvents"].size(), 10u);
+}
+
+TEST(SimCommand, ImpossibleConfigsExitNonZeroNamingTheProblem) {
+  struct Case {
+    std::string flags, says;
+  };
+  for (const Case& c : {Case{"--tp 3", "TP degree 3 does not divide"},
+                        Case{"--target-device h200", "unknown device preset 'h200'"},
+                        Case{"--target nope-7b", "unknown model preset 'nope-7b'"},
+                        Case{"--tp-link warp", "unknown link preset 'warp'"},
+                        Case{"--tp 1", "do not fit"},
+                        Case{"--tp 4 --colocated --mode ssd", "ssd needs the drafter on its own"},
+                        Case{"--tp 4 --batch 0", "--batch"}}) {
+    const auto r = run_command(ssd() + c.flags);
+    EXPECT_EQ(r.exit_code, 1) << c.flags;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.flags << ": " << r.err;
+  }
+  test::TempDir d;
+  {
+    std::ofstream o(d.file("zero.json"));
+    o << R"({"name":"z","mem_bw_Bps":0,"overhead_s":0,"peak_flops":{"bf16":1e12}})";
+  }
+  const auto r = run_command(ssd() + "--device-profile " + d.file("zero.json"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("memory bandwidth must be > 0"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ssd
