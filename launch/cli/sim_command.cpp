@@ -185,9 +185,12 @@ int run_calibrate(const SimArgs& a) {
   std::ofstream o(a.out->string());
   SSD_CHECK(o.good(), "cannot write '{}'", a.out->string());
   o << j.dump(2) << '\n';
-  fmt::print("\nprofile {}: bandwidth {:.2f} GB/s (measured), overhead {:.3f} ms, effective peak "
-             "{:.1f} GFLOP/s; fit error median {:.1f}%, worst {:.1f}%\nwritten to {}\n",
-             name, bw.median, cal.profile.overhead_s * 1e3,
+  fmt::print("\nprofile {}: bandwidth {:.2f} GB/s measured x {:.2f} achieved, overhead {:.3f} ms "
+             "per forward of {} layers, effective peak {:.1f} GFLOP/s; fit error median {:.1f}%, "
+             "worst {:.1f}%\nwritten to {}\n",
+             name, bw.median, cal.profile.mem_efficiency,
+             cal.profile.layer_overhead_s * static_cast<double>(shape.n_layers) * 1e3,
+             shape.n_layers,
              cal.profile.peak_flops.at("bf16") / 1e9, 100 * cal.median_rel_err,
              100 * cal.max_rel_err, a.out->string());
   return 0;

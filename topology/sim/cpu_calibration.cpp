@@ -38,27 +38,52 @@ Calibration fit_device(const std::string& name, const ModelShape& model, double 
   const double t_min = std::min_element(samples.begin(), samples.end(),
                                         [](auto& a, auto& b) { return a.seconds < b.seconds; })
                            ->seconds;
-  // Search log(peak) over [1e8, 1e16] FLOP/s and overhead over [0, t_min], refining around the
-  // best point.
-  double lp_lo = std::log(1e8), lp_hi = std::log(1e16), oh_lo = 0, oh_hi = t_min;
-  double best = 1e300, best_lp = lp_lo, best_oh = 0;
-  for (int pass = 0; pass < 4; ++pass) {
-    constexpr int kN = 48;
-    for (int i = 0; i <= kN; ++i)
-      for (int j = 0; j <= kN; ++j) {
-        const double lp = lp_lo + (lp_hi - lp_lo) * i / kN;
-        const double oh = oh_lo + (oh_hi - oh_lo) * j / kN;
-        d.peak_flops = {{"bf16", std::exp(lp)}};
-        d.overhead_s = oh;
-        const double e = error_of(d, model, samples, nullptr);
-        if (e < best) best = e, best_lp = lp, best_oh = oh;
-      }
-    const double wl = (lp_hi - lp_lo) / 8, wo = (oh_hi - oh_lo) / 8;
-    lp_lo = best_lp - wl, lp_hi = best_lp + wl;
-    oh_lo = std::max(0.0, best_oh - wo), oh_hi = std::min(t_min, best_oh + wo);
+  const double layers = static_cast<double>(model.n_layers);
+  // Bounds the data sets: no forward computes faster than the peak, nor reads faster than the
+  // achieved bandwidth, and the overhead is below the fastest forward.
+  const LinkProfile none{"none", 0, 1};
+  double lp_min = std::log(1e6), me_min = 0.01;
+  for (const ForwardSample& x : samples) {
+    const ForwardCost f =
+        forward_cost(model, DeviceProfile{.name = "probe", .mem_bw_Bps = bandwidth_Bps,
+                                          .peak_flops = {{"bf16", 1}}},
+                     1, none, {.rows = x.rows, .seqs = 1, .context = x.context});
+    lp_min = std::max(lp_min, std::log(f.flops / x.seconds));
+    me_min = std::max(me_min, f.bytes / bandwidth_Bps / x.seconds);
   }
-  d.peak_flops = {{"bf16", std::exp(best_lp)}};
-  d.overhead_s = best_oh;
+  me_min = std::min(me_min, 1.0);
+  struct Box {
+    double lo, hi;
+  };
+  Box lp{lp_min, std::log(1e16)}, me{me_min, 1.0}, oh{0, t_min};
+  double best = 1e300, b_lp = lp.lo, b_me = 1, b_oh = 0;
+  auto set = [&](double l, double m, double o) {
+    d.peak_flops = {{"bf16", std::exp(l)}};
+    d.mem_efficiency = m;
+    d.layer_overhead_s = o / layers;
+  };
+  for (int pass = 0; pass < 10; ++pass) {
+    constexpr int kN = 24;
+    for (int i = 0; i <= kN; ++i)
+      for (int j = 0; j <= kN; ++j)
+        for (int q = 0; q <= kN; ++q) {
+          const double l = lp.lo + (lp.hi - lp.lo) * i / kN;
+          const double m = me.lo + (me.hi - me.lo) * j / kN;
+          const double o = oh.lo + (oh.hi - oh.lo) * q / kN;
+          set(l, m, o);
+          const double e = error_of(d, model, samples, nullptr);
+          if (e < best) best = e, b_lp = l, b_me = m, b_oh = o;
+        }
+    auto shrink = [](Box b, double at, double lo, double hi) {
+      const double w = (b.hi - b.lo) / 5;  // keep +-2.4 grid steps around the best point
+      return Box{std::max(lo, at - w), std::min(hi, at + w)};
+    };
+    lp = shrink(lp, b_lp, lp_min, std::log(1e16));
+    me = shrink(me, b_me, me_min, 1.0);
+    oh = shrink(oh, b_oh, 0, t_min);
+  }
+  set(b_lp, b_me, b_oh);
+  d.overhead_s = 0;
   Calibration c;
   c.profile = d;
   error_of(d, model, samples, &c.predicted_s);

@@ -1,9 +1,11 @@
 // A device profile from measurements (`ssd simulate --calibrate`): the read bandwidth measured on
 // this machine and the forward times of a model at 1..n rows, fitted to the roofline of
-// roofline.h. The bandwidth is taken as measured; the fixed overhead and the effective peak
-// FLOP/s are chosen to minimise the squared relative error of the predicted forward times
-// (a grid over both, refined twice), so the profile reproduces what this machine's kernels did,
-// including what the kernels lose to the ideal roofline.
+// roofline.h. Three numbers are fitted, minimising the squared relative error of the predicted
+// forward times (a grid over all three, refined around the best point): the achieved fraction of
+// the measured bandwidth, the effective peak FLOP/s and the fixed overhead. The overhead is stored
+// per layer (on a CPU it is the thread pool's hand-offs, a few per op), so a model of another
+// depth (a 4-layer drafter) gets its own share. The profile then reproduces what this machine's
+// kernels did, including what they lose to the ideal roofline.
 #pragma once
 
 #include <cstdint>

@@ -41,7 +41,8 @@ DeviceProfile gpu(std::string name, double bw_GBps, double bf16_TF, double fp8_T
   d.mem_bw_Bps = bw_GBps * kGB;
   d.peak_flops = {{"bf16", bf16_TF * kTF}, {"fp16", bf16_TF * kTF}, {"fp32", fp32_TF * kTF},
                   {"fp8", fp8_TF * kTF}, {"int8", fp8_TF * kTF}};
-  d.overhead_s = 300 * kUs;  // one forward with CUDA graphs: launch + sync + sampling's host share
+  d.overhead_s = 100 * kUs;      // one forward: sync + sampling's host share
+  d.layer_overhead_s = 5 * kUs;  // ~10 kernels per layer at ~0.5 us each inside a CUDA graph
   d.mem_bytes = mem_GB * kGB;
   d.mem_efficiency = 0.8;
   d.flop_efficiency = 0.6;
@@ -64,8 +65,9 @@ void DeviceProfile::validate() const {
   SSD_CHECK(!peak_flops.empty(), "device '{}': no peak FLOP/s given", name);
   for (const auto& [dt, v] : peak_flops)
     SSD_CHECK(v > 0, "device '{}': peak FLOP/s for {} must be > 0 (got {})", name, dt, v);
-  SSD_CHECK(overhead_s >= 0, "device '{}': per-forward overhead must be >= 0 (got {})", name,
-            overhead_s);
+  SSD_CHECK(overhead_s >= 0 && layer_overhead_s >= 0,
+            "device '{}': per-forward and per-layer overheads must be >= 0 (got {} and {})", name,
+            overhead_s, layer_overhead_s);
   SSD_CHECK(mem_efficiency > 0 && mem_efficiency <= 1 && flop_efficiency > 0 &&
                 flop_efficiency <= 1,
             "device '{}': efficiencies must be in (0, 1] (got {} and {})", name, mem_efficiency,
@@ -75,7 +77,8 @@ void DeviceProfile::validate() const {
 nlohmann::json DeviceProfile::to_json() const {
   return {{"kind", "device"},         {"name", name},
           {"mem_bw_Bps", mem_bw_Bps}, {"peak_flops", peak_flops},
-          {"overhead_s", overhead_s}, {"mem_bytes", mem_bytes},
+          {"overhead_s", overhead_s}, {"layer_overhead_s", layer_overhead_s},
+          {"mem_bytes", mem_bytes},
           {"mem_efficiency", mem_efficiency}, {"flop_efficiency", flop_efficiency},
           {"source", source}};
 }
@@ -86,6 +89,7 @@ DeviceProfile DeviceProfile::from_json(const nlohmann::json& j, const std::strin
   d.name = j.value("name", where);
   d.mem_bw_Bps = num(j, "mem_bw_Bps", where, 0, true);
   d.overhead_s = num(j, "overhead_s", where, 0, true);
+  d.layer_overhead_s = num(j, "layer_overhead_s", where, 0, false);
   d.mem_bytes = num(j, "mem_bytes", where, 0, false);
   d.mem_efficiency = num(j, "mem_efficiency", where, 1, false);
   d.flop_efficiency = num(j, "flop_efficiency", where, 1, false);

@@ -7,8 +7,10 @@
 //   device  mem_bw_Bps        sustained memory read bandwidth, bytes/s
 //           peak_flops[dtype] dense matmul peak, FLOP/s, per compute dtype (bf16, fp16, fp8, int8,
 //                             fp32; a dtype absent from the map falls back to bf16's)
-//           overhead_s        fixed cost of one forward (kernel launches, synchronisation, the
-//                             host's share): what a forward of nothing would still cost
+//           overhead_s        fixed cost of one forward (synchronisation, the host's share)
+//           layer_overhead_s  fixed cost per layer (kernel launches; on a CPU the thread pool's
+//                             hand-offs): a forward of L layers costs overhead_s + L x this
+//                             beyond its roofline
 //           mem_bytes         device memory (0 = unknown; used to refuse models that cannot fit)
 //           *_efficiency      the achieved fraction of each peak (GPU presets: 0.8 of HBM bandwidth,
 //                             0.6 of the matmul peak, typical of decode/verify kernels at these sizes)
@@ -33,6 +35,7 @@ struct DeviceProfile {
   double mem_bw_Bps = 0;
   std::map<std::string, double> peak_flops;  // dtype -> FLOP/s
   double overhead_s = 0;
+  double layer_overhead_s = 0;  // more fixed cost per layer (CPU: the pool's hand-offs per op)
   double mem_bytes = 0;
   // Fractions of the peaks that real kernels reach (a preset's assumption; 1 for a calibrated
   // profile, whose figures are already what this machine's kernels achieved).

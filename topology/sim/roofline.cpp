@@ -20,7 +20,7 @@ ForwardCost forward_cost(const ModelShape& model, const DeviceProfile& device, i
   c.flops = (2.0 * model.params() * work.rows + attn) / t;
   c.memory_s = c.bytes / (device.mem_bw_Bps * device.mem_efficiency);
   c.compute_s = c.flops / device.peak(model.compute_dtype);
-  c.overhead_s = device.overhead_s;
+  c.overhead_s = device.overhead_s + device.layer_overhead_s * static_cast<double>(model.n_layers);
   if (tp > 1) {
     const double act = work.rows * static_cast<double>(model.dim) * model.act_bytes_per_elem;
     c.comm_s = static_cast<double>(model.n_layers) * 2.0 * ring_all_reduce_s(tp_link, tp, act) +

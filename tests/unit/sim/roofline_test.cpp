@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/core/error.h"
+#include "topology/sim/cpu_calibration.h"
 #include "topology/sim/hw_profile.h"
 #include "topology/sim/model_shape.h"
 #include "topology/sim/roofline.h"
@@ -125,6 +126,36 @@ TEST(Profiles, RoundTripThroughJson) {
   nlohmann::json bad = h.to_json();
   bad.erase("mem_bw_Bps");
   EXPECT_THROW(DeviceProfile::from_json(bad, "bad.json"), Error);
+}
+
+}  // namespace
+}  // namespace ssd::sim
+
+namespace ssd::sim {
+namespace {
+
+TEST(Calibration, FitRecoversTheTimesOfAKnownProfile) {
+  // Forward times made by a known profile (half the bandwidth achieved, 150 GFLOP/s, 60 us per
+  // layer) are reproduced by the fit within 2% at every row count.
+  const ModelShape m = model_preset("smollm2-135m");
+  DeviceProfile truth;
+  truth.name = "truth";
+  truth.mem_bw_Bps = 20e9;
+  truth.mem_efficiency = 0.5;
+  truth.peak_flops = {{"bf16", 150e9}};
+  truth.layer_overhead_s = 60e-6;
+  std::vector<ForwardSample> samples;
+  for (int n = 1; n <= 16; ++n) {
+    const double t = forward_cost(m, truth, 1, LinkProfile{"none", 0, 1},
+                                  {.rows = double(n), .seqs = 1, .context = 128})
+                         .total_s;
+    samples.push_back({double(n), 128, t});
+  }
+  const Calibration c = fit_device("fit", m, 20e9, samples);
+  EXPECT_LT(c.max_rel_err, 0.02);
+  EXPECT_NEAR(c.profile.mem_efficiency, 0.5, 0.05);
+  EXPECT_NEAR(c.profile.peak("bf16") / 150e9, 1.0, 0.05);
+  EXPECT_THROW(fit_device("x", m, 20e9, {}), Error);
 }
 
 }  // namespace
