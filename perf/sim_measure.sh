@@ -3,7 +3,9 @@
 # cells on this machine, to be predicted by `ssd simulate`. Cells: 1 rank (drafter in the target's
 # process, --threads 2) and 2 ranks (target on one core, drafter on the other; AR, SD and SSD in
 # the same job), n-gram and Domino drafters, k 2 and 4, batch 1. The 1-rank and 2-rank jobs
-# alternate for REPS rounds, so drift on a shared machine hits both alike.
+# alternate for REPS rounds, so drift on a shared machine hits both alike. Each rep first
+# calibrates the CPU profiles it is predicted with (`ssd simulate --calibrate`, 2 threads for the
+# 1-rank cells, 1 for the 2-rank cells), so profile and runs see the same machine state.
 #
 #   perf/sim_measure.sh [REPS]        (default 2)
 # Env: SSD_BIN, SSD_MODEL, PROMPTS (default the held-out set), N (tokens, 64), MAXP (prompts, 6),
@@ -22,6 +24,11 @@ done
 mkdir -p "$OUT"
 common=(-m "$MODEL" --prompt-file "$PROMPTS" -n "${N:-64}" --max-prompts "${MAXP:-6}")
 for rep in $(seq 1 "$REPS"); do
+  for t in 2 1; do
+    "$BIN" simulate --calibrate --calibrate-model "$MODEL" --threads "$t" \
+      --out "$OUT/cpu_${t}t_rep$rep.json" >"$OUT/cpu_${t}t_rep$rep.log" 2>&1 ||
+      { cat "$OUT/cpu_${t}t_rep$rep.log"; exit 1; }
+  done
   "$BIN" bench "${common[@]}" --drafters "ngram,$DOMINO" --k 2,4 --modes ar,sd --threads 2 \
     --out-json "$OUT/rank1_rep$rep.json" >"$OUT/rank1_rep$rep.log" 2>&1 ||
     { cat "$OUT/rank1_rep$rep.log"; exit 1; }

@@ -49,6 +49,7 @@ struct SimArgs {
   std::string miss_policy = "auto";
   int32_t critical_batch = -1;
   double lookup_us = 20;
+  int64_t drafter_feature_dim = -1;
   uint64_t seed = 1;
   std::optional<std::filesystem::path> outcome_trace, record_trace, trace_json, json;
   bool calibrate = false;
@@ -100,6 +101,9 @@ struct SimArgs {
                                                                           "backup"}});
     v(critical_batch, "critical-batch", "ssd: fixed b* for --miss-policy auto (-1: derived)",
       {.min = -1});
+    v(drafter_feature_dim, "drafter-feature-dim", "floats of target features the drafter needs "
+                                                  "per accepted token (EAGLE / Domino style; -1: "
+                                                  "the drafter preset's)", {.min = -1});
     v(lookup_us, "lookup-us", "an n-gram lookup per sequence, microseconds", {.min = 0});
     v(seed, "seed", "seed of the sampled outcomes (the same seed gives the same run)");
     v(outcome_trace, "outcome-trace", "replay this outcome trace (JSONL, topology/sim/"
@@ -220,6 +224,7 @@ sim::SimConfig build_config(const SimArgs& a) {
     if (a.drafter_style == "ar") c.drafter.shape.style = sim::DraftStyle::kAutoregressive;
     if (a.drafter_style == "block") c.drafter.shape.style = sim::DraftStyle::kBlock;
   }
+  if (a.drafter_feature_dim >= 0) c.drafter.shape.feature_dim = a.drafter_feature_dim;
   c.drafter.lookup_s = c.backup.lookup_s = a.lookup_us * 1e-6;
   c.backup.shape.name = "ngram";
   c.backup.shape.style = sim::DraftStyle::kLookup;
@@ -321,6 +326,7 @@ int run_sim_command(int argc, const char* const* argv) {
   for (int32_t b : batches) {
     cfg.work.batch = b;
     double ar_tps = 0;
+    const sim::AnalyticEstimate th = sim::analytic_estimate(cfg);
     for (sim::SimMode m : modes) {
       sim::SimResult r = sim::simulate(m, cfg, trace ? &*trace : nullptr);
       if (m == sim::SimMode::kAr) ar_tps = r.tokens_per_s();
@@ -332,7 +338,16 @@ int run_sim_command(int argc, const char* const* argv) {
                  pct(r.target_busy_s, r.seconds), pct(r.target_wait_s, r.seconds),
                  m == sim::SimMode::kAr ? "-" : pct(r.drafter_busy_s, r.seconds),
                  pct(r.comm_s, r.seconds), m == sim::SimMode::kSsd ? fmt::format("{}", r.b_star) : "-");
-      all.push_back(result_json(r, shown_b, ar_tps));
+      nlohmann::json rj = result_json(r, shown_b, ar_tps);
+      rj["theory"] = {{"tokens_per_s", m == sim::SimMode::kAr   ? th.ar_tokens_per_s
+                                       : m == sim::SimMode::kSd ? th.sd_tokens_per_s
+                                                                : th.ssd_tokens_per_s},
+                      {"verify_s", th.verify_s},
+                      {"draft_s", th.draft_s},
+                      {"prespec_s", th.prespec_s},
+                      {"fallback_s", th.fallback_s},
+                      {"hit_rate", th.hit_rate}};
+      all.push_back(std::move(rj));
       last = std::move(r);
     }
   }

@@ -167,8 +167,8 @@ class Run {
     return start + dt;
   }
   double draft(const SimDrafter& d, double n, double suffix, int32_t k, double ctx,
-               bool predict_bonus) const {
-    return draft_seconds(d, *drafter_dev_, n, suffix, k, ctx, predict_bonus);
+               bool predict_bonus, double kv_seqs = -1) const {
+    return draft_seconds(d, *drafter_dev_, n, suffix, k, ctx, predict_bonus, kv_seqs);
   }
   double mean_context(const std::vector<int32_t>& act) const {
     double s = 0;
@@ -321,12 +321,15 @@ class Run {
       const DraftProgress prog = run_prespeculation(
           plan, jobs, cfg_.ssd.chunk, [&](const std::vector<int64_t>& part) {
             double suffix = 0, k = 0;
+            std::set<int32_t> seqs;
             for (int64_t i : part) {
               suffix += plan[i].k + 1;
               k = std::max<double>(k, ks[plan[i].seq]);
+              seqs.insert(plan[i].seq);
             }
             const double m = static_cast<double>(part.size());
-            return draft(cfg_.drafter, m, suffix / m, static_cast<int32_t>(k), ctx, true);
+            return draft(cfg_.drafter, m, suffix / m, static_cast<int32_t>(k), ctx, true,
+                         static_cast<double>(seqs.size()));
           });
       double ready = o;
       for (int32_t d = 0; d < nd; ++d) {
@@ -433,22 +436,27 @@ void SimConfig::validate() const {
 }
 
 double draft_seconds(const SimDrafter& drafter, const DeviceProfile& device, double n,
-                     double suffix, int32_t k, double context, bool predict_bonus) {
+                     double suffix, int32_t k, double context, bool predict_bonus,
+                     double kv_seqs) {
   if (n <= 0) return 0;
+  if (kv_seqs < 0) kv_seqs = n;
   const ModelShape& m = drafter.shape;
   const LinkProfile none{"none", 0, 1};
   switch (m.style) {
     case DraftStyle::kLookup: return drafter.lookup_s * n;
     case DraftStyle::kBlock:
       return forward_cost(m, device, 1, none,
-                          {.rows = n * (suffix + k), .seqs = n, .context = context})
+                          {.rows = n * (suffix + k), .seqs = kv_seqs, .context = context})
           .total_s;
     case DraftStyle::kAutoregressive: {
       const int32_t steps = k + (predict_bonus ? 1 : 0);
-      double t = forward_cost(m, device, 1, none, {.rows = n * suffix, .seqs = n, .context = context})
+      // The tokens drafted so far by each branch are read too (n x i of them at step i).
+      double t = forward_cost(m, device, 1, none,
+                              {.rows = n * suffix, .seqs = kv_seqs, .context = context})
                      .total_s;
       for (int32_t i = 1; i < steps; ++i)
-        t += forward_cost(m, device, 1, none, {.rows = n, .seqs = n, .context = context + suffix + i})
+        t += forward_cost(m, device, 1, none,
+                          {.rows = n, .seqs = kv_seqs, .context = context + n / kv_seqs * (suffix + i)})
                  .total_s;
       return t;
     }
@@ -477,6 +485,52 @@ int32_t derived_critical_batch(const SimConfig& cfg) {
   mc.hit_rate = cfg.primary.hit_rate(
       geometric_fan_out(k, cfg.ssd.budget, mean_a(cfg.primary, k), cfg.primary.r));
   return critical_batch_size(mc, 1024);
+}
+
+AnalyticEstimate analytic_estimate(const SimConfig& cfg) {
+  cfg.validate();
+  const SimCluster& c = cfg.cluster;
+  const DeviceProfile& dd = c.colocated ? c.target_device : c.drafter_device;
+  const double b = cfg.work.batch, ctx = cfg.work.prompt + 0.5 * cfg.work.tokens;
+  const int32_t k = cfg.work.k;
+  const double lp = cfg.primary.expected_tokens(k), lb = cfg.backup_acc.expected_tokens(k);
+  AnalyticEstimate e;
+  e.verify_s = forward_cost(cfg.target, c.target_device, c.tp, c.tp_link,
+                            {.rows = b * (k + 1), .seqs = b, .context = ctx})
+                   .total_s;
+  const double ar_s = forward_cost(cfg.target, c.target_device, c.tp, c.tp_link,
+                                   {.rows = b, .seqs = b, .context = ctx})
+                          .total_s;
+  e.ar_tokens_per_s = b / ar_s;
+  auto draft = [&](const SimDrafter& d, double m, double kv_seqs = -1) {
+    return draft_seconds(d, dd, m, lp, k, ctx, !c.colocated, kv_seqs);
+  };
+  e.draft_s = draft(cfg.drafter, b);
+  const double link = c.colocated ? 0 : c.drafter_link.latency_s;
+  e.sd_tokens_per_s = b * lp / (e.verify_s + e.draft_s + 2 * link);
+  const std::vector<int32_t> plan =
+      geometric_fan_out(k, cfg.ssd.budget, mean_a(cfg.primary, k), cfg.primary.r);
+  e.hit_rate = cfg.primary.hit_rate(plan);
+  const double branches = std::ceil(b * cfg.ssd.budget / c.drafters);
+  e.prespec_s = draft(cfg.drafter, branches, std::min(b, branches));
+  double pre = e.prespec_s;
+  if (cfg.ssd.chunk > 0)
+    pre = std::min(pre, e.verify_s + link +
+                            draft(cfg.drafter, std::min<double>(cfg.ssd.chunk, branches),
+                                  std::min<double>({b, branches, double(cfg.ssd.chunk)})));
+  SimConfig tmp = cfg;
+  const int32_t bstar = cfg.ssd.miss == MissChoice::kPrimary   ? 1 << 20
+                        : cfg.ssd.miss == MissChoice::kBackup  ? 0
+                        : cfg.ssd.b_star >= 0                  ? cfg.ssd.b_star
+                                                               : derived_critical_batch(tmp);
+  const bool primary = b <= bstar;
+  const double h = e.hit_rate;
+  e.fallback_s = primary ? draft(cfg.drafter, std::max(1.0, b * (1 - h)))
+                         : draft(cfg.backup, std::max(1.0, b * (1 - h)));
+  const double lf = primary ? lp : lb;
+  const double round = std::max(e.verify_s + link, pre) + (1 - std::pow(h, b)) * e.fallback_s + link;
+  e.ssd_tokens_per_s = b * (h * lp + (1 - h) * lf) / round;
+  return e;
 }
 
 SimResult simulate(SimMode mode, const SimConfig& cfg, const std::vector<OutcomeRecord>* replay) {

@@ -66,12 +66,32 @@ struct SimResult {
 SimResult simulate(SimMode mode, const SimConfig& cfg,
                    const std::vector<OutcomeRecord>* replay = nullptr);
 
+// The closed-form expectation of one round at batch cfg.work.batch (no events, no sampling): the
+// theory the event simulation is checked against. With T_v the verification, T_d(m) the primary's
+// draft for m sequences, T_pre the pre-speculation of B x budget / D branches on each drafter rank,
+// l_o and l_s the outcome and speculation messages, h the plan's hit rate, L_p / L_b the expected
+// tokens per round of primary / backup speculations:
+//   SD   B L_p / (T_v + T_d(B) + l_o + l_s)
+//   SSD  B (h L_p + (1 - h) L_f) / (max(T_v + l_o, T_pre') + (1 - h^B) T_f + l_s)
+// where the fallback (f) is the primary (T_f = T_d(B (1 - h)), L_f = L_p) at B <= b*, else the
+// backup (an n-gram lookup, L_f = L_b), and T_pre' = T_pre, or with chunks at most T_v + l_o +
+// one chunk (the cut).
+struct AnalyticEstimate {
+  double verify_s = 0, draft_s = 0, prespec_s = 0, fallback_s = 0;
+  double hit_rate = 0;
+  double sd_tokens_per_s = 0, ssd_tokens_per_s = 0, ar_tokens_per_s = 0;
+};
+AnalyticEstimate analytic_estimate(const SimConfig& cfg);
+
 // The b* the SSD miss policy would derive from the simulated costs (miss_policy.h).
 int32_t derived_critical_batch(const SimConfig& cfg);
 
 // Seconds of one draft call of `drafter` for `n` sequences (or branches), each with `suffix` new
 // tokens to take in and k tokens to draft (k + 1 asked when `predict_bonus`), at `context`.
+// `kv_seqs` (default n) is how many distinct sequences' cached prefixes are read: the branches of
+// one sequence share its prefix and one batched tree-masked forward reads it once for all of them.
 double draft_seconds(const SimDrafter& drafter, const DeviceProfile& device, double n,
-                     double suffix, int32_t k, double context, bool predict_bonus);
+                     double suffix, int32_t k, double context, bool predict_bonus,
+                     double kv_seqs = -1);
 
 }  // namespace ssd::sim
