@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Predicted vs measured tok/s for the cells of perf/sim_measure.sh (docs/simulator.md).
 
-Each measured run (one prompt of one mode) becomes an outcome trace: its rounds with their
-accepted counts (from the run's accepted-length histogram; an n-gram drafter offers a draft only
+Each measured run (one prompt of one mode) becomes an outcome trace: on 2 ranks the leader's own
+per-round record (`ssd bench --outcome-trace`), else its rounds with their accepted counts (from the run's accepted-length histogram; an n-gram drafter offers a draft only
 when its lookup matches, so its offered rounds are estimated from the position-1 acceptance rate;
 SSD rounds get the job's cache hit rate spread evenly). `ssd simulate --outcome-trace` replays it
 on the calibrated CPU profiles, so the counts are the measured ones and only the time is
@@ -29,7 +29,9 @@ BIN = os.environ.get("SSD_BIN", os.path.join(ROOT, "build/bin/ssd"))
 MEAS = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "perf/out/sim_validate")
 
 
-def trace_of(run, hit_rate=None):
+def trace_of(run, hit_rate=None, recorded=None):
+    if recorded and os.path.exists(recorded):  # the leader's own per-round record
+        return [json.loads(line) for line in open(recorded) if line.strip()]
     hist = run["accepted_length_histogram"]
     k = run["k"]
     if run["mode"] == "ar":
@@ -93,18 +95,23 @@ def cells():
                 flags += ["--critical-batch", str(s.get("critical_batch", 0)),
                           "--mal", str(max(1.0, s["mean_acceptance_length"]))]
             cell = f"{ranks} rank{'s' if ranks > 1 else ''} {mode} {dname}" + (f" k{k}" if k else "")
-            yield cell, rep, mode, runs, flags, hit
+            tdir = None
+            if ranks == 2 and mode != "ar":
+                tdir = os.path.join(MEAS, f"traces_{dname}_k{k}_rep{rep}")
+            yield cell, rep, mode, runs, flags, hit, tdir
 
 
 def main():
     if not glob.glob(os.path.join(MEAS, "rank*.json")):
         sys.exit(f"sim_validate: no measurements in {MEAS} (run perf/sim_measure.sh)")
     res = {}
-    for cell, rep, mode, runs, flags, hit in cells():
+    for cell, rep, mode, runs, flags, hit, tdir in cells():
         tokens = sum(r["tokens_generated"] for r in runs)
         meas_s = sum(r["decode_s"] for r in runs)
-        pred_s = sum(predict(trace_of(r, hit), mode, flags + ["--prompt", str(r["prompt_tokens"])])
-                     for r in runs)
+        pred_s = 0
+        for r in runs:
+            rec = os.path.join(tdir, f"{mode}_p{r['prompt_index']}.jsonl") if tdir else None
+            pred_s += predict(trace_of(r, hit, rec), mode, flags + ["--prompt", str(r["prompt_tokens"])])
         res.setdefault(cell, []).append((tokens / meas_s, tokens / pred_s))
     print("| cell | measured tok/s, median (min..max) | predicted tok/s | error |")
     print("|---|---|---|---|")

@@ -81,6 +81,8 @@ struct RemoteDecoder::Run {
   TargetSeqs tseqs;
   int64_t feature_dim = 0;  // floats of target features per token the drafter conditions on
   double t_decode = 0;      // when decoding began (after the prefills)
+  bool prespeculate = false;
+  std::vector<int64_t> last_record;  // index in out.outcomes of each request's latest round
 };
 
 RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, bool prespeculate,
@@ -93,6 +95,8 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
   run.feature_dim = static_cast<int64_t>(target_.config().dim) *
                     static_cast<int64_t>(feature_layers_.size());
   const int64_t bytes0 = bytes_;
+  run.prespeculate = prespeculate;
+  run.last_record.assign(reqs.size(), -1);
   start_sequences(run, prespeculate);
   std::vector<size_t> active;
   for (int64_t round = 0;; ++round) {
@@ -230,6 +234,14 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
     st.forwards++;
     run.out.gen[i].forwards++;
     count_round(st, trees[a], v, k_);
+    // The outcome trace: this round, and the previous round's lookup, answered by where this
+    // round's speculation came from.
+    const auto source = static_cast<SpecSource>(run.seqs[i].spec.source);
+    if (run.prespeculate && run.last_record[i] >= 0)
+      run.out.outcomes[static_cast<size_t>(run.last_record[i])].hit = source == SpecSource::kCache;
+    run.last_record[i] = static_cast<int64_t>(run.out.outcomes.size());
+    run.out.outcomes.push_back({round, static_cast<int32_t>(i), static_cast<int32_t>(trees[a].size()),
+                                static_cast<int32_t>(v.path.size()), -1, std::nullopt});
     std::optional<SeqOutcome> o = apply_verification(run, i, v);
     if (!o) {
       finished.seqs.push_back(run.seqs[i].id);

@@ -25,6 +25,7 @@
 #include "runtime/generate/generation.h"
 #include "runtime/spec/sd_generation.h"
 #include "runtime/spec/verify_round.h"
+#include "topology/sim/outcome_trace.h"
 
 namespace ssd {
 
@@ -60,6 +61,11 @@ struct RemoteDecodeResult {
   std::vector<GenerationResult> gen;  // per request
   std::vector<SdStats> sd;            // per request
   SplitFigures split;
+  // Every verified (round, request) as the round simulator's outcome trace records it (seq = the
+  // request's index): k offered, accepted, and in ssd whether that outcome was answered from the
+  // cache (known from the next speculation's source; absent for a request's last round). The
+  // bonus's rank lives on the drafter rank and is not recorded (-1).
+  std::vector<sim::OutcomeRecord> outcomes;
 };
 
 class RemoteDecoder {

@@ -38,6 +38,7 @@ struct BenchArgs {
   int32_t threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   DrafterFlags drafter_flags;
   std::optional<std::filesystem::path> out_json;
+  std::optional<std::filesystem::path> outcome_trace;
   std::optional<std::filesystem::path> out_md;
   std::string modes = "ar,sd";
   int32_t batch = 1;
@@ -61,6 +62,10 @@ struct BenchArgs {
     v(threads, "threads", "CPU worker threads", {.short_name = 't', .min = 1, .max = 1024});
     drafter_flags.visit(v);
     v(out_json, "out-json", "write all runs and the summary as JSON here");
+    v(outcome_trace, "outcome-trace", "with drafter ranks: write each sd/ssd batch's round "
+                                      "outcomes (JSONL, topology/sim/outcome_trace.h) into this "
+                                      "directory as <mode>_p<first prompt>.jsonl, for `ssd "
+                                      "simulate --outcome-trace`");
     v(out_md, "out-md", "write the summary table as markdown here");
     v(modes, "modes",
       "comma-separated modes to run: ar, sd, ssd (sd and ssd on the drafter rank when there is "
@@ -274,6 +279,12 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
       const double wall = monotonic_seconds() - t0;
       res.split.drafter = since(job.remote()->drafter_stats(), before);
       account(mode, spec.drafter, spec.k, res.gen, &res.sd, wall, &res.split);
+      if (args.outcome_trace) {
+        std::filesystem::create_directories(*args.outcome_trace);
+        sim::write_outcome_trace(
+            (*args.outcome_trace / fmt::format("{}_p{}.jsonl", mode, first)).string(),
+            res.outcomes);
+      }
     }
     fmt::print(stderr, "prompts {}-{} of {} done\n", first + 1, first + reqs.size(),
                prompts.size());

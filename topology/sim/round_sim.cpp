@@ -352,9 +352,14 @@ class Run {
         auto it = where.find({static_cast<int32_t>(i), d.accepted, d.rank});
         const bool planned = it != where.end();
         res_.planned += planned;
+        // A replayed record without "hit" (a request's last round in a real run: no lookup
+        // followed) is counted as neither and recorded as it was.
+        const bool counted = d.hit.has_value() || !out_.replaying();
         if (!d.hit) d.hit = planned && prog.drafted[it->second];
-        ++(*d.hit ? res_.hits : res_.misses);
-        record(round, act[i], ks[i], d);
+        if (counted) ++(*d.hit ? res_.hits : res_.misses);
+        Decision shown = d;
+        if (!counted) shown.hit.reset();
+        record(round, act[i], ks[i], shown);
         last_accepted[act[i]] = d.accepted;
         src[act[i]] = *d.hit ? Source::kCache : Source::kPrimary;
         if (!*d.hit) missed.push_back(act[i]);

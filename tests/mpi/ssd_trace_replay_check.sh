@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# A real run's outcome trace replays to the same counts: a 2-rank `ssd bench` (SD and SSD, batch
+# 2, n-gram drafter) records its rounds with --outcome-trace; each recorded trace must carry
+# exactly the run's sequence-rounds, mean acceptance length and cache hit rate, and
+# `ssd simulate --outcome-trace` replaying it must report exactly those again. Run by ctest:
+#   ssd_trace_replay_check.sh SSD_BIN
+# Skips (exit 77) without the default model (SSD_MODEL).
+set -euo pipefail
+BIN=$1
+if [[ -z ${SSD_MODEL:-} || ! -f ${SSD_MODEL:-} ]]; then
+  echo "SKIP: set SSD_MODEL to run this check"; exit 77
+fi
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+ROOT=()
+[[ $(id -u) -eq 0 ]] && ROOT=(--allow-run-as-root)
+DIR=$(mktemp -d)
+trap 'rm -rf "$DIR"' EXIT
+timeout 300 "${MPIEXEC:-mpirun}" "${ROOT[@]}" --oversubscribe --bind-to none -n 2 "$BIN" \
+  bench -m "$SSD_MODEL" --prompt-file "$SRC/perf/prompts/mixed.txt" --max-prompts 4 -n 24 \
+  --modes sd,ssd --drafters ngram --k 3 --batch 2 --threads 1 --watchdog-s 60 \
+  --out-json "$DIR/bench.json" --outcome-trace "$DIR/traces" >"$DIR/bench.log" 2>&1 ||
+  { cat "$DIR/bench.log"; exit 1; }
+python3 - "$BIN" "$DIR" <<'PY'
+import glob, json, os, subprocess, sys
+binary, d = sys.argv[1], sys.argv[2]
+bench = json.load(open(os.path.join(d, "bench.json")))
+summary = {r["mode"]: r for r in bench["summary"]}
+for mode in ("sd", "ssd"):
+    files = sorted(glob.glob(os.path.join(d, "traces", f"{mode}_p*.jsonl")))
+    assert len(files) == 2, f"{mode}: expected one trace per batch of 2, got {files}"
+    seq_rounds = tokens = hits = misses = 0
+    for f in files:
+        recs = [json.loads(l) for l in open(f) if l.strip()]
+        n, t = len(recs), sum(r["accepted"] + 1 for r in recs)
+        h = sum(1 for r in recs if r.get("hit") is True)
+        m = sum(1 for r in recs if r.get("hit") is False)
+        out = os.path.join(d, "sim.json")
+        subprocess.run([binary, "simulate", "--mode", mode, "--outcome-trace", f, "--target",
+                        "smollm2-135m", "--target-device", "cpu", "--drafter", "ngram",
+                        "--drafter-link", "shm", "--k", "3", "--json", out], check=True,
+                       stdout=subprocess.DEVNULL)
+        s = json.load(open(out))["results"][0]
+        assert s["seq_rounds"] == n and s["tokens"] == t, (mode, f, s, n, t)
+        assert s["hits"] == h and s["misses"] == m, (mode, f, s, h, m)
+        seq_rounds, tokens, hits, misses = seq_rounds + n, tokens + t, hits + h, misses + m
+    runs = [r for r in bench["runs"] if r["mode"] == mode]
+    assert seq_rounds == sum(r["rounds"] for r in runs), (mode, seq_rounds)
+    mal = tokens / seq_rounds
+    assert abs(mal - summary[mode]["mean_acceptance_length"]) < 1e-9, (mode, mal, summary[mode])
+    if mode == "ssd":
+        rate = hits / (hits + misses) if hits + misses else 0.0
+        assert abs(rate - summary[mode]["cache_hit_rate"]) < 1e-9, (rate, summary[mode])
+    print(f"{mode}: {seq_rounds} sequence-rounds, MAL {mal:.3f}, hits {hits} misses {misses}: "
+          "trace, replay and run agree")
+PY
