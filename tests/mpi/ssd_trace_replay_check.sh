@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A real run's outcome trace replays to the same counts: a 2-rank `ssd bench` (SD and SSD, batch
-# 2, n-gram drafter) records its rounds with --outcome-trace; each recorded trace must carry
+# 2, the committed Domino drafter, pre-speculation in one call so the hits do not depend on
+# timing) records its rounds with --outcome-trace; each recorded trace must carry
 # exactly the run's sequence-rounds, mean acceptance length and cache hit rate, and
 # `ssd simulate --outcome-trace` replaying it must report exactly those again. Run by ctest:
 #   ssd_trace_replay_check.sh SSD_BIN
@@ -17,7 +18,8 @@ DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 timeout 300 "${MPIEXEC:-mpirun}" "${ROOT[@]}" --oversubscribe --bind-to none -n 2 "$BIN" \
   bench -m "$SSD_MODEL" --prompt-file "$SRC/perf/prompts/mixed.txt" --max-prompts 4 -n 24 \
-  --modes sd,ssd --drafters ngram --k 3 --batch 2 --threads 1 --watchdog-s 60 \
+  --modes sd,ssd --drafters "domino:$SRC/models/smollm2-domino/domino.safetensors" --k 3 \
+  --prespec-chunk 0 --batch 2 --threads 1 --watchdog-s 60 \
   --out-json "$DIR/bench.json" --outcome-trace "$DIR/traces" >"$DIR/bench.log" 2>&1 ||
   { cat "$DIR/bench.log"; exit 1; }
 python3 - "$BIN" "$DIR" <<'PY'
@@ -36,7 +38,7 @@ for mode in ("sd", "ssd"):
         m = sum(1 for r in recs if r.get("hit") is False)
         out = os.path.join(d, "sim.json")
         subprocess.run([binary, "simulate", "--mode", mode, "--outcome-trace", f, "--target",
-                        "smollm2-135m", "--target-device", "cpu", "--drafter", "ngram",
+                        "smollm2-135m", "--target-device", "cpu", "--drafter", "smollm2-domino",
                         "--drafter-link", "shm", "--k", "3", "--json", out], check=True,
                        stdout=subprocess.DEVNULL)
         s = json.load(open(out))["results"][0]
@@ -48,7 +50,8 @@ for mode in ("sd", "ssd"):
     mal = tokens / seq_rounds
     assert abs(mal - summary[mode]["mean_acceptance_length"]) < 1e-9, (mode, mal, summary[mode])
     if mode == "ssd":
-        rate = hits / (hits + misses) if hits + misses else 0.0
+        assert hits > 0 and misses > 0, ("the check needs both hits and misses", hits, misses)
+        rate = hits / (hits + misses)
         assert abs(rate - summary[mode]["cache_hit_rate"]) < 1e-9, (rate, summary[mode])
     print(f"{mode}: {seq_rounds} sequence-rounds, MAL {mal:.3f}, hits {hits} misses {misses}: "
           "trace, replay and run agree")
