@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A real run's outcome trace replays to the same counts: a 2-rank `ssd bench` (SD and SSD, batch
-# 2, the committed Domino drafter, pre-speculation in one call so the hits do not depend on
-# timing) records its rounds with --outcome-trace; each recorded trace must carry
-# exactly the run's sequence-rounds, mean acceptance length and cache hit rate, and
-# `ssd simulate --outcome-trace` replaying it must report exactly those again. Run by ctest:
+# 2, the committed Domino drafter; pre-speculation in one call and primary fallbacks, so the
+# outcomes do not depend on timing) records its rounds with --outcome-trace; each recorded trace
+# must carry exactly the run's sequence-rounds, mean acceptance length and cache hit rate (with
+# both hits and misses), and `ssd simulate --outcome-trace` replaying it must report exactly those
+# again. Run by ctest:
 #   ssd_trace_replay_check.sh SSD_BIN
 # Skips (exit 77) without the default model (SSD_MODEL).
 set -euo pipefail
@@ -19,7 +20,7 @@ trap 'rm -rf "$DIR"' EXIT
 timeout 300 "${MPIEXEC:-mpirun}" "${ROOT[@]}" --oversubscribe --bind-to none -n 2 "$BIN" \
   bench -m "$SSD_MODEL" --prompt-file "$SRC/perf/prompts/mixed.txt" --max-prompts 4 -n 24 \
   --modes sd,ssd --drafters "domino:$SRC/models/smollm2-domino/domino.safetensors" --k 3 \
-  --prespec-chunk 0 --batch 2 --threads 1 --watchdog-s 60 \
+  --prespec-chunk 0 --miss-policy primary --batch 2 --threads 1 --watchdog-s 60 \
   --out-json "$DIR/bench.json" --outcome-trace "$DIR/traces" >"$DIR/bench.log" 2>&1 ||
   { cat "$DIR/bench.log"; exit 1; }
 python3 - "$BIN" "$DIR" <<'PY'
