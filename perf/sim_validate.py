@@ -11,8 +11,9 @@ reps is compared.
 
   perf/sim_validate.py [MEASURED_DIR]
     MEASURED_DIR  default perf/out/sim_validate (perf/sim_measure.sh's output): bench JSON and,
-                  per rep, the CPU profiles calibrated just before it: cpu_2t_repN.json (1 rank,
-                  2 threads) and cpu_1t_repN.json (2 ranks, one core each)
+                  the CPU profile calibrated just before each job: cpu_2t_repN.json (the 1-rank
+                  job, 2 threads) and cpu_1t_<drafter>_k<k>_repN.json (each 2-rank job, 1 thread
+                  on one core)
 Env: SSD_BIN (default build/bin/ssd).
 """
 import glob
@@ -74,7 +75,9 @@ def cells():
         rep = int(re.search(r"rep(\d+)", name).group(1))
         j = json.load(open(path))
         ranks = 1 if name.startswith("rank1") else 2
-        prof = os.path.join(MEAS, f"cpu_{3 - ranks}t_rep{rep}.json")
+        prof = os.path.join(MEAS, f"cpu_2t_rep{rep}.json")
+        if ranks == 2:  # the profile calibrated just before this job
+            prof = os.path.join(MEAS, name.replace("rank2_", "cpu_1t_"))
         summ = {(s["mode"], s["drafter"] or "", s["k"]): s for s in j["summary"]}
         groups = {}
         for r in j["runs"]:
