@@ -1,7 +1,7 @@
 // The outcome trace: what happened to every speculation of a run, one JSON object per line
 // (JSONL), one line per (round, sequence) verified. It is what `ssd simulate --outcome-trace`
 // replays, and what a run records: the simulator's own --record-trace, and a real run's leader
-// (`ssd bench --outcome-trace DIR` with drafter ranks, actors/runtime/remote_decode.cpp, which
+// (`ssd bench --outcome-trace DIR` with drafter ranks, actors/roles/remote_decode.cpp, which
 // leaves bonus_rank at -1: the ranking lives on the drafter rank). The fields:
 //
 //   {"round": 3, "seq": 0, "k": 4, "accepted": 2, "bonus_rank": 1, "hit": true}
