@@ -1,7 +1,7 @@
 // A Collective whose transport can move a device backend's memory itself, enqueued on that
 // backend's stream: what lets a tensor-parallel forward stay on the device (no download / upload
 // around each exchange) and be captured in a CUDA graph with its exchanges inside
-// (runtime/backend/cuda/cuda_backend.cpp: Backend::allreduce_sum / gather_columns). The NCCL collective
+// (runtime/backend/cuda/tp_exchange.cpp: Backend::allreduce_sum / gather_columns). The NCCL collective
 // is one (actors/transport/nccl/nccl_collective.h); the MPI and thread collectives are not, and
 // a backend falls back to their host interface.
 //

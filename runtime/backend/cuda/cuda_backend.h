@@ -2,7 +2,7 @@
 // (it is compiled only when SSD_HAVE_CUDA; actors/roles/backend_choice.cpp is the one place
 // that tests the macro).
 //
-// What runs where (runtime/backend/cuda/cuda_backend.cpp has the details):
+// What runs where (cuda_backend_impl.h lists the file of each concern):
 //   weights   uploaded once at prepare_weight in their stored type, plus a BF16 copy decoded
 //             ON THE DEVICE by kernels/common/dequant.h (the same decoder as the CPU's) for the
 //             cuBLAS path. Every type the loaders produce (F32, F16, BF16, Q4_0, Q4_1, Q8_0, Q4_K,
@@ -91,7 +91,7 @@ struct CudaBackendOptions {
   // it (debugging); by default only downloads and ops with host outputs wait.
   bool sync_each_op = false;
   // CUDA graphs for the forwards the model marks replayable (Backend::begin_replayable; see
-  // cuda_backend.cpp): off runs every op eagerly (SSD_CUDA_GRAPHS=off in the environment, read
+  // graph_replay.cpp): off runs every op eagerly (SSD_CUDA_GRAPHS=off in the environment, read
   // by actors/roles/backend_choice.cpp). graph_sizes: the batch sizes that may be captured
   // (e.g. CudaGraphSet::decoder_sizes(ks, tree batches)); empty = every size up to
   // invariant_max_tokens.

@@ -9,7 +9,7 @@
 // (tokens, positions, page tables, masks) from device buffers whose addresses do not change;
 // the caller refreshes those buffers' contents before each replay. CudaBackend captures its
 // forwards through begin_capture / end_capture (ops are called one by one between them, not as
-// one function; see replayable regions in cuda_backend.cpp). Not yet run on a GPU.
+// one function; see graph_replay.cpp). Not yet run on a GPU.
 #pragma once
 
 #include <cuda_runtime.h>
