@@ -85,4 +85,21 @@ std::string check_device_placement(const std::vector<RankDevice>& ranks, bool sh
   return problems;
 }
 
+std::string describe_shared_devices(const std::vector<RankDevice>& ranks) {
+  std::map<std::pair<std::string, int>, std::vector<const RankDevice*>> users;
+  for (const RankDevice& r : ranks)
+    if (r.node_devices > 0 && r.device >= 0 && r.device < r.node_devices)
+      users[{r.host, r.device}].push_back(&r);
+  std::string out;
+  for (const auto& [where, rs] : users) {
+    if (rs.size() < 2) continue;
+    std::string who;
+    for (const RankDevice* r : rs)
+      who += fmt::format("{}{} ({})", who.empty() ? "" : ", ", r->rank, r->role);
+    out += fmt::format("{}ranks {} share GPU {} on {}", out.empty() ? "" : "; ", who,
+                       where.second, where.first);
+  }
+  return out;
+}
+
 }  // namespace ssd

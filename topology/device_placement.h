@@ -40,4 +40,10 @@ struct RankDevice {
 // "" when the placement is valid, else one message naming every problem.
 std::string check_device_placement(const std::vector<RankDevice>& ranks, bool share_devices);
 
+// "" when no two ranks use one device of one node, else one phrase naming, for each shared
+// device, its ranks and the device ("ranks 0 (target), 4 (drafter) share GPU 0 on node-1").
+// Ranks with no valid device (past the node's count, none seen) are left out. What the
+// transport choice needs: NCCL refuses two ranks of one communicator on one GPU.
+std::string describe_shared_devices(const std::vector<RankDevice>& ranks);
+
 }  // namespace ssd

@@ -58,9 +58,10 @@ bool built_with_nccl() {
 }
 
 std::string resolve_transport(const std::string& flag, bool have_nccl, bool cuda_backend,
-                              int device_count) {
+                              int device_count, const std::string& shared_gpus) {
   if (flag == "mpi") return "mpi";
-  if (flag == "auto") return have_nccl && cuda_backend && device_count > 0 ? "nccl" : "mpi";
+  if (flag == "auto")
+    return have_nccl && cuda_backend && device_count > 0 && shared_gpus.empty() ? "nccl" : "mpi";
   SSD_CHECK(flag == "nccl", "--transport {}: expected auto, mpi or nccl", flag);
   SSD_CHECK(have_nccl,
             "--transport nccl: this ssd was built without NCCL (configure with -DSSD_CUDA=ON on "
@@ -68,6 +69,10 @@ std::string resolve_transport(const std::string& flag, bool have_nccl, bool cuda
   SSD_CHECK(device_count > 0,
             "--transport nccl: this rank sees no GPU (cudaGetDeviceCount found none); use "
             "--transport mpi");
+  SSD_CHECK(shared_gpus.empty(),
+            "--transport nccl: {}, and NCCL refuses two ranks of one communicator on one GPU; "
+            "use --transport mpi (or auto), or --devices to give each rank its own GPU",
+            shared_gpus);
   return "nccl";
 }
 
@@ -123,15 +128,31 @@ GpuPlacement place_on_gpus(const MpiComm* world, const RankLayout& layout,
   for (const Entry& e : entries) cuda_of_rank.push_back(e.cuda != 0);
   p.note = options.backend_note;
   p.cuda_backend = agree_cuda_backend(cuda_of_rank, &p.note);
+  // Ranks sharing a GPU (allowed by --share-devices; without it the placement check below names
+  // them) cannot share an NCCL communicator: auto falls back to MPI, nccl is an error.
+  std::string shared;
+  if (options.share_devices) {
+    std::vector<RankDevice> devs;
+    for (int r = 0; r < layout.world; ++r) {
+      const Entry& e = entries[static_cast<size_t>(r)];
+      devs.push_back({r, std::string(e.host, strnlen(e.host, sizeof e.host)),
+                      r < layout.tp ? "target" : "drafter", e.device, e.devices});
+    }
+    shared = describe_shared_devices(devs);
+  }
   // Every rank resolves the transport against the agreed backend; a rank whose answer fails (a
   // node without GPUs under --transport nccl) is named on the others.
   std::string error;
   try {
     p.transport = resolve_transport(options.transport, built_with_nccl(), p.cuda_backend,
-                                    mine.devices);
+                                    mine.devices, shared);
   } catch (const Error& e) {
     error = e.what();
   }
+  if (error.empty() && options.transport == "auto" && !shared.empty() && p.cuda_backend &&
+      built_with_nccl() && layout.rank == 0)
+    std::fprintf(stderr, "ssd: note: --transport auto chose MPI: %s (NCCL needs one GPU per "
+                         "rank)\n", shared.c_str());
   const bool use_gpus = p.cuda_backend || options.transport == "nccl";
   if (!use_gpus) {
     if (options.devices && layout.rank == 0)

@@ -3,10 +3,13 @@
 // NCCL when this binary was built with it), and which GPU this rank uses (device placement,
 // topology/device_placement.h), checked on every rank at start-up.
 //
-//   --transport auto   NCCL when built with NCCL and the backend is CUDA, else MPI
+//   --transport auto   NCCL when built with NCCL and the backend is CUDA, else MPI; MPI also
+//                      when two ranks share a GPU (--share-devices), for the drafter link and
+//                      the TP group alike: NCCL refuses two ranks of one communicator on one
+//                      GPU ("Duplicate GPU detected"), and the world communicator holds every rank
 //   --transport mpi    always MPI
-//   --transport nccl   NCCL; an error (one line, non-zero exit) on a binary without NCCL or a
-//                      rank that sees no GPU
+//   --transport nccl   NCCL; an error (one line, non-zero exit) on a binary without NCCL, a
+//                      rank that sees no GPU, or ranks sharing a GPU (naming them and the GPU)
 // GPUs are placed (and the placement checked: a device past the node's count, two ranks on one
 // device without --share-devices) when the backend is CUDA or the transport is NCCL; otherwise a
 // --devices flag is ignored with a note on stderr.
@@ -42,10 +45,11 @@ struct GpuLinkOptions {
 // True when this binary has the NCCL transport (SSD_HAVE_NCCL).
 bool built_with_nccl();
 
-// "mpi" or "nccl" for the flag value; throws ssd::Error for nccl without NCCL in the binary or
-// without a GPU. Pure (device_count given), tested.
+// "mpi" or "nccl" for the flag value; throws ssd::Error for nccl without NCCL in the binary,
+// without a GPU, or with a shared GPU. shared_gpus: describe_shared_devices of the job's
+// placement ("" when every rank has its own GPU). Pure (device_count given), tested.
 std::string resolve_transport(const std::string& flag, bool have_nccl, bool cuda_backend,
-                              int device_count);
+                              int device_count, const std::string& shared_gpus = "");
 
 // The job's backend from every rank's own resolution (cuda_of_rank[r]: rank r resolved CUDA):
 // CUDA only when all did. Sets *note when some did and others did not (which ranks had no

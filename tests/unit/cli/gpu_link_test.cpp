@@ -35,6 +35,26 @@ TEST(GpuLink, NcclWithoutItsPartsIsAClearError) {
   EXPECT_THROW(resolve_transport("tcp", true, true, 1), Error);
 }
 
+TEST(GpuLink, ASharedGpuMakesAutoChooseMpi) {
+  const std::string shared = "ranks 0 (target), 4 (drafter) share GPU 0 on node-1";
+  EXPECT_EQ(resolve_transport("auto", true, true, 1, shared), "mpi");
+  EXPECT_EQ(resolve_transport("auto", true, true, 1, ""), "nccl");
+  EXPECT_EQ(resolve_transport("mpi", true, true, 1, shared), "mpi");
+}
+
+TEST(GpuLink, NcclWithASharedGpuIsOneLineNamingRanksAndGpu) {
+  const std::string shared = "ranks 0 (target), 4 (drafter) share GPU 0 on node-1";
+  try {
+    resolve_transport("nccl", true, true, 1, shared);
+    ADD_FAILURE() << "accepted nccl with two ranks on one GPU";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("--transport nccl: " + shared), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--transport mpi"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+  }
+}
+
 TEST(GpuLink, TheJobComputesOnCudaOnlyWhenEveryRankCan) {
   std::string note;
   EXPECT_TRUE(agree_cuda_backend({true, true, true}, &note));

@@ -79,5 +79,21 @@ TEST(DevicePlacement, SharingNeedsTheFlag) {
   EXPECT_EQ(check_device_placement(two_nodes, false), "");
 }
 
+TEST(DevicePlacement, DescribesSharedDevicesForTheTransportChoice) {
+  EXPECT_EQ(describe_shared_devices(job({0, 1, 2, 3, 4}, 8, 4)), "");
+  // Five ranks on the one GPU of a node: the layout of a first run on one GPU.
+  EXPECT_EQ(describe_shared_devices(job({0, 0, 0, 0, 0}, 1, 4)),
+            "ranks 0 (target), 1 (target), 2 (target), 3 (target), 4 (drafter) share GPU 0 on "
+            "gpu-node-1");
+  // Two shared devices, named one after the other; a device past the count is left out.
+  EXPECT_EQ(describe_shared_devices(job({0, 1, 0, 1, 9}, 2, 4)),
+            "ranks 0 (target), 2 (target) share GPU 0 on gpu-node-1; ranks 1 (target), 3 "
+            "(target) share GPU 1 on gpu-node-1");
+  // The same index on two nodes is two GPUs.
+  std::vector<RankDevice> two_nodes = job({0, 0}, 1, 1);
+  two_nodes[1].host = "gpu-node-2";
+  EXPECT_EQ(describe_shared_devices(two_nodes), "");
+}
+
 }  // namespace
 }  // namespace ssd
