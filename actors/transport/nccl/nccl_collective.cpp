@@ -35,6 +35,10 @@ NcclCollective::NcclCollective(const MpiComm& group, NcclCollectiveOptions optio
   comm_.wait_ready(opt_.timeout);
 }
 
+// The communicator's device current on the calling thread: the TP collective is called from a
+// rank's main thread and from its compute thread, and the current device is per thread.
+void NcclCollective::use_device() const { SSD_CUDA_CHECK(cudaSetDevice(device_)); }
+
 cudaStream_t NcclCollective::host_stream() {
   // Operations of one communicator must not overlap: a host-path call follows whatever the
   // caller's stream still runs of the stream operations (a forward whose logits stayed on the
@@ -51,6 +55,7 @@ cudaStream_t NcclCollective::host_stream() {
 }
 
 NcclCollective::~NcclCollective() {
+  (void)cudaSetDevice(device_);
   if (external_done_) cudaEventDestroy(external_done_);
   for (void* p : scratch_)
     if (p) cudaFree(p);
@@ -74,7 +79,18 @@ void NcclCollective::enqueued(const std::string& what) {
 
 void NcclCollective::wait(const std::string& what) { comm_.wait_stream(what, opt_.timeout); }
 
+// A device-to-host copy into pageable memory returns only once it is complete, so it must never
+// be the first thing to wait on a collective: a peer dead mid-collective would block the host
+// inside the copy, before the deadline-polled wait could abort NCCL with its message. Every
+// host path therefore calls wait() (which polls the stream under the watchdog) first; the
+// stream is then idle and this copy cannot block on a peer.
+void NcclCollective::copy_to_host(void* dst, const void* src, size_t bytes, cudaStream_t s) {
+  SSD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
+  SSD_CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
 void NcclCollective::allreduce_sum(float* data, int64_t count) {
+  use_device();
   if (count <= 0) return;
   const size_t bytes = static_cast<size_t>(count) * sizeof(float);
   const bool on_device = is_device_pointer(data);
@@ -87,9 +103,8 @@ void NcclCollective::allreduce_sum(float* data, int64_t count) {
     SSD_NCCL_CHECK(ncclAllReduce(buf, buf, static_cast<size_t>(count), ncclFloat, ncclSum,
                                  comm_.get(), s));
     enqueued(what);
-    if (!on_device)
-      SSD_CUDA_CHECK(cudaMemcpyAsync(data, buf, bytes, cudaMemcpyDeviceToHost, s));
-    wait(what);
+    wait(what);  // under the deadline first: see copy_to_host
+    if (!on_device) copy_to_host(data, buf, bytes, s);
     return;
   }
   // Rank order: gather every contribution, add on the host in rank order.
@@ -98,10 +113,9 @@ void NcclCollective::allreduce_sum(float* data, int64_t count) {
   if (!on_device) SSD_CUDA_CHECK(cudaMemcpyAsync(in, data, bytes, cudaMemcpyHostToDevice, s));
   SSD_NCCL_CHECK(ncclAllGather(in, all, static_cast<size_t>(count), ncclFloat, comm_.get(), s));
   enqueued(what);
+  wait(what);  // under the deadline first: see copy_to_host
   host_gather_.resize(static_cast<size_t>(count) * static_cast<size_t>(size_));
-  SSD_CUDA_CHECK(cudaMemcpyAsync(host_gather_.data(), all, bytes * size_,
-                                      cudaMemcpyDeviceToHost, s));
-  wait(what);
+  copy_to_host(host_gather_.data(), all, bytes * static_cast<size_t>(size_), s);
   if (on_device) {
     std::vector<float> sum(static_cast<size_t>(count));
     sum_in_rank_order(host_gather_.data(), size_, count, sum.data());
@@ -112,6 +126,7 @@ void NcclCollective::allreduce_sum(float* data, int64_t count) {
 }
 
 void NcclCollective::allgatherv(const float* in, const int64_t* counts, float* out) {
+  use_device();
   int64_t total = 0;
   for (int r = 0; r < size_; ++r) total += counts[r];
   if (total == 0) return;
@@ -127,13 +142,12 @@ void NcclCollective::allgatherv(const float* in, const int64_t* counts, float* o
   float* dst = out_dev ? out : static_cast<float*>(scratch(1, total * sizeof(float)));
   enqueue_allgatherv(src, counts, dst, s);
   const std::string what = fmt::format("allgatherv of {} floats", total);
-  if (!out_dev)
-    SSD_CUDA_CHECK(cudaMemcpyAsync(out, dst, static_cast<size_t>(total) * sizeof(float),
-                                        cudaMemcpyDeviceToHost, s));
-  wait(what);
+  wait(what);  // under the deadline first: see copy_to_host
+  if (!out_dev) copy_to_host(out, dst, static_cast<size_t>(total) * sizeof(float), s);
 }
 
 void NcclCollective::broadcast(void* data, int64_t bytes, int root) {
+  use_device();
   SSD_CHECK(root >= 0 && root < size_, "NCCL broadcast from rank {} of a group of {}", root,
             size_);
   if (bytes <= 0) return;
@@ -146,9 +160,8 @@ void NcclCollective::broadcast(void* data, int64_t bytes, int root) {
                                comm_.get(), s));
   const std::string what = fmt::format("broadcast of {} bytes from group rank {}", bytes, root);
   enqueued(what);
-  if (!on_device && rank_ != root)
-    SSD_CUDA_CHECK(cudaMemcpyAsync(data, buf, bytes, cudaMemcpyDeviceToHost, s));
-  wait(what);
+  wait(what);  // under the deadline first: see copy_to_host
+  if (!on_device && rank_ != root) copy_to_host(data, buf, static_cast<size_t>(bytes), s);
 }
 
 void NcclCollective::enqueue_allgatherv(const float* in, const int64_t* counts, float* out,
@@ -168,6 +181,7 @@ void NcclCollective::enqueue_allgatherv(const float* in, const int64_t* counts, 
 // --- StreamCollective: device memory, the caller's stream, no wait ---
 
 void NcclCollective::allgather(const float* in, float* out, int64_t count, void* stream) {
+  use_device();
   if (count <= 0) return;
   external_ = static_cast<cudaStream_t>(stream);
   SSD_NCCL_CHECK(ncclAllGather(in, out, static_cast<size_t>(count), ncclFloat, comm_.get(),
@@ -177,6 +191,7 @@ void NcclCollective::allgather(const float* in, float* out, int64_t count, void*
 
 void NcclCollective::allgatherv(const float* in, const int64_t* counts, float* out,
                                 void* stream) {
+  use_device();
   int64_t total = 0;
   for (int r = 0; r < size_; ++r) total += counts[r];
   if (total == 0) return;
@@ -185,6 +200,7 @@ void NcclCollective::allgatherv(const float* in, const int64_t* counts, float* o
 }
 
 void NcclCollective::allreduce(float* data, int64_t count, void* stream) {
+  use_device();
   if (count <= 0) return;
   external_ = static_cast<cudaStream_t>(stream);
   SSD_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat, ncclSum,
@@ -193,6 +209,7 @@ void NcclCollective::allreduce(float* data, int64_t count, void* stream) {
 }
 
 void NcclCollective::wait(void* stream, const std::string& what) {
+  use_device();
   comm_.wait_stream(what, opt_.timeout, static_cast<cudaStream_t>(stream));
 }
 

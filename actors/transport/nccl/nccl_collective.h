@@ -74,6 +74,9 @@ class NcclCollective final : public Collective, public StreamCollective {
   // queued on the last caller stream (external_).
   cudaStream_t host_stream();
   void wait(const std::string& what);      // for the stream: the result is in place
+  // Device-to-host copy after wait() (never before: a pageable copy cannot be abandoned).
+  void copy_to_host(void* dst, const void* src, size_t bytes, cudaStream_t s);
+  void use_device() const;  // cudaSetDevice(device_), first in every entry point
   // allgatherv's grouped broadcasts of device blocks (in: this rank's, out: every rank's).
   void enqueue_allgatherv(const float* in, const int64_t* counts, float* out, cudaStream_t s);
 

@@ -103,8 +103,12 @@ void CudaBackend::download(void* dst, const void* src, size_t bytes) {
   SSD_CHECK(staging_->mode() != Staging::Mode::Record,
             "cuda backend: download inside a replayable region");
   SSD_CUDA_CHECK(cudaSetDevice(opts_.device));
+  // The exchanges' watchdog first: a copy into pageable memory returns only once it is done, so
+  // a copy queued behind the collective of a dead peer would block here for ever, before the
+  // watchdog could end the job with its message. Once the exchanges are waited for, nothing on
+  // the stream depends on a peer and the copy cannot hang on one.
+  wait_exchanges();
   if (bytes > 0) SSD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
-  wait_exchanges();  // a peer's failure must end the job, not hang this wait
   SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
