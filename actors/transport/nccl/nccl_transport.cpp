@@ -21,7 +21,7 @@ struct NcclTransport::Lane {
   NcclComm comm;
   int peer = -1;          // in the group
   bool sending = false;   // this rank sends on it (else it receives)
-  void* device = nullptr;     // [chunk_bytes] device staging, allocated on first use
+  void* device = nullptr;     // [chunk_bytes] device staging, allocated at construction
   std::byte* host = nullptr;  // [chunk_bytes] pinned host staging
   cudaEvent_t event = nullptr;
   bool in_flight = false;
@@ -33,8 +33,11 @@ struct NcclTransport::Lane {
     if (host) cudaFreeHost(host);
     if (event) cudaEventDestroy(event);
   }
-  void ensure_staging(size_t bytes) {
-    if (device) return;
+  // At construction only: a cudaMalloc on the loop thread while NCCL kernels of other
+  // communicators run can deadlock (NCCL's documentation warns of it), so nothing allocates
+  // once the lanes carry traffic.
+  void allocate_staging(size_t bytes) {
+    SSD_ASSERT(!device);
     chunk_bytes = bytes;
     SSD_CUDA_CHECK(cudaMalloc(&device, bytes));
     SSD_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host), bytes));
@@ -89,11 +92,13 @@ NcclTransport::NcclTransport(const MpiComm& comm, NcclTransportOptions options)
             opt_.chunk_bytes, opt_.nccl_min_bytes);
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
   if (size_ == 1) return;
+  SSD_CUDA_CHECK(cudaGetDevice(&device_));  // placement made this rank's device current
   // World ranks of the group, for messages.
   std::vector<int> world(static_cast<size_t>(size_));
   SSD_MPI_CHECK(MPI_Allgather(&world_rank_, 1, MPI_INT, world.data(), 1, MPI_INT, comm_.get()));
-  // Id of lane i -> j at i * size + j (the diagonal is unused, created anyway: one broadcast).
-  const size_t n = static_cast<size_t>(size_) * static_cast<size_t>(size_);
+  // Id of lane i -> j at lane_id_index(i, j): only the size * (size - 1) lanes that exist (each
+  // unique id holds a bootstrap listener open on group rank 0 until a communicator uses it).
+  const size_t n = static_cast<size_t>(size_) * static_cast<size_t>(size_ - 1);
   const std::vector<ncclUniqueId> ids = broadcast_unique_ids(comm_, 0, n);
   SSD_NCCL_CHECK(ncclGroupStart());
   for (int p = 0; p < size_; ++p) {
@@ -101,13 +106,13 @@ NcclTransport::NcclTransport(const MpiComm& comm, NcclTransportOptions options)
     auto out = std::make_unique<Lane>();
     out->peer = p;
     out->sending = true;
-    out->comm = NcclComm::start(ids[static_cast<size_t>(rank_ * size_ + p)], 2, 0,
+    out->comm = NcclComm::start(ids[lane_id_index(rank_, p, size_)], 2, 0,
                                 WaitSubject{world_rank_, world[p],
                                             fmt::format("lane {}->{}", world_rank_, world[p]),
                                             {}});
     auto in = std::make_unique<Lane>();
     in->peer = p;
-    in->comm = NcclComm::start(ids[static_cast<size_t>(p * size_ + rank_)], 2, 1,
+    in->comm = NcclComm::start(ids[lane_id_index(p, rank_, size_)], 2, 1,
                                WaitSubject{world_rank_, world[p],
                                            fmt::format("lane {}->{}", world[p], world_rank_),
                                            {}});
@@ -140,10 +145,17 @@ NcclTransport::NcclTransport(const MpiComm& comm, NcclTransportOptions options)
     }
   }
   SSD_CUDA_CHECK(cudaFree(probe));
+  // Staging for every lane now, before any traffic (see Lane::allocate_staging).
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    out_lanes_[p]->allocate_staging(opt_.chunk_bytes);
+    in_lanes_[p]->allocate_staging(opt_.chunk_bytes);
+  }
 }
 
 NcclTransport::~NcclTransport() {
   if (!MpiSession::initialized()) return;
+  (void)cudaSetDevice(device_);  // the lanes' device, whichever thread closes the transport
   if (!flush(std::chrono::seconds(5))) {
     // As MpiTransport: buffers MPI or NCCL may still read are leaked, not freed under them.
     std::lock_guard lock(mutex_);
@@ -198,7 +210,6 @@ void NcclTransport::progress_out_lane_locked(int peer) {
   while (!q.empty()) {
     OutFrame& f = *q.front();
     const size_t payload = f.frame.size() - sizeof(WireHeader);
-    lane.ensure_staging(opt_.chunk_bytes);
     const std::vector<ByteChunk> chunks = split_chunks(payload, lane.chunk_bytes);
     if (lane.in_flight) {
       if (!lane.chunk_done(opt_.timeout, frame_what(true, f.frame, lane.comm.subject().peer,
@@ -231,7 +242,6 @@ void NcclTransport::progress_in_lane_locked(int peer) {
   while (!q.empty()) {
     InFrame& f = *q.front();
     const size_t payload = f.frame.size() - sizeof(WireHeader);
-    lane.ensure_staging(opt_.chunk_bytes);
     const std::vector<ByteChunk> chunks = split_chunks(payload, lane.chunk_bytes);
     if (lane.in_flight) {
       const ByteChunk c = chunks[f.chunks_done];
@@ -278,6 +288,9 @@ void NcclTransport::match_arrivals_locked() {
 }
 
 void NcclTransport::progress_locked() {
+  // Every entry point (send_frame, try_recv, pending_sends, flush) comes here first, from
+  // whichever thread calls: the lanes' CUDA calls must go to this rank's device.
+  SSD_CUDA_CHECK(cudaSetDevice(device_));
   // MPI sends: a frame is finished when its MPI part and its NCCL payload (if any) are done.
   for (auto it = sends_.begin(); it != sends_.end();) {
     if (!it->mpi_done) {

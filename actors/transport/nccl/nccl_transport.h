@@ -94,6 +94,7 @@ class NcclTransport final : public Transport {
   int rank_ = 0;
   int size_ = 1;
   int world_rank_ = 0;
+  int device_ = 0;  // the CUDA device current at construction: every entry point makes it current
   std::mutex mutex_;
   std::vector<std::unique_ptr<Lane>> out_lanes_;  // [size] this rank -> peer (null for self)
   std::vector<std::unique_ptr<Lane>> in_lanes_;   // [size] peer -> this rank
@@ -105,5 +106,12 @@ class NcclTransport final : public Transport {
   SequenceBook out_book_;
   std::vector<char> blocked_;  // [size] scratch of try_recv
 };
+
+// Index of lane i -> j's unique id among the size * (size - 1) lanes of a group (i != j):
+// i * (size - 1) + (j < i ? j : j - 1). Pure (tested).
+inline size_t lane_id_index(int i, int j, int size) {
+  return static_cast<size_t>(i) * static_cast<size_t>(size - 1) +
+         static_cast<size_t>(j < i ? j : j - 1);
+}
 
 }  // namespace ssd

@@ -12,6 +12,7 @@
 #include "actors/transport/nccl/nccl_bootstrap.h"
 #include "actors/transport/nccl/nccl_collective.h"
 #include "actors/transport/nccl/nccl_frames.h"
+#include "actors/transport/nccl/nccl_transport.h"
 #include "actors/transport/nccl/nccl_wait.h"
 #include "runtime/core/error.h"
 
@@ -61,6 +62,21 @@ TEST(NcclBootstrap, CorruptBuffersAreNamed) {
   bad = buf;
   bad[4] = std::byte{9};
   EXPECT_NE(error_of([&] { unpack_unique_ids(bad, 2); }).find("version 9"), std::string::npos);
+}
+
+TEST(NcclTransportLanes, OneUniqueIdPerLaneNoneForTheDiagonal) {
+  // Every ordered pair (i, j), i != j, gets its own index in 0 .. size * (size - 1), with no
+  // gaps, for the job sizes a run uses (2 ranks, 4+1, 8+1).
+  for (int size : {2, 3, 5, 9}) {
+    std::vector<int> seen(static_cast<size_t>(size * (size - 1)), 0);
+    for (int i = 0; i < size; ++i)
+      for (int j = 0; j < size; ++j)
+        if (i != j) ++seen.at(lane_id_index(i, j, size));
+    for (size_t k = 0; k < seen.size(); ++k) EXPECT_EQ(seen[k], 1) << "size " << size << " id " << k;
+  }
+  EXPECT_EQ(lane_id_index(0, 1, 2), 0u);
+  EXPECT_EQ(lane_id_index(1, 0, 2), 1u);
+  EXPECT_EQ(lane_id_index(4, 3, 5), 4u * 4u + 3u);
 }
 
 TEST(NcclFrames, SmallFramesGoWholeOverMpi) {
