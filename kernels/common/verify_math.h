@@ -9,11 +9,16 @@
 // previous value), and a residual left as it was when a rejection would empty it (below
 // kVerifyZeroMass relative).
 //
-// Lists are CSR, probabilities in float64 as ProcessedDist holds them. Token lookups are linear
-// in the list (a list is the kept candidates, typically tens of entries); a whole-vocabulary
-// list (temperature only) makes them O(|p| |q|) per rejection, which a token -> entry index on the
-// device would fix. The caller validates the inputs as verify.cpp does (p and q sum to 1, the
-// draft token has q > 0, ids unique): nothing here throws.
+// Lists are CSR, probabilities in float64 as ProcessedDist holds them. Looking a token up in p
+// goes through a token -> entry index (TokenIndex: scratch of one int32 per vocabulary id, -1
+// for "absent"), filled from p's row before its children are tested and cleared after, so a
+// rejection costs O(|p| + |q|), not O(|p| |q|): with a whole-vocabulary list (temperature only,
+// 49k entries) the linear search cost ~10^9 steps per rejection on one GPU thread. The index is
+// filled from the row's last entry to its first, so it names the first match, exactly as the
+// linear search (kept for callers without scratch: index == null) does; both give the same
+// result bit for bit (the twin test runs both). The caller validates the inputs as verify.cpp
+// does (p and q sum to 1, the draft token has q > 0, ids unique and in 0..vocab): nothing here
+// throws.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +58,13 @@ struct TreeLists {
   int32_t n = 0;
 };
 
+// Scratch for p's token -> entry lookups: at[id] for id in [0, size), every entry -1 between
+// uses (verify_tree_sampled leaves it so). null at: look up linearly.
+struct TokenIndex {
+  int32_t* at = nullptr;  // [size]
+  int32_t size = 0;
+};
+
 // Probability of `id` in list [b, e) of (ids, probs), the first match; 0 when absent.
 SSD_HD double list_prob(const int32_t* ids, const double* probs, int64_t b, int64_t e,
                         int32_t id) {
@@ -67,9 +79,27 @@ SSD_HD double list_prob(const int32_t* ids, const double* probs, int64_t b, int6
 // VerifyResult::all_accepted. mass, saved: scratch of at least the longest p row each. The
 // caller has checked what verify.cpp checks (q sums to 1 with q(token) > 0, p valid, at most
 // kMaxVerifySiblings children per node): nothing here throws.
+// Fills (index) or clears (fill = false) the index for row [0, n) of ids; ids outside the index
+// are left out (verify.cpp's checks keep them inside).
+SSD_HD void index_row(const TokenIndex& index, const int32_t* ids, int64_t n, bool fill) {
+  if (!index.at) return;
+  for (int64_t i = n - 1; i >= 0; --i)
+    if (ids[i] >= 0 && ids[i] < index.size) index.at[ids[i]] = fill ? static_cast<int32_t>(i) : -1;
+}
+
+// Entry of `id` in row [0, n) of ids (the first match), -1 when absent: through the index when
+// there is one (filled for this row), else linearly.
+SSD_HD int64_t find_entry(const TokenIndex& index, const int32_t* ids, int64_t n, int32_t id) {
+  if (index.at) return id >= 0 && id < index.size ? index.at[id] : -1;
+  for (int64_t i = 0; i < n; ++i)
+    if (ids[i] == id) return i;
+  return -1;
+}
+
 SSD_HD int32_t verify_tree_sampled(const TreeLists& t, uint64_t seed, uint64_t stream,
                                    uint32_t position, double* mass, double* saved, int32_t* out,
-                                   int32_t* path, bool* all_accepted) {
+                                   int32_t* path, bool* all_accepted,
+                                   const TokenIndex& index = TokenIndex{}) {
   *all_accepted = false;
   int32_t node = -1;  // the root
   for (int32_t d = 0;; ++d) {
@@ -89,6 +119,7 @@ SSD_HD int32_t verify_tree_sampled(const TreeLists& t, uint64_t seed, uint64_t s
     }
     // The residual m = z * r, starting as p (z = 1), shrunk by each rejected child in turn.
     for (int64_t i = 0; i < n_p; ++i) mass[i] = p_probs[i];
+    index_row(index, p_ids, n_p, true);
     double z = 1.0;
     int32_t accepted = -1;
     for (uint32_t j = 0; child >= 0; child = t.next[child], ++j) {
@@ -96,7 +127,8 @@ SSD_HD int32_t verify_tree_sampled(const TreeLists& t, uint64_t seed, uint64_t s
       const int64_t qb = t.q_off[child], qe = t.q_off[child + 1];
       const double q_x = list_prob(t.q_ids, t.q_probs, qb, qe, x);
       const double u = philox_uniform(seed, stream, pos, verify_accept_lane(j));
-      if (residual_accepts(u, z, q_x, list_prob(p_ids, mass, 0, n_p, x))) {
+      const int64_t ex = find_entry(index, p_ids, n_p, x);
+      if (residual_accepts(u, z, q_x, ex < 0 ? 0.0 : mass[ex])) {
         accepted = child;
         break;
       }
@@ -104,9 +136,7 @@ SSD_HD int32_t verify_tree_sampled(const TreeLists& t, uint64_t seed, uint64_t s
       for (int64_t i = 0; i < n_p; ++i) saved[i] = mass[i];
       double removed = 0;
       for (int64_t jq = qb; jq < qe; ++jq) {
-        int64_t e = -1;
-        for (int64_t i = 0; i < n_p && e < 0; ++i)
-          if (p_ids[i] == t.q_ids[jq]) e = i;
+        const int64_t e = find_entry(index, p_ids, n_p, t.q_ids[jq]);
         if (e < 0) continue;  // off p's support: no mass to remove
         const double old = mass[e];
         const double now = residual_after_reject(old, z, t.q_probs[jq]);
@@ -125,6 +155,7 @@ SSD_HD int32_t verify_tree_sampled(const TreeLists& t, uint64_t seed, uint64_t s
         z = z_new;
       }
     }
+    index_row(index, p_ids, n_p, false);  // every entry -1 again
     if (accepted < 0) {  // every child rejected: the correction is drawn from the residual
       const double ur = philox_uniform(seed, stream, pos, kVerifyLaneResidual);
       const int64_t i = inverse_cdf(n_p, [&](int64_t e) { return mass[e]; }, ur, z);

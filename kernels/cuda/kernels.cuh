@@ -98,6 +98,10 @@ struct SampledTrees {
   int32_t n = 0;
   double* mass = nullptr;              // [batch, 2 * mass_stride] scratch, stride >= longest p
   int64_t mass_stride = 0;
+  // [batch, vocab] token -> entry scratch (verify_math.h's TokenIndex), every entry -1 before
+  // the launch and again after it; ids of every list lie in [0, vocab).
+  int32_t* index = nullptr;
+  int32_t vocab = 0;
   int32_t* out = nullptr;              // [batch, n + 1] emitted tokens
   int32_t* path = nullptr;             // [batch, n] accepted nodes
   int32_t* n_emitted = nullptr;        // [batch]

@@ -2,8 +2,10 @@
 // the tree of one child per node): one thread per tree runs kernels/common/verify_math.h's
 // verify_tree_sampled, the function the CPU twin test runs against ssd::verify_with_dists
 // (tests/unit/device_math/verify_tree_twin_test.cpp), so the device emits the CPU verifier's
-// tokens and path from the same Philox uniforms. A tree's lists are a few tens of entries per
-// row, so one thread per tree is not the bottleneck next to the forward that produced them.
+// tokens and path from the same Philox uniforms. p's lookups go through a token -> entry index
+// (one int32 per vocabulary id per tree, -1 between uses), so a rejection costs O(|p| + |q|)
+// even when the lists hold the whole vocabulary (temperature-only sampling); each rejection
+// still walks p's row on the tree's one thread (copy, sums), ~10^5 steps for a 49k vocabulary.
 // Not yet run on a GPU.
 #include "kernels/common/verify_math.h"
 #include "kernels/cuda/cuda_check.h"
@@ -30,9 +32,10 @@ __global__ void verify_sampled_trees_kernel(SampledTrees t, int64_t batch) {
   l.n = t.n;
   double* mass = t.mass + b * 2 * t.mass_stride;
   bool all = false;
+  const kernels::hd::TokenIndex index{t.index + b * static_cast<int64_t>(t.vocab), t.vocab};
   t.n_emitted[b] = kernels::hd::verify_tree_sampled(l, t.seed, t.streams[b], t.positions[b], mass,
                                                     mass + t.mass_stride, t.out + b * (t.n + 1),
-                                                    t.path + b * t.n, &all);
+                                                    t.path + b * t.n, &all, index);
   t.all_accepted[b] = all ? 1 : 0;
 }
 

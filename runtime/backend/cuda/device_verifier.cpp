@@ -32,6 +32,8 @@ struct DeviceVerifier::State {
   DeviceBuffer p_off;            // [rows + 1] int64
   DeviceBuffer p_ids, p_probs;   // [rows * vocab] packed
   DeviceBuffer mass;             // [2, vocab] double: the verifier's residual scratch
+  DeviceBuffer index;            // [vocab] int32 token -> entry, -1 between launches
+  int64_t index_vocab = 0;       // the vocabulary `index` was set to -1 for
   DeviceBuffer q_ids, q_probs, q_off;  // the draft's lists, CSR
   DeviceBuffer draft;            // [n] int32 the nodes' tokens
   DeviceBuffer first, next;      // [n + 1], [n] int32 the children lists (DraftChildren)
@@ -178,6 +180,11 @@ VerifyResult DeviceVerifier::sampled_tree(const DraftTree& tree, const float* lo
   upload(s.seq_stream, std::vector<uint64_t>{rng.stream}, s.stream);
   upload(s.seq_pos, std::vector<uint32_t>{rng.position}, s.stream);
   s.mass.grow(2 * uv * sizeof(double));
+  if (s.index_vocab < vocab) {  // all -1 (bytes 0xff); each launch leaves it so
+    s.index.grow(uv * sizeof(int32_t));
+    SSD_CUDA_CHECK(cudaMemsetAsync(s.index.get(), 0xff, uv * sizeof(int32_t), s.stream));
+    s.index_vocab = vocab;
+  }
   s.out.grow((2 * ur + 2) * sizeof(int32_t));
 
   cuda::SampledTrees t;
@@ -196,6 +203,8 @@ VerifyResult DeviceVerifier::sampled_tree(const DraftTree& tree, const float* lo
   t.n = n;
   t.mass = s.mass.get<double>();
   t.mass_stride = vocab;
+  t.index = s.index.get<int32_t>();
+  t.vocab = static_cast<int32_t>(vocab);
   t.out = s.out.get<int32_t>();                 // [rows] emitted
   t.path = t.out + rows;                        // [n] accepted nodes
   t.n_emitted = t.out + rows + std::max(n, 1);  // then the count and the flag

@@ -70,6 +70,7 @@ TEST(CudaVerifySampled, TreesEmitTheCpuVerifiersTokensAndPath) {
   Dev dstreams(streams);
   Dev dpos(positions);
   Dev dmass(std::vector<double>(static_cast<size_t>(batch) * 2 * vocab));
+  Dev dindex(std::vector<int32_t>(static_cast<size_t>(batch) * vocab, -1));
   Dev dout(std::vector<int32_t>(static_cast<size_t>(batch) * (n + 1), -1));
   Dev dpath(std::vector<int32_t>(static_cast<size_t>(batch) * n, -1));
   const std::vector<int32_t> zeros(static_cast<size_t>(batch), 0);
@@ -90,6 +91,8 @@ TEST(CudaVerifySampled, TreesEmitTheCpuVerifiersTokensAndPath) {
   t.n = n;
   t.mass = dmass.p;
   t.mass_stride = vocab;
+  t.index = dindex.p;
+  t.vocab = vocab;
   t.out = dout.p;
   t.path = dpath.p;
   t.n_emitted = dn.p;
@@ -98,6 +101,8 @@ TEST(CudaVerifySampled, TreesEmitTheCpuVerifiersTokensAndPath) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const auto out = dout.get(static_cast<size_t>(batch) * (n + 1));
   const auto path = dpath.get(static_cast<size_t>(batch) * n);
+  // Every tree left its token -> entry index as it found it: all -1.
+  for (int32_t v : dindex.get(static_cast<size_t>(batch) * vocab)) ASSERT_EQ(v, -1);
   const auto count = dn.get(batch), all = dall.get(batch);
   for (int64_t b = 0; b < batch; ++b) {
     const VerifyResult want = verify_with_dists(cases[b].tree, cases[b].p, cases[b].rng);

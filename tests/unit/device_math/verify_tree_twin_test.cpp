@@ -7,6 +7,7 @@
 // sampled_trees.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -31,30 +32,39 @@ static_assert(hd::verify_accept_lane(1) == accept_lane(1));
 static_assert(hd::verify_accept_lane(kMaxVerifySiblings - 1) ==
               accept_lane(kMaxVerifySiblings - 1));
 
-// Every case through verify_tree_sampled (as the kernel runs it) and verify_with_dists; returns
+// Every case through verify_tree_sampled (as the kernel runs it: with the token -> entry index
+// over `vocab` ids; and, when `linear`, also with linear lookups) and verify_with_dists; returns
 // how many ended in a rejection (the residual path) and how many rejected a sibling before
-// accepting or drawing (several rejections at one node).
+// accepting or drawing (several rejections at one node). The index must be all -1 again after
+// every tree.
 struct Counts {
   int rejected = 0, accepted_after_sibling = 0;
 };
-Counts expect_twins(const std::vector<TreeCase>& cases, uint64_t seed) {
+Counts expect_twins(const std::vector<TreeCase>& cases, uint64_t seed, int32_t vocab,
+                    bool linear = true) {
   const test::PackedTrees pk = test::pack_trees(cases);
   std::vector<double> mass(static_cast<size_t>(pk.longest_p)), saved(mass.size());
+  std::vector<int32_t> index(static_cast<size_t>(vocab), -1);
   Counts n;
   for (size_t b = 0; b < cases.size(); ++b) {
     const TreeCase& c = cases[b];
-    std::vector<int32_t> out(pk.n + 1, -7), path(std::max(pk.n, 1), -7);
-    bool all = false;
-    const int32_t emitted = hd::verify_tree_sampled(pk.lists(b), seed, c.rng.stream,
-                                                    c.rng.position, mass.data(), saved.data(),
-                                                    out.data(), path.data(), &all);
     const VerifyResult want =
         verify_with_dists(c.tree, c.p, VerifyRng{seed, c.rng.stream, c.rng.position});
-    out.resize(emitted);
-    path.resize(emitted - 1);
-    EXPECT_EQ(out, want.emitted) << "case " << b;
-    EXPECT_EQ(path, want.path) << "case " << b;
-    EXPECT_EQ(all, want.all_accepted) << "case " << b;
+    for (bool indexed : {true, false}) {
+      if (!indexed && !linear) continue;
+      std::vector<int32_t> out(pk.n + 1, -7), path(std::max(pk.n, 1), -7);
+      bool all = false;
+      const hd::TokenIndex ti = indexed ? hd::TokenIndex{index.data(), vocab} : hd::TokenIndex{};
+      const int32_t emitted =
+          hd::verify_tree_sampled(pk.lists(b), seed, c.rng.stream, c.rng.position, mass.data(),
+                                  saved.data(), out.data(), path.data(), &all, ti);
+      out.resize(emitted);
+      path.resize(emitted - 1);
+      EXPECT_EQ(out, want.emitted) << "case " << b << (indexed ? " indexed" : " linear");
+      EXPECT_EQ(path, want.path) << "case " << b << (indexed ? " indexed" : " linear");
+      EXPECT_EQ(all, want.all_accepted) << "case " << b << (indexed ? " indexed" : " linear");
+    }
+    EXPECT_EQ(std::count(index.begin(), index.end(), -1), vocab) << "case " << b;
     n.rejected += !want.all_accepted && pk.n > 0;
     for (int32_t node : want.path)  // accepted a child that is not its parent's first
       n.accepted_after_sibling += DraftChildren(c.tree).first(c.tree.parents[node]) != node;
@@ -90,7 +100,8 @@ TEST(VerifyTreeTwin, ChainsEmitTheCpuVerifiersTokens) {
     for (int32_t k = 0; k <= 5; ++k)
       for (uint64_t seed : {1u, 77u})
         rejected +=
-            expect_twins(make_cases(40, chain_of(k), 50, cfg, TreeDraft::Independent, rng), seed)
+            expect_twins(make_cases(40, chain_of(k), 50, cfg, TreeDraft::Independent, rng), seed,
+                         50)
                 .rejected;
   EXPECT_GT(rejected, 300);  // the residual path was exercised, not only acceptances
 }
@@ -103,7 +114,7 @@ TEST(VerifyTreeTwin, TreesWithSiblingsEmitTheCpuVerifiersTokensAndPath) {
   for (const SamplerConfig& cfg : kConfigs)
     for (uint64_t seed : {2u, 31u}) {
       const Counts c =
-          expect_twins(make_cases(60, shape, 40, cfg, TreeDraft::Independent, rng), seed);
+          expect_twins(make_cases(60, shape, 40, cfg, TreeDraft::Independent, rng), seed, 40);
       total.rejected += c.rejected;
       total.accepted_after_sibling += c.accepted_after_sibling;
     }
@@ -114,7 +125,8 @@ TEST(VerifyTreeTwin, TreesWithSiblingsEmitTheCpuVerifiersTokensAndPath) {
 TEST(VerifyTreeTwin, DraftsEqualToTheTargetAreAllAccepted) {
   std::mt19937 rng(12);
   const SamplerConfig cfg{.temperature = 1.0f, .top_k = 10};
-  EXPECT_EQ(expect_twins(make_cases(50, chain_of(4), 200, cfg, TreeDraft::SameAsTarget, rng), 5)
+  EXPECT_EQ(expect_twins(make_cases(50, chain_of(4), 200, cfg, TreeDraft::SameAsTarget, rng), 5,
+                         200)
                 .rejected,
             0);
 }
@@ -123,10 +135,22 @@ TEST(VerifyTreeTwin, OneHotDraftsAndAWholeVocabulary) {
   std::mt19937 rng(13);
   expect_twins(make_cases(30, {-1, -1, 0, 1}, 50, SamplerConfig{.temperature = 1.0f},
                           TreeDraft::OneHot, rng),
-               9);
+               9, 50);
   expect_twins(make_cases(4, chain_of(2), 4096, SamplerConfig{.temperature = 0.9f},
                           TreeDraft::Independent, rng),
-               10);
+               10, 4096);
+}
+
+TEST(VerifyTreeTwin, TemperatureOnlyOverASmolLmSizedVocabularyThroughTheIndex) {
+  // SmolLM2's 49152 ids, temperature only: every list is the whole vocabulary, the case the
+  // linear lookups made ~10^9 steps per rejection. Indexed only (the linear path would take
+  // minutes here); a tree with siblings so rejections repeat at one node.
+  std::mt19937 rng(15);
+  const Counts c = expect_twins(make_cases(3, {-1, -1, 0, 0, 1}, 49152,
+                                           SamplerConfig{.temperature = 0.8f},
+                                           TreeDraft::Independent, rng),
+                                16, 49152, /*linear=*/false);
+  EXPECT_GT(c.rejected, 0);
 }
 
 }  // namespace
