@@ -12,9 +12,19 @@
 // speculative decoding needs). warp_dot() and attention_query() below are that order on the
 // host. They are not bitwise equal to the CPU backend (a different, SIMD order and a polynomial
 // exp); the twin tests hold both to the float64 reference within stated tolerances.
+//
+// Split-K (flash-decoding) for long contexts: a query's visible positions j = 0 .. total - 1
+// (in call order) are cut into chunks of kAttnChunk consecutive j; each chunk is its own
+// online-softmax stream (its own m, l and unnormalised accumulator, on its own warp), and the
+// chunks are merged left to right (chunk 0, then 1, 2, ...: online_softmax_merge, accumulators
+// acc = acc * fa + acc_c * fb), then divided by l. One chunk (total <= kAttnChunk) is that
+// stream's acc / l with no merge: the order of the unsplit walk. The split depends only on
+// total, never on the batch or on which other queries run, so a verification row still equals
+// the decode step at its position bit for bit.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/common/hd.h"
 #include "kernels/common/row_math.h"
@@ -22,6 +32,12 @@
 namespace ssd::kernels::hd {
 
 inline constexpr int kWarp = 32;
+inline constexpr int64_t kAttnChunk = 128;  // positions per split-K chunk (see above)
+
+// Chunks of a query that sees `total` positions (0 for none).
+SSD_HD constexpr int64_t attention_chunks(int64_t total) {
+  return (total + kAttnChunk - 1) / kAttnChunk;
+}
 // -inf without <limits> (numeric_limits is not callable from device code).
 inline constexpr float kNegInf = -__builtin_huge_valf();
 
@@ -73,24 +89,39 @@ inline float warp_dot(const float* q, const float* k, int64_t head_dim) {
   return lane[0];
 }
 
-// The device attention of one query head, on the host: positions p = pos(0..total) with K/V
-// rows key(p), value(p) ([head_dim] each). out: [head_dim]; zeros when total == 0.
+// The device attention of one query head, on the host, split into chunks and merged as the
+// device does (see the top of the file): positions p = pos(0..total) with K/V rows key(p),
+// value(p) ([head_dim] each). out: [head_dim]; zeros when total == 0.
 template <class PosFn, class KFn, class VFn>
 void attention_query(const float* q, int64_t total, PosFn&& pos, KFn&& key, VFn&& value,
                      int64_t head_dim, float scale, float* out) {
-  OnlineSoftmax st;
   for (int64_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
-  for (int64_t j = 0; j < total; ++j) {
-    const int64_t p = pos(j);
-    const float s = warp_dot(q, key(p), head_dim) * scale;
-    float alpha = 0, w = 0;
-    online_softmax_step(st, s, &alpha, &w);
-    const float* v = value(p);
-    for (int64_t d = 0; d < head_dim; ++d) out[d] = out[d] * alpha + w * v[d];
-  }
   if (total == 0) return;
+  std::vector<float> part(static_cast<size_t>(head_dim));  // [head_dim] one chunk's accumulator
+  OnlineSoftmax st;
+  for (int64_t c = 0; c < attention_chunks(total); ++c) {
+    OnlineSoftmax sc;
+    for (int64_t d = 0; d < head_dim; ++d) part[d] = 0.0f;
+    const int64_t end = (c + 1) * kAttnChunk < total ? (c + 1) * kAttnChunk : total;
+    for (int64_t j = c * kAttnChunk; j < end; ++j) {
+      const int64_t p = pos(j);
+      const float s = warp_dot(q, key(p), head_dim) * scale;
+      float alpha = 0, w = 0;
+      online_softmax_step(sc, s, &alpha, &w);
+      const float* v = value(p);
+      for (int64_t d = 0; d < head_dim; ++d) part[d] = part[d] * alpha + w * v[d];
+    }
+    if (c == 0) {
+      st = sc;
+      for (int64_t d = 0; d < head_dim; ++d) out[d] = part[d];
+      continue;
+    }
+    float fa = 0, fb = 0;
+    st = online_softmax_merge(st, sc, &fa, &fb);
+    for (int64_t d = 0; d < head_dim; ++d) out[d] = out[d] * fa + part[d] * fb;
+  }
   const float inv = 1.0f / st.l;
-  for (int64_t d = 0; d < head_dim; ++d) out[d] *= inv;
+  for (int64_t d = 0; d < head_dim; ++d) out[d] = out[d] * inv;
 }
 
 }  // namespace ssd::kernels::hd

@@ -58,12 +58,20 @@ struct PagedKv {
   int64_t page_floats = 0, layer_stride = 0, v_offset = 0, row = 0, page_tokens = 0;
 };
 // out[i, h, :] = softmax(scale q[i, h] . K^T) V over query i's visible positions.
-// head_dim <= kMaxHeadDim.
+// head_dim <= kMaxHeadDim. Split-K over chunks of kernels::hd::kAttnChunk positions
+// (softmax_math.h): max_chunks bounds any query's chunk count (from the cache's capacity, so a
+// captured graph stays valid as contexts grow), partials is scratch of
+// attention_partial_floats(n, n_heads, head_dim, max_chunks) floats (unused when max_chunks <= 1).
 inline constexpr int64_t kMaxHeadDim = 256;
+inline int64_t attention_partial_floats(int64_t n, int64_t n_heads, int64_t head_dim,
+                                        int64_t max_chunks) {
+  return max_chunks > 1 ? n * n_heads * max_chunks * (head_dim + 2) : 0;
+}
 void launch_attention(const float* q, float* out, int64_t n, int64_t n_heads, int64_t n_kv_heads,
                       int64_t head_dim, const int32_t* kv_head_of, int64_t layer, float scale,
                       const PagedKv& kv, const int32_t* page_tables, const QueryDesc* queries,
-                      const int64_t* visible, cudaStream_t s);
+                      const int64_t* visible, int64_t max_chunks, float* partials,
+                      cudaStream_t s);
 
 // out[r] = index of the largest of logits[r, 0..vocab) (lowest index on ties, NaN skipped, -1
 // when every value is NaN): ssd::argmax per row.

@@ -149,6 +149,7 @@ class CudaBackend final : public Backend {
   cudaEvent_t arena_free_ = nullptr;  // recorded after the last arena upload
   DeviceBuffer xb_;                   // activations in BF16 for the cuBLAS path
   DeviceBuffer walk_scratch_;         // domino_walk: [chains, domino_walk_scratch_floats]
+  DeviceBuffer attn_partials_;  // attention: [n, heads, max_chunks, head_dim + 2] split-K parts
   DominoSampledWalk sampled_walk_;    // domino_walk with samplers
   // The transport of exchanges enqueued since the last download: that download waits through
   // its watchdog (StreamCollective::wait), so a dead peer ends the job instead of hanging.

@@ -2,10 +2,12 @@
 // store_kv makes the host cache do its bookkeeping (copy on write: the mirror repeats the page
 // copies on the device, device_kv.h) and scatters the new K/V rows into the mirror's pool;
 // attention flattens the call for the device (each distinct sequence's page table once, each
-// query's prefix and visible range) and launches kernels/cuda/attention.cu over the pool.
+// query's prefix and visible range) and launches kernels/cuda/attention.cu over the pool, split
+// over chunks of positions (flash-decoding) with its partials in attn_partials_.
 // Compiled here against CUDA 13 (no GPU on the build machine): not yet run on a device.
 #include <map>
 
+#include "kernels/common/softmax_math.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kernels.cuh"
 #include "runtime/backend/cuda/cuda_backend_impl.h"
@@ -57,6 +59,21 @@ void CudaBackend::attention(const AttentionCall& c) {
             c.n_heads, c.n_kv_heads);
   const DeviceKv* dkv = kv_.find(*c.cache);
   SSD_CHECK(dkv, "cuda attention: the KV cache was never written on this backend");
+  // Split-K scratch (attention.cu): chunks bounded by the cache's capacity, not the current
+  // lengths, so the launch a graph captured stays right as the contexts grow. Grown outside
+  // graphs only: the eager measuring run of a region grows it (and moves the epoch) before its
+  // capture.
+  const int64_t max_chunks = kernels::hd::attention_chunks(dkv->max_pages() * cc.page_tokens + c.n);
+  const size_t part_bytes =
+      static_cast<size_t>(attention_partial_floats(c.n, c.n_heads, c.head_dim, max_chunks)) *
+      sizeof(float);
+  if (attn_partials_.bytes() < part_bytes) {
+    SSD_CHECK(region_ != Region::Capture && region_ != Region::Replay,
+              "cuda attention: its split-K scratch would grow inside a captured region");
+    SSD_CUDA_CHECK(cudaStreamSynchronize(stream_));  // queued kernels may read the old one
+    attn_partials_.grow(part_bytes);
+    ++epoch_;  // graphs captured before read the old address
+  }
   // Flatten: each distinct sequence's page table once, each query's prefix and visible range.
   tables_.clear();
   queries_.assign(static_cast<size_t>(c.n), QueryDesc{});
@@ -88,7 +105,8 @@ void CudaBackend::attention(const AttentionCall& c) {
   const int32_t* dhead = staging_->in(c.kv_head_of, c.kv_head_of ? c.n_heads : 0);
   if (live())
     launch_attention(dq, dout, c.n, c.n_heads, c.n_kv_heads, c.head_dim, dhead, c.layer, c.scale,
-                     dkv->geometry(), dtab, dqd, dvis, stream_);
+                     dkv->geometry(), dtab, dqd, dvis, max_chunks, attn_partials_.get<float>(),
+                     stream_);
   staging_->finish();
 }
 

@@ -1,6 +1,9 @@
 // The device attention order (kernels/common/softmax_math.h: warp dot, online softmax over the
-// visible positions in call order) against the float64 reference of kernels/cpu/attention.h, on
-// prefix + list masks, heads of 64, 128 and 80, sequences of 1 to 1500 positions and none.
+// visible positions in call order, split into chunks of kAttnChunk positions merged left to
+// right) against the float64 reference of kernels/cpu/attention.h, on prefix + list masks, heads
+// of 64, 128 and 80, sequences of 1 to 1500 positions and none, around the chunk boundaries; and
+// the split's own promises, exactly: it depends only on the number of positions (a verification
+// row equals the decode step), and one chunk is the unsplit walk bit for bit.
 //
 // Tolerance: 2e-5 * max|v| absolute. The online softmax rescales the accumulator once per new
 // maximum; each step adds ~1 ulp relative to the running sum, and with up to 1500 positions and
@@ -60,6 +63,66 @@ TEST(AttentionTwin, MatchesFloat64ReferenceOnMasksAndShapes) {
     run_case({hd_, 1500, 1497, {1497, 1499}}, rng, 1.0f);      // long context
     run_case({hd_, 300, 300, {}}, rng, 8.0f);  // peaked scores: the maximum moves often
   }
+}
+
+TEST(AttentionTwin, ChunkBoundariesStayWithinTheReferenceTolerance) {
+  // One position short of, at, and one past each of the first split-K chunk boundaries.
+  std::mt19937 rng(21);
+  const int64_t c = hd::kAttnChunk;
+  for (int64_t len : {c - 1, c, c + 1, 2 * c, 2 * c + 1, 5 * c + 3})
+    run_case({64, len, len, {}}, rng, 2.0f);
+  EXPECT_EQ(hd::attention_chunks(0), 0);
+  EXPECT_EQ(hd::attention_chunks(c), 1);
+  EXPECT_EQ(hd::attention_chunks(c + 1), 2);
+}
+
+// One query head through attention_query, positions given as a prefix of `prefix` then the list
+// [prefix, total): the same positions in the same order for every prefix.
+std::vector<float> attend(const std::vector<float>& q, const std::vector<float>& kv, int64_t total,
+                          int64_t prefix, int64_t head_dim) {
+  std::vector<int64_t> list;
+  for (int64_t p = prefix; p < total; ++p) list.push_back(p);
+  std::vector<float> out(static_cast<size_t>(head_dim));
+  hd::attention_query(
+      q.data(), total, [&](int64_t j) { return j < prefix ? j : list[j - prefix]; },
+      [&](int64_t p) { return kv.data() + 2 * p * head_dim; },
+      [&](int64_t p) { return kv.data() + (2 * p + 1) * head_dim; }, head_dim, 0.125f,
+      out.data());
+  return out;
+}
+
+TEST(AttentionTwin, TheSplitDependsOnlyOnTheNumberOfPositions) {
+  // A decode step (every position in the prefix) and a verification row over the same positions
+  // (part prefix, part list) must give the same bits: the chunks are cut by position index j,
+  // whatever the mask's shape. Across 1, 2 and 6 chunks.
+  std::mt19937 rng(22);
+  for (int64_t total : {int64_t{100}, hd::kAttnChunk + 40, 5 * hd::kAttnChunk + 7}) {
+    const auto kv = test::random_floats(2 * total * 64, rng);
+    const auto q = test::random_floats(64, rng, 2.0f);
+    const std::vector<float> decode = attend(q, kv, total, total, 64);
+    for (int64_t prefix : {int64_t{0}, total / 3, total - 1})
+      EXPECT_EQ(attend(q, kv, total, prefix, 64), decode) << "total " << total << " prefix "
+                                                          << prefix;
+  }
+}
+
+TEST(AttentionTwin, OneChunkIsTheUnsplitWalkBitForBit) {
+  // Up to kAttnChunk positions the split changes nothing: the result is the single online-softmax
+  // stream divided by its sum, written out here as the unsplit kernel ran it.
+  std::mt19937 rng(23);
+  const int64_t head_dim = 80, total = hd::kAttnChunk;
+  const auto kv = test::random_floats(2 * total * head_dim, rng);
+  const auto q = test::random_floats(head_dim, rng, 2.0f);
+  std::vector<float> want(head_dim, 0.0f);
+  hd::OnlineSoftmax st;
+  for (int64_t p = 0; p < total; ++p) {
+    const float* k = kv.data() + 2 * p * head_dim;
+    float alpha = 0, w = 0;
+    hd::online_softmax_step(st, hd::warp_dot(q.data(), k, head_dim) * 0.125f, &alpha, &w);
+    for (int64_t d = 0; d < head_dim; ++d) want[d] = want[d] * alpha + w * k[head_dim + d];
+  }
+  for (float& x : want) x = x * (1.0f / st.l);
+  EXPECT_EQ(attend(q, kv, total, total, head_dim), want);
 }
 
 TEST(AttentionTwin, NoVisiblePositionGivesZeros) {
