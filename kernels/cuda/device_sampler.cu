@@ -5,9 +5,14 @@
 //   row_stats  one block: l_max (NaN ignored), valid logits, the first +inf (the caller's error);
 //   keys       one thread per token: e_i and its candidate key (kNoKey when not a candidate);
 //   sort       CUB radix sort of the n keys (unique keys: every correct sort agrees);
+//   gather     one thread per entry: e in list order (es[i] = e[id of sorted[i]]), written over
+//              the keys, which the sort no longer needs;
 //   select     four threads: Z's lane partials (whole-vocabulary path); then thread 0: Z, the
-//              kept count and the kept sum, all in the CPU's order;
-//   probs      one thread per kept entry: id and e / sum;
+//              kept count and the kept sum, all in the CPU's order, reading es contiguously
+//              (a whole-vocabulary list is ~49k dependent additions: they stay on one thread
+//              because their order is the CPU sampler's, which exactness needs; the gather
+//              takes the random reads out of that chain);
+//   probs      one thread per kept entry: id and es / sum;
 //   draw       one thread: the inverse CDF at philox_uniform(seed, stream, step, lane).
 // An invalid row (no valid logit, or a +inf) keeps nothing; the host reads RowStats and throws
 // the CPU sampler's message. Nothing here synchronises. Not yet run on a GPU.
@@ -78,8 +83,16 @@ __device__ int64_t count_real_keys(const uint64_t* sorted, int64_t n) {
   return lo;
 }
 
-__global__ void select_kernel(const double* e, const uint64_t* sorted, int32_t n, int32_t top_k,
-                              double top_p, double min_p, RowStats* stats) {
+__global__ void gather_sorted_kernel(const double* e, const uint64_t* sorted, int32_t n,
+                                     double* es) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n || sorted[i] == hd::kNoKey) return;
+  es[i] = e[hd::order_key_id(sorted[i])];
+}
+
+__global__ void select_kernel(const double* e, const double* es, const uint64_t* sorted,
+                              int32_t n, int32_t top_k, double top_p, double min_p,
+                              RowStats* stats) {
   __shared__ double s4[4];
   const int lane = static_cast<int>(threadIdx.x);
   const bool ok = stats->n_valid > 0 && stats->inf_at < 0;
@@ -93,7 +106,7 @@ __global__ void select_kernel(const double* e, const uint64_t* sorted, int32_t n
     stats->sum = 0;
     return;
   }
-  auto e_of = [e, sorted](int64_t i) { return e[hd::order_key_id(sorted[i])]; };
+  auto e_of = [es](int64_t i) { return es[i]; };  // e in list order (gather_sorted_kernel)
   const int64_t n_cand = top_k_path ? top_k : count_real_keys(sorted, n);
   const double z = top_k_path ? hd::list_sum(n_cand, e_of) : hd::z_combine(s4, n, e_by_id);
   const int64_t keep = hd::kept_count(n_cand, e_of, top_p, z, min_p, top_k_path && min_p > 0);
@@ -101,13 +114,12 @@ __global__ void select_kernel(const double* e, const uint64_t* sorted, int32_t n
   stats->sum = hd::list_sum(keep, e_of);
 }
 
-__global__ void probs_kernel(const double* e, const uint64_t* sorted, const RowStats* stats,
+__global__ void probs_kernel(const double* es, const uint64_t* sorted, const RowStats* stats,
                              int32_t* ids, double* probs) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= stats->keep) return;
-  const int32_t id = hd::order_key_id(sorted[i]);
-  ids[i] = id;
-  probs[i] = e[id] / stats->sum;
+  ids[i] = hd::order_key_id(sorted[i]);
+  probs[i] = es[i] / stats->sum;
 }
 
 __global__ void draw_kernel(const double* probs, const int32_t* ids, const RowStats* stats,
@@ -146,9 +158,13 @@ void launch_process_row(const float* logits, int32_t n, double temperature, int3
   size_t bytes = s.sort_bytes;
   SSD_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(s.sort_tmp, bytes, s.keys, s.sorted, n, 0, 64,
                                                 st));
-  select_kernel<<<1, 4, 0, st>>>(s.e, s.sorted, n, top_k, top_p, min_p, s.stats);
+  double* es = reinterpret_cast<double*>(s.keys);  // [n] free once sorted
+  static_assert(sizeof(double) == sizeof(uint64_t));
+  gather_sorted_kernel<<<blocks_for(n), kThreads, 0, st>>>(s.e, s.sorted, n, es);
   SSD_CUDA_LAUNCHED();
-  probs_kernel<<<blocks_for(n), kThreads, 0, st>>>(s.e, s.sorted, s.stats, ids, probs);
+  select_kernel<<<1, 4, 0, st>>>(s.e, es, s.sorted, n, top_k, top_p, min_p, s.stats);
+  SSD_CUDA_LAUNCHED();
+  probs_kernel<<<blocks_for(n), kThreads, 0, st>>>(es, s.sorted, s.stats, ids, probs);
   SSD_CUDA_LAUNCHED();
 }
 

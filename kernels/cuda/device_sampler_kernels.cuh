@@ -22,7 +22,7 @@ struct RowStats {
 // Device scratch for a row of up to n tokens.
 struct ProcessScratch {
   double* e = nullptr;         // [n] e_i by token id
-  uint64_t* keys = nullptr;    // [n] candidate keys by token id
+  uint64_t* keys = nullptr;    // [n] candidate keys by token id; after the sort, e in list order
   uint64_t* sorted = nullptr;  // [n] the keys sorted
   void* sort_tmp = nullptr;    // CUB's temporary storage,
   size_t sort_bytes = 0;       //   process_sort_scratch_bytes(n) bytes
