@@ -83,13 +83,13 @@ done
 SH
 chmod +x "$STUB"/bin/* "$STUB/build/bin/ssd"
 export STUB_PROMPTS=$STUB/prompts.log
-PATH=$STUB/bin:$PATH bash $SMOKE --build "$STUB/build" --out "$STUB/report.md" --model perf/README.md \
+PATH=$STUB/bin:$PATH bash $SMOKE --build "$STUB/build" --out "$STUB/report.md" --model perf/README.md --max-prompts 2 \
   >/dev/null 2>&1
 rc=$?
 [[ $rc == 0 ]] || { echo "FAIL: stub run exited $rc"; cat "$STUB/report.md"; fails=$((fails + 1)); }
 report=$(cat "$STUB/report.md")
 expect stub "$report" "- prompt 1: graphs == eager, equal (3 tokens): **pass**"
-expect stub "$report" "- prompt 4: SSD == AR, equal (3 tokens): **pass**"
+expect stub "$report" "- prompt 2: SSD == AR, equal (3 tokens): **pass**"
 expect stub "$report" "- prompt 2: Domino SD == AR on GPU 0, equal (3 tokens): **pass**"
 expect stub "$report" "- not run: needs NCCL"
 expect stub "$report" "- ssd bench --modes ar,sd,ssd: **pass**"
