@@ -8,11 +8,12 @@
 #include "runtime/drafters/model_drafter.h"
 #include "runtime/drafters/ngram_drafter.h"
 #include "runtime/drafters/oracle_drafter.h"
+#include "runtime/drafters/suffix_drafter.h"
 
 namespace ssd {
 namespace {
 
-constexpr const char* kKinds = "ngram[:MIN-MAX], model:PATH, early-exit:L, domino:PATH, oracle:ALPHA";
+constexpr const char* kKinds = "ngram[:MIN-MAX], suffix, model:PATH, early-exit:L, domino:PATH, oracle:ALPHA";
 
 int64_t parse_int(std::string_view s, std::string_view what) {
   int64_t v = 0;
@@ -41,10 +42,12 @@ DrafterSpec parse_drafter_spec(std::string_view text) {
   const auto colon = text.find(':');
   s.kind = std::string(text.substr(0, colon));
   if (colon != std::string_view::npos) s.arg = std::string(text.substr(colon + 1));
-  const bool known = s.kind == "ngram" || s.kind == "model" || s.kind == "early-exit" ||
+  const bool known = s.kind == "ngram" || s.kind == "suffix" || s.kind == "model" || s.kind == "early-exit" ||
                      s.kind == "domino" || s.kind == "oracle";
   SSD_CHECK(known, "--drafter '{}': unknown kind '{}' (known: {})", text, s.kind, kKinds);
-  SSD_CHECK(s.kind == "ngram" || !s.arg.empty(), "--drafter {} needs an argument ({})", s.kind,
+  SSD_CHECK(s.kind != "suffix" || s.arg.empty(), "--drafter suffix takes no argument (got '{}')",
+            s.arg);
+  SSD_CHECK(s.kind == "ngram" || s.kind == "suffix" || !s.arg.empty(), "--drafter {} needs an argument ({})", s.kind,
             kKinds);
   return s;
 }
@@ -97,6 +100,9 @@ std::unique_ptr<Drafter> make_drafter(const DrafterSpec& spec, ModelSession& tar
   SSD_CHECK(!opts.online_learning || spec.kind == "early-exit",
             "--online-learning applies to the early-exit drafter, not {}", spec.kind);
   if (spec.kind == "ngram") return make_ngram(spec);
+  if (spec.kind == "suffix")
+    return std::make_unique<SuffixDrafter>(SuffixDrafterOptions{
+        .cache_tokens = opts.suffix_cache_tokens, .min_prob = opts.suffix_min_prob});
   if (spec.kind == "model") return make_model(spec, target);
   if (spec.kind == "early-exit") return make_early_exit(spec, target, opts);
   if (spec.kind == "oracle") return make_oracle(spec, target, opts);

@@ -1,5 +1,7 @@
 // `--drafter KIND[:ARG]` -> a Drafter, built once at start-up against the loaded target.
 //   ngram[:MIN-MAX]   prompt lookup over the sequence so far (default n 1-4)
+//   suffix            suffix-automaton lookup over the sequence and earlier requests
+//                     (SuffixDecoding; --suffix-cache-tokens, --suffix-min-prob)
 //   model:PATH        an independent small model with the target's tokenizer
 //   early-exit:L      the target's first L layers + a LoRA draft head (--online-learning: DVI)
 //   domino:PATH       Domino block drafter (safetensors checkpoint)
@@ -22,7 +24,7 @@
 namespace ssd {
 
 struct DrafterSpec {
-  std::string kind;  // ngram, model, early-exit, domino, oracle
+  std::string kind;  // ngram, suffix, model, early-exit, domino, oracle
   std::string arg;   // text after the first ':' (may be empty)
 };
 
@@ -35,6 +37,8 @@ struct DrafterOptions {
   bool domino_trim = true;       // domino: blocks of the k wanted MASK rows, not the trained B - 1
   int64_t oracle_cost_us = 0;    // oracle: simulated cost per draft call
   int threads = 1;               // drafter-owned models
+  int64_t suffix_cache_tokens = int64_t{1} << 20;  // suffix: earlier requests' tokens remembered
+  double suffix_min_prob = 0.1;                    // suffix: a branch stops below this
 };
 
 // The drafter for `spec` against the session's target. Drafter-owned models (model:, early-exit:)

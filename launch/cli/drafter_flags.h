@@ -12,6 +12,8 @@ namespace ssd {
 struct DrafterFlags {
   bool online_learning = false;
   std::string domino_head = "on", domino_block = "trim";
+  int64_t suffix_cache_tokens = int64_t{1} << 20;
+  double suffix_min_prob = 0.1;
 
   template <class V>
   void visit(V&& v) {
@@ -22,6 +24,14 @@ struct DrafterFlags {
       "domino drafter: trim (only the k MASK rows wanted: the same acceptance, cheaper) or full "
       "(the trained B-1)",
       {.choices = {"full", "trim"}});
+    v(suffix_cache_tokens, "suffix-cache-tokens",
+      "suffix drafter: tokens of earlier requests (prompts + outputs) remembered; the oldest "
+      "requests are evicted past it; 0 = the sequence's own text only",
+      {.min = 0});
+    v(suffix_min_prob, "suffix-min-prob",
+      "suffix drafter: a draft branch stops when the empirical probability of its path falls "
+      "below this",
+      {.min = 1e-6, .max = 1});
   }
 
   // The options for a drafter whose own models run on `threads` CPU threads.
@@ -31,6 +41,8 @@ struct DrafterFlags {
     o.domino_head = domino_head == "on";
     o.domino_trim = domino_block == "trim";
     o.threads = threads;
+    o.suffix_cache_tokens = suffix_cache_tokens;
+    o.suffix_min_prob = suffix_min_prob;
     return o;
   }
 };

@@ -47,7 +47,7 @@ TEST(RealModelSd, GreedyOutputEqualsArForEveryDrafterKind) {
   ModelSession s(SessionOptions{model, 2, 512});
   test::TempDir tmp;
   const std::string domino = write_real_domino(s.file().config(), tmp.file("domino.safetensors"));
-  const std::vector<std::string> drafters = {"ngram", "model:" + model, "early-exit:8",
+  const std::vector<std::string> drafters = {"ngram", "suffix", "model:" + model, "early-exit:8",
                                              "oracle:0.7", "domino:" + domino};
   const std::vector<std::string> prompts = {
       "Tell me about the moon.", "Write a Python function to add two numbers.",
@@ -84,6 +84,7 @@ TEST(RealModelSd, FactoryRefusesImpossibleDrafters) {
   EXPECT_THROW(make_drafter(parse_drafter_spec("oracle:1.5"), s, {}), Error);
   EXPECT_THROW(make_drafter(parse_drafter_spec("model:/nonexistent.gguf"), s, {}), Error);
   EXPECT_THROW(parse_drafter_spec("medusa"), Error);
+  EXPECT_THROW(parse_drafter_spec("suffix:3"), Error);
   EXPECT_THROW(make_drafter(parse_drafter_spec("ngram"), s, DrafterOptions{.online_learning = true}),
                Error);
   test::TempDir tmp;

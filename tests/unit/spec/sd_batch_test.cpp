@@ -2,7 +2,8 @@
 // model (env SSD_MODEL; skipped visibly without it):
 //   - greedy: every request of a batch of B = 1, 3, 4 (prompt lengths 9, 7, 23, 14; budgets 40,
 //     17, 29, 8; one request ended by a stop token) emits exactly its AR tokens, with the n-gram
-//     drafter, the target drafting for itself and a weaker 1-layer draft model, at K = 2 and 4;
+//     drafter, the suffix drafter (its cache of earlier requests growing across the batches),
+//     the target drafting for itself and a weaker 1-layer draft model, at K = 2 and 4;
 //     the target runs ONE verification forward per round over the requests still generating; the
 //     drafter sees request i as sequence i, its committed context is prompt + output, and every
 //     target and drafter sequence is released;
@@ -10,7 +11,7 @@
 //     streams), and the output law passes the chi-square fit the verifier's exactness tests use
 //     (alpha = 1e-4, chi_square.h): the joint law of the first four tokens at top-k 2, computed
 //     exactly from the target, against 1000 generations run 16 at a time, with a chain and with a
-//     two-branch tree. A drafter that lies about its q (proposes its likeliest token but reports
+//     two-branch tree, with a draft model and with the suffix drafter. A drafter that lies about its q (proposes its likeliest token but reports
 //     the q it would have sampled from) fails the same fit, so the fit can see a wrong law;
 //   - a batch that does not fit the target's cache is refused before any work.
 // Token ids are compared exactly (see generation_batch_test.cpp in tests/unit/engine for why
@@ -24,6 +25,7 @@
 #include "runtime/core/error.h"
 #include "runtime/drafters/model_drafter.h"
 #include "runtime/drafters/ngram_drafter.h"
+#include "runtime/drafters/suffix_drafter.h"
 #include "runtime/spec/sd_generation.h"
 #include "tests/support/counting_target.h"
 #include "tests/support/temp_dir.h"
@@ -114,6 +116,7 @@ struct World {
   }
   std::unique_ptr<Drafter> drafter(const std::string& kind) {
     if (kind == "ngram") return std::make_unique<NgramDrafter>(NgramOptions{});
+    if (kind == "suffix") return std::make_unique<SuffixDrafter>(SuffixDrafterOptions{});
     ModelFile f = ModelFile::open(kind == "self" ? target_path : draft_path);
     ModelDrafterOptions o;
     o.target_vocab = gguf_vocab(engine->file);
@@ -222,6 +225,7 @@ TEST_P(SdBatchGreedy, EveryRequestEqualsItsArRun) {
 
 INSTANTIATE_TEST_SUITE_P(Drafters, SdBatchGreedy,
                          testing::Values(GreedyCase{"ngram", 2}, GreedyCase{"ngram", 4},
+                                         GreedyCase{"suffix", 2}, GreedyCase{"suffix", 4},
                                          GreedyCase{"self", 2}, GreedyCase{"self", 4},
                                          GreedyCase{"draft", 2}, GreedyCase{"draft", 4}),
                          [](const testing::TestParamInfo<GreedyCase>& p) {
@@ -311,6 +315,15 @@ TEST(SdBatchSampled, OutputLawFitsTheTarget) {
     EXPECT_GE(f.min_expected, 5.0) << "chi-square approximation needs expected counts >= 5";
     std::cout << "  width " << opts.width << ": " << f.describe() << "\n";
   }
+  // The suffix drafter: one-hot drafts of what earlier requests of the same prompt emitted
+  // most often (its cache fills as the batches finish), as a chain and as two branches.
+  for (const SdOptions opts : {SdOptions{3, 1}, SdOptions{2, 2}}) {
+    SuffixDrafter suffix(SuffixDrafterOptions{.min_prob = 0.05});
+    const spec_test::Fit f = fit_four_tokens(w, suffix, opts, kTrials);
+    EXPECT_TRUE(f.pass()) << "suffix, width " << opts.width << ": " << f.describe();
+    EXPECT_GT(suffix.cache().documents_added(), kTrials - 1);
+    std::cout << "  suffix, width " << opts.width << ": " << f.describe() << "\n";
+  }
   LyingDrafter liar(*d);
   const spec_test::Fit bad = fit_four_tokens(w, liar, SdOptions{2, 1}, kTrials);
   EXPECT_FALSE(bad.pass()) << "a drafter lying about q must fail the fit: " << bad.describe();
@@ -378,7 +391,7 @@ std::vector<GenerationRequest> real_requests() {
   return r;
 }
 
-// Greedy batches of the real model with `kind` ("ngram" or "self") at each (K, B) of `runs`.
+// Greedy batches of the real model with `kind` ("ngram", "suffix" or "self") at each (K, B) of `runs`.
 void real_model_batches(const std::string& kind,
                         const std::vector<std::pair<int32_t, size_t>>& runs) {
   const std::string path = real_model();
@@ -388,6 +401,8 @@ void real_model_batches(const std::string& kind,
   std::unique_ptr<Drafter> d;
   if (kind == "ngram") {
     d = std::make_unique<NgramDrafter>(NgramOptions{});
+  } else if (kind == "suffix") {
+    d = std::make_unique<SuffixDrafter>(SuffixDrafterOptions{});
   } else {
     ModelFile f = ModelFile::open(path);
     ModelDrafterOptions o;
@@ -412,6 +427,10 @@ void real_model_batches(const std::string& kind,
 }
 
 TEST(SdBatchRealModel, NgramGreedyEqualsAr) { real_model_batches("ngram", {{2, 4}, {4, 3}}); }
+
+TEST(SdBatchRealModel, SuffixGreedyEqualsAr) {
+  real_model_batches("suffix", {{2, 4}, {4, 3}, {6, 4}});
+}
 
 TEST(SdBatchRealModel, SelfDraftGreedyEqualsAr) {
   real_model_batches("self", {{2, 3}, {4, 4}, {4, 1}});

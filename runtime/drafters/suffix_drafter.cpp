@@ -1,0 +1,168 @@
+#include "runtime/drafters/suffix_drafter.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/core/error.h"
+
+namespace ssd {
+namespace {
+
+using Counts = std::vector<std::pair<int32_t, int64_t>>;  // (token, occurrences)
+
+// A position in one source's automaton: the state of the text matched so far.
+struct Cursor {
+  const SuffixAutomaton* automaton;
+  int32_t state;
+};
+
+// The continuations of all cursors, counts summed, likeliest first (ties: the smaller token, so
+// drafts do not depend on hash order).
+Counts merged(const std::vector<Cursor>& cursors) {
+  std::map<int32_t, int64_t> sum;
+  Counts one;
+  for (const Cursor& c : cursors) {
+    c.automaton->continuations(c.state, one);
+    for (const auto& [t, n] : one) sum[t] += n;
+  }
+  Counts out(sum.begin(), sum.end());
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
+}
+
+int64_t total(const Counts& c) {
+  int64_t n = 0;
+  for (const auto& [t, k] : c) n += k;
+  return n;
+}
+
+std::vector<Cursor> step_all(const std::vector<Cursor>& cursors, int32_t token) {
+  std::vector<Cursor> out;
+  for (const Cursor& c : cursors) {
+    const int32_t next = c.automaton->step(c.state, token);
+    if (next != -1) out.push_back(Cursor{c.automaton, next});
+  }
+  return out;
+}
+
+// The longest suffix of `query` that occurs in `a` followed by some token.
+SuffixAutomaton::Match continued_match(const SuffixAutomaton& a, std::span<const int32_t> query) {
+  SuffixAutomaton::Match m = a.match(query);
+  Counts c;
+  while (m.length > 0) {
+    a.continuations(m.state, c);
+    if (!c.empty()) break;
+    m.state = a.link(m.state);
+    m.length = a.length(m.state);
+  }
+  return m;
+}
+
+// The `top` likeliest continuations as a distribution (renormalised over those kept).
+ProcessedDist top_dist(const Counts& c, int32_t top) {
+  ProcessedDist d;
+  const size_t n = std::min(c.size(), static_cast<size_t>(top));
+  int64_t kept = 0;
+  for (size_t i = 0; i < n; ++i) kept += c[i].second;
+  for (size_t i = 0; i < n; ++i)
+    d.tokens.push_back(TokenProb{c[i].first, static_cast<double>(c[i].second) / kept});
+  return d;
+}
+
+}  // namespace
+
+SuffixDrafter::SuffixDrafter(const SuffixDrafterOptions& opts)
+    : opts_(opts), cache_(SuffixCacheOptions{.max_tokens = opts.cache_tokens}) {
+  SSD_CHECK(opts.min_prob > 0 && opts.min_prob <= 1,
+            "suffix drafter: --suffix-min-prob {} must be in (0, 1]", opts.min_prob);
+  SSD_CHECK(opts.depth_per_match > 0, "suffix drafter: depth per matched token {} must be > 0",
+            opts.depth_per_match);
+  SSD_CHECK(opts.max_match >= 1, "suffix drafter: max match {} must be >= 1", opts.max_match);
+}
+
+void SuffixDrafter::start(int32_t seq, std::span<const int32_t> prompt) {
+  Sequence& s = seqs_[seq];
+  s = Sequence{};
+  s.context.assign(prompt.begin(), prompt.end());
+  s.own.append(prompt);
+}
+
+void SuffixDrafter::commit(int32_t seq, std::span<const int32_t> tokens) {
+  auto it = seqs_.find(seq);
+  SSD_CHECK(it != seqs_.end(), "suffix drafter: sequence {} was not started", seq);
+  it->second.context.insert(it->second.context.end(), tokens.begin(), tokens.end());
+  it->second.own.append(tokens);
+}
+
+void SuffixDrafter::finish(int32_t seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return;
+  cache_.add(it->second.context);
+  seqs_.erase(it);
+}
+
+DraftTree SuffixDrafter::draft_one(const DraftRequest& r, const Sequence& s) const {
+  // The query: the last max_match tokens of context + suffix.
+  const size_t want = static_cast<size_t>(opts_.max_match);
+  std::vector<int32_t> query;
+  const size_t from_suffix = std::min(r.suffix.size(), want);
+  const size_t from_ctx = std::min(s.context.size(), want - from_suffix);
+  query.insert(query.end(), s.context.end() - static_cast<std::ptrdiff_t>(from_ctx),
+               s.context.end());
+  query.insert(query.end(), r.suffix.end() - static_cast<std::ptrdiff_t>(from_suffix),
+               r.suffix.end());
+
+  // The sources with the longest continued match.
+  std::vector<const SuffixAutomaton*> sources = {&s.own};
+  for (const auto& seg : cache_.segments()) sources.push_back(&seg);
+  std::vector<Cursor> cursors;
+  int32_t longest = 0;
+  for (const SuffixAutomaton* a : sources) {
+    const SuffixAutomaton::Match m = continued_match(*a, query);
+    if (m.length == 0 || m.length < longest) continue;
+    if (m.length > longest) cursors.clear();
+    longest = m.length;
+    cursors.push_back(Cursor{a, m.state});
+  }
+  DraftTree tree;
+  if (cursors.empty() || r.k <= 0) return tree;
+  const int32_t depth_cap = std::min<int32_t>(
+      r.k, static_cast<int32_t>(std::ceil(opts_.depth_per_match * longest)));
+
+  const Counts first = merged(cursors);
+  const double first_total = static_cast<double>(total(first));
+  const int32_t width = std::max(1, r.width);
+  for (size_t b = 0; b < first.size() && static_cast<int32_t>(b) < width; ++b) {
+    double p = static_cast<double>(first[b].second) / first_total;
+    if (p < opts_.min_prob) break;  // likeliest first: the rest are rarer still
+    int32_t token = first[b].first;
+    int32_t parent = tree.add(-1, token, one_hot(token));
+    if (r.predict_top > 0) tree.predicted.push_back(top_dist(first, r.predict_top));
+    std::vector<Cursor> at = step_all(cursors, token);
+    for (int32_t depth = 1; depth < depth_cap; ++depth) {
+      const Counts next = merged(at);
+      if (next.empty()) break;
+      p *= static_cast<double>(next.front().second) / static_cast<double>(total(next));
+      if (p < opts_.min_prob) break;
+      token = next.front().first;
+      parent = tree.add(parent, token, one_hot(token));
+      if (r.predict_top > 0) tree.predicted.push_back(top_dist(next, r.predict_top));
+      at = step_all(at, token);
+    }
+  }
+  return tree;
+}
+
+std::vector<DraftTree> SuffixDrafter::draft(std::span<const DraftRequest> requests) {
+  std::vector<DraftTree> trees;
+  trees.reserve(requests.size());
+  for (const DraftRequest& r : requests) {
+    auto it = seqs_.find(r.seq);
+    SSD_CHECK(it != seqs_.end(), "suffix drafter: sequence {} was not started", r.seq);
+    trees.push_back(draft_one(r, it->second));
+  }
+  return trees;
+}
+
+}  // namespace ssd

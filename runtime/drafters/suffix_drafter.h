@@ -1,0 +1,63 @@
+// Suffix drafting, after "SuffixDecoding: A Model-Free Approach to Speeding Up Large-Language
+// Model Inference" (Oliaro et al., 2024): a model-free drafter that proposes what followed the
+// current text's longest match in text it has already seen, with how often it followed.
+//
+// Sources, each a suffix automaton (suffix_automaton.h):
+//   - the sequence's own text: its prompt and its output as it grows (one automaton per
+//     sequence, extended on every commit);
+//   - earlier requests' prompts and outputs in this process (suffix_cache.h), bounded by a token
+//     budget with the oldest requests evicted first.
+// A draft matches the last max_match tokens of context + the request's hypothetical suffix
+// against every source, backing off along suffix links to the longest suffix that has a
+// continuation. The sources with the longest such match are merged: the continuation
+// frequencies at each step are the sums of their counts, and their ratio to the total is the
+// empirical continuation probability.
+//
+// Shape and length: up to `width` first-level branches (the likeliest distinct continuations),
+// each extended greedily by its likeliest next token. A branch stops when the product of the
+// empirical probabilities along it (its chance of being what the text did) falls below
+// min_prob, or at depth min(k, ceil(depth_per_match x match length)): a short match is weak
+// evidence for a long continuation. No match: an empty draft (the round decodes one token).
+// Every token is deterministic, so q is a one-hot and verification stays exact. With
+// DraftRequest::predict_top, each node's predicted list holds the empirical distribution at its
+// position (the likeliest predict_top tokens, renormalised).
+#pragma once
+
+#include <map>
+
+#include "runtime/drafters/suffix_cache.h"
+#include "runtime/spec/drafter.h"
+
+namespace ssd {
+
+struct SuffixDrafterOptions {
+  int64_t cache_tokens = int64_t{1} << 20;  // earlier requests remembered; 0: own text only
+  double min_prob = 0.1;                    // stop a branch below this path probability
+  double depth_per_match = 2.0;             // depth cap per matched token
+  int32_t max_match = 32;                   // the longest suffix matched (query tokens)
+};
+
+class SuffixDrafter final : public Drafter {
+ public:
+  explicit SuffixDrafter(const SuffixDrafterOptions& opts);
+  std::string name() const override { return "suffix"; }
+  void start(int32_t seq, std::span<const int32_t> prompt) override;
+  void commit(int32_t seq, std::span<const int32_t> tokens) override;
+  std::vector<DraftTree> draft(std::span<const DraftRequest> requests) override;
+  void finish(int32_t seq) override;
+
+  const SuffixCache& cache() const { return cache_; }
+
+ private:
+  struct Sequence {
+    std::vector<int32_t> context;  // prompt + committed tokens
+    SuffixAutomaton own;
+  };
+  DraftTree draft_one(const DraftRequest& r, const Sequence& s) const;
+
+  SuffixDrafterOptions opts_;
+  SuffixCache cache_;
+  std::map<int32_t, Sequence> seqs_;
+};
+
+}  // namespace ssd

@@ -1,0 +1,112 @@
+// The suffix drafter's proposals on hand-made texts, where the right draft is known:
+//   - it continues the sequence's own earlier text (prompt and committed output), through the
+//     request's hypothetical suffix, and drafts nothing without a match;
+//   - it continues a finished earlier request's text, and does not when its cache is off;
+//   - branches are the likeliest distinct continuations by frequency, each with a one-hot q;
+//     predicted lists hold the empirical distribution; branches below --suffix-min-prob are cut;
+//   - the depth follows the path probability and the match length;
+//   - bad options and unknown sequences are refused with a message.
+#include <gtest/gtest.h>
+
+#include "runtime/core/error.h"
+#include "runtime/drafters/suffix_drafter.h"
+
+namespace ssd {
+namespace {
+
+using Tokens = std::vector<int32_t>;
+
+DraftRequest req(int32_t seq, int32_t k, int32_t width = 1, Tokens suffix = {}) {
+  DraftRequest r;
+  r.seq = seq;
+  r.k = k;
+  r.width = width;
+  r.suffix = std::move(suffix);
+  return r;
+}
+
+DraftTree draft(SuffixDrafter& d, const DraftRequest& r) { return d.draft({&r, 1}).front(); }
+
+TEST(SuffixDrafter, ContinuesTheSequencesOwnText) {
+  SuffixDrafter d({});
+  d.start(0, Tokens{1, 2, 3, 4, 5, 9, 1, 2});
+  d.commit(0, Tokens{3});
+  const DraftTree t = draft(d, req(0, 4));
+  EXPECT_EQ(t.tokens, (Tokens{4, 5, 9, 1}));
+  EXPECT_TRUE(t.is_chain());
+  for (size_t i = 0; i < t.size(); ++i) {
+    ASSERT_EQ(t.q[i].tokens.size(), 1u);
+    EXPECT_EQ(t.q[i].tokens[0].id, t.tokens[i]);
+    EXPECT_DOUBLE_EQ(t.q[i].tokens[0].prob, 1.0);
+  }
+  EXPECT_EQ(draft(d, req(0, 2, 1, {4, 5})).tokens, (Tokens{9, 1})) << "through the suffix";
+  EXPECT_TRUE(draft(d, req(0, 4, 1, {77})).empty()) << "77 never occurred: no draft";
+}
+
+TEST(SuffixDrafter, ContinuesAnEarlierRequestAndForgetsWithoutACache) {
+  const Tokens first = {10, 11, 12, 13, 14, 15, 16, 17};
+  for (int64_t cache : {int64_t{1} << 20, int64_t{0}}) {
+    SuffixDrafter d(SuffixDrafterOptions{.cache_tokens = cache});
+    d.start(0, Tokens{1, 2});
+    d.commit(0, first);
+    d.finish(0);
+    d.start(1, Tokens{3, 11, 12, 13});
+    const DraftTree t = draft(d, req(1, 3));
+    if (cache > 0) {
+      EXPECT_EQ(t.tokens, (Tokens{14, 15, 16}));
+      EXPECT_EQ(d.cache().tokens(), 10);
+    } else {
+      EXPECT_TRUE(t.empty());
+    }
+    d.finish(1);
+  }
+}
+
+TEST(SuffixDrafter, BranchesByFrequencyAndCutsRareOnes) {
+  // After 7: 8 three times, 9 once. After 7 8: 1 twice, 2 once.
+  const Tokens text = {7, 8, 1, 7, 8, 1, 7, 9, 3, 7, 8, 2, 7};
+  SuffixDrafter d(SuffixDrafterOptions{.min_prob = 0.2});
+  d.start(0, text);
+  DraftRequest r = req(0, 2, 3);
+  r.predict_top = 4;
+  const DraftTree t = draft(d, r);
+  // Branch 8 (p 3/4) goes on to 1 (p 3/4 x 2/3 = 1/2); branch 9 (p 1/4) to 3 (p 1/4 x 1).
+  EXPECT_EQ(t.tokens, (Tokens{8, 1, 9, 3}));
+  EXPECT_EQ(t.parents, (std::vector<int32_t>{-1, 0, -1, 2}));
+  ASSERT_EQ(t.predicted.size(), t.size());
+  ASSERT_EQ(t.predicted[0].tokens.size(), 2u);
+  EXPECT_EQ(t.predicted[0].tokens[0].id, 8);
+  EXPECT_DOUBLE_EQ(t.predicted[0].tokens[0].prob, 0.75);
+  EXPECT_DOUBLE_EQ(t.predicted[1].tokens[0].prob, 2.0 / 3.0);
+  // min_prob 0.3 cuts branch 9; min_prob 0.6 also stops branch 8 before 1 (p 1/2).
+  SuffixDrafter strict(SuffixDrafterOptions{.min_prob = 0.3});
+  strict.start(0, text);
+  EXPECT_EQ(draft(strict, req(0, 2, 3)).tokens, (Tokens{8, 1}));
+  SuffixDrafter stricter(SuffixDrafterOptions{.min_prob = 0.6});
+  stricter.start(0, text);
+  EXPECT_EQ(draft(stricter, req(0, 2, 3)).tokens, (Tokens{8}));
+}
+
+TEST(SuffixDrafter, DepthFollowsTheMatchLength) {
+  // The context ends in 5, matched by one token only: depth cap ceil(2 x 1) = 2.
+  SuffixDrafter d({});
+  d.start(0, Tokens{5, 6, 7, 8, 9, 1, 5});
+  EXPECT_EQ(draft(d, req(0, 8)).tokens, (Tokens{6, 7}));
+  // Matched by two tokens (1 5): cap 4.
+  SuffixDrafter two({});
+  two.start(0, Tokens{1, 5, 6, 7, 8, 9, 1, 5});
+  EXPECT_EQ(draft(two, req(0, 8)).tokens, (Tokens{6, 7, 8, 9}));
+  EXPECT_EQ(draft(two, req(0, 3)).tokens, (Tokens{6, 7, 8})) << "k caps it too";
+}
+
+TEST(SuffixDrafter, RefusesBadOptionsAndUnknownSequences) {
+  EXPECT_THROW(SuffixDrafter(SuffixDrafterOptions{.min_prob = 0}), Error);
+  EXPECT_THROW(SuffixDrafter(SuffixDrafterOptions{.min_prob = 1.5}), Error);
+  EXPECT_THROW(SuffixDrafter(SuffixDrafterOptions{.cache_tokens = -5}), Error);
+  SuffixDrafter d({});
+  EXPECT_THROW(d.commit(3, Tokens{1}), Error);
+  EXPECT_THROW(draft(d, req(3, 2)), Error);
+}
+
+}  // namespace
+}  // namespace ssd
