@@ -11,6 +11,8 @@
 #include "actors/roles/job.h"
 #include "actors/roles/model_session.h"
 #include "launch/cli/backend_flags.h"
+#include "launch/cli/bench_table.h"
+#include "launch/cli/bench_workloads.h"
 #include "launch/cli/build_info.h"
 #include "launch/cli/distributed_flags.h"
 #include "launch/cli/drafter_flags.h"
@@ -26,7 +28,8 @@ namespace {
 
 struct BenchArgs {
   std::filesystem::path model;
-  std::filesystem::path prompt_file;
+  std::optional<std::filesystem::path> prompt_file;
+  std::optional<std::filesystem::path> workloads;
   std::string drafters = "ngram";
   std::string k = "4";
   int32_t width = 1;
@@ -50,12 +53,17 @@ struct BenchArgs {
     v(model, "model", "target: GGUF file or safetensors checkpoint directory",
       {.required = true, .short_name = 'm', .must_exist = true});
     v(prompt_file, "prompt-file", "prompts, one per line ('#' comments, \\n escapes)",
-      {.required = true, .must_exist = true});
+      {.must_exist = true});
+    v(workloads, "workloads",
+      "instead of --prompt-file: a directory of prompt files, one per category (perf/workloads); "
+      "one table per category and a summary",
+      {.must_exist = true});
     v(drafters, "drafters", "comma-separated --drafter specs to compare against AR");
     v(k, "k", "comma-separated draft lengths");
     v(width, "width", "first-level draft branches (1 = chain)", {.min = 1, .max = 16});
     v(n_predict, "n", "tokens to generate per prompt", {.short_name = 'n', .min = 1});
-    v(max_prompts, "max-prompts", "use only the first N prompts; 0 = all", {.min = 0});
+    v(max_prompts, "max-prompts", "use only the first N prompts (of each category); 0 = all",
+      {.min = 0});
     v(chat, "chat", "wrap each prompt in the model's chat template");
     v(temp, "temp", "sampling temperature; 0 = greedy (and checks SD == AR)", {.min = 0});
     v(seed, "seed", "sampling seed");
@@ -77,27 +85,6 @@ struct BenchArgs {
   }
 };
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, sep);)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-// Aggregate over the prompts of one configuration.
-struct Row {
-  std::string mode, drafter;
-  int32_t k = 0;
-  int64_t tokens = 0, after_first = 0, rounds = 0, accepted = 0;
-  double decode_s = 0, draft_s = 0, verify_s = 0;
-  int exact = 0, compared = 0;
-  bool split = false;
-  SplitFigures fig;
-  double tps() const { return decode_s > 0 ? after_first / decode_s : 0; }
-  double mal() const { return mode == "ar" ? 1.0 : rounds ? 1.0 + double(accepted) / rounds : 0; }
-};
-
 int run_bench(const BenchArgs& args, Cluster& cluster);
 
 }  // namespace
@@ -116,11 +103,17 @@ int run_bench_command(int argc, const char* const* argv) {
 
 namespace {
 
-int run_bench(const BenchArgs& args, Cluster& cluster) {
-  const RankLayout& layout = cluster.layout();
-  const auto prompts = read_prompt_file(args.prompt_file.string(), args.max_prompts);
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, sep);)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<int32_t> parse_ks(const std::string& text) {
   std::vector<int32_t> ks;
-  for (const auto& s : split(args.k, ',')) {
+  for (const auto& s : split(text, ',')) {
     int32_t v = 0;
     try {
       v = std::stoi(s);
@@ -130,15 +123,227 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
     SSD_CHECK(v >= 1 && v <= 32, "--k {} must be between 1 and 32", v);
     ks.push_back(v);
   }
+  return ks;
+}
+
+// The prompt sets of the run: the one prompt file (named ""), or one per workload category.
+struct PromptSet {
+  std::string name;
+  std::vector<std::string> prompts;
+};
+
+std::vector<PromptSet> prompt_sets(const BenchArgs& args) {
+  SSD_CHECK(args.prompt_file.has_value() != args.workloads.has_value(),
+            "ssd bench needs exactly one of --prompt-file FILE and --workloads DIR");
+  if (args.prompt_file)
+    return {PromptSet{"", read_prompt_file(args.prompt_file->string(), args.max_prompts)}};
+  std::vector<PromptSet> sets;
+  for (auto& c : read_workloads(*args.workloads, args.max_prompts))
+    sets.push_back(PromptSet{c.name, std::move(c.prompts)});
+  return sets;
+}
+
+// Everything the measurement of a prompt set needs, set up once for the run.
+struct BenchSetup {
+  const BenchArgs& args;
+  LeaderJob& job;
+  const JobSpec& spec;
+  const Tokenizer& tok;
+  std::optional<ChatTemplate> tmpl;
+  std::vector<int32_t> ks;
+  std::vector<std::string> modes;
+  bool remote_drafter = false;
+  std::vector<std::unique_ptr<Drafter>> drafters;  // local drafters (SD in this process)
+
+  bool has_mode(const char* m) const {
+    return std::find(modes.begin(), modes.end(), m) != modes.end();
+  }
+};
+
+// What one prompt set measured.
+struct Measured {
+  BenchTable table;
+  nlohmann::json runs = nlohmann::json::array();
+  bool all_exact = true;
+};
+
+std::vector<GenerationRequest> make_requests(const BenchSetup& s,
+                                             const std::vector<std::string>& prompts,
+                                             size_t first, size_t count) {
+  std::vector<GenerationRequest> reqs;
+  for (size_t pi = first; pi < first + count; ++pi) {
+    GenerationRequest req;
+    if (s.tmpl) {
+      const ChatMessage m{"user", prompts[pi]};
+      req.prompt = s.tok.encode(s.tmpl->render({&m, 1}, true), true, true);
+    } else {
+      req.prompt = s.tok.encode(prompts[pi], true, true);
+    }
+    req.max_new_tokens = s.args.n_predict;
+    req.sampler = s.spec.sampler;
+    req.stream = pi;
+    req.stop_ids = s.tok.spec().eog_ids;
+    reqs.push_back(std::move(req));
+  }
+  return reqs;
+}
+
+// One configuration's run of a batch of requests: what each request measured (the batch's
+// decode time, wall minus the prompts' prefill, is shared by its requests' tokens), checked
+// against the batch's AR tokens under greedy decoding.
+struct BatchRun {
+  std::string mode, drafter;
+  int32_t k = 0;
+  std::vector<GenerationResult> gen;
+  std::vector<SdStats> sd;  // empty for AR
+  double wall_s = 0;
+  const SplitFigures* fig = nullptr;
+};
+
+void account(const BenchSetup& s, const std::string& category, size_t first, const BatchRun& b,
+             std::vector<std::vector<int32_t>>& ar_ids, Measured& out) {
+  BenchRow& row = out.table.row(b.mode, b.drafter, b.k);
+  double prefill = 0;
+  for (const auto& g : b.gen) prefill += g.prefill_s;
+  row.decode_s += std::max(0.0, b.wall_s - prefill);
+  for (size_t r = 0; r < b.gen.size(); ++r) {
+    RunReport rep;
+    rep.mode = b.mode;
+    rep.drafter = b.drafter;
+    rep.k = b.k;
+    rep.gen = b.gen[r];
+    if (!b.sd.empty()) rep.sd = b.sd[r];
+    row.tokens += static_cast<int64_t>(b.gen[r].tokens.size());
+    row.after_first += std::max<int64_t>(0, static_cast<int64_t>(b.gen[r].tokens.size()) - 1);
+    row.rounds += rep.sd.rounds;
+    row.accepted += rep.sd.accepted;
+    row.draft_s += rep.sd.draft_s;
+    row.verify_s += rep.sd.verify_s;
+    if (b.mode == "ar") ar_ids[r] = b.gen[r].tokens;
+    if (b.mode != "ar" && is_greedy(s.spec.sampler) && s.has_mode("ar")) {
+      row.compared++;
+      if (b.gen[r].tokens == ar_ids[r]) {
+        row.exact++;
+      } else {
+        out.all_exact = false;
+        fmt::print(stderr, "MISMATCH: {}prompt {} with {} {} k={} differs from AR\n",
+                   category.empty() ? "" : category + " ", first + r, b.mode, b.drafter, b.k);
+      }
+    }
+    nlohmann::json j = rep.to_json();
+    j["prompt_index"] = first + r;
+    j["batch"] = b.gen.size();
+    if (!category.empty()) j["category"] = category;
+    out.runs.push_back(j);
+  }
+  if (b.fig) {
+    row.split = true;
+    row.fig.add(*b.fig);
+  }
+}
+
+// Every configuration of the run over one batch of requests: AR, then SD with each local
+// drafter and k, then SD/SSD on the drafter ranks.
+void run_batch(BenchSetup& s, const std::string& category, size_t first,
+               const std::vector<GenerationRequest>& reqs, Measured& out) {
+  std::vector<std::vector<int32_t>> ar_ids(reqs.size());
+  TargetModel& target = s.job.target();
+  if (s.has_mode("ar")) {
+    const double t0 = monotonic_seconds();
+    std::vector<GenerationResult> gen = generate_ar_batch(target, reqs);
+    account(s, category, first, BatchRun{"ar", "", 0, gen, {}, monotonic_seconds() - t0, nullptr},
+            ar_ids, out);
+  }
+  if (s.has_mode("sd") && !s.remote_drafter)
+    for (auto& d : s.drafters)
+      for (int32_t k : s.ks) {
+        const double t0 = monotonic_seconds();
+        SdBatchResult res = generate_sd_batch(target, *d, reqs, SdOptions{k, s.args.width});
+        BatchRun b{"sd", d->name(), k, {}, {}, monotonic_seconds() - t0, nullptr};
+        for (auto& r : res.requests) {
+          b.gen.push_back(r.gen);
+          b.sd.push_back(r.stats);
+        }
+        account(s, category, first, b, ar_ids, out);
+      }
+  for (const char* mode : {"sd", "ssd"}) {
+    if (!s.remote_drafter || !s.has_mode(mode)) continue;
+    const DrafterStatsMsg before = s.job.remote()->drafter_stats();
+    const double t0 = monotonic_seconds();
+    RemoteDecodeResult res = s.job.remote()->run(reqs, std::string(mode) == "ssd");
+    const double wall = monotonic_seconds() - t0;
+    res.split.drafter = since(s.job.remote()->drafter_stats(), before);
+    account(s, category, first,
+            BatchRun{mode, s.spec.drafter, s.spec.k, res.gen, res.sd, wall, &res.split}, ar_ids,
+            out);
+    if (s.args.outcome_trace) {
+      std::filesystem::create_directories(*s.args.outcome_trace);
+      const std::string name = category.empty()
+                                   ? fmt::format("{}_p{}.jsonl", mode, first)
+                                   : fmt::format("{}_{}_p{}.jsonl", category, mode, first);
+      sim::write_outcome_trace((*s.args.outcome_trace / name).string(), res.outcomes);
+    }
+  }
+}
+
+Measured measure(BenchSetup& s, const PromptSet& set) {
+  Measured out;
+  const size_t B = static_cast<size_t>(s.args.batch);
+  for (size_t first = 0; first < set.prompts.size(); first += B) {
+    const size_t count = std::min(set.prompts.size() - first, B);
+    run_batch(s, set.name, first, make_requests(s, set.prompts, first, count), out);
+    fmt::print(stderr, "{}prompts {}-{} of {} done\n", set.name.empty() ? "" : set.name + ": ",
+               first + 1, first + count, set.prompts.size());
+  }
+  return out;
+}
+
+// Prints and writes the tables: the prompt file's, or each category's, the summary over all of
+// them and the category matrix.
+void report(const BenchArgs& args, const std::string& context, const std::vector<PromptSet>& sets,
+            const std::vector<Measured>& measured) {
+  std::string md;
+  nlohmann::json j;
+  j["context"] = context;
+  j["commit"] = build_commit();
+  j["config"] = resolved_json(args);
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& m : measured)
+    for (const auto& r : m.runs) runs.push_back(r);
+  j["runs"] = runs;
+  if (!args.workloads) {
+    md = measured.front().table.markdown();
+    j["summary"] = measured.front().table.json();
+  } else {
+    BenchTable all;
+    std::vector<std::string> names;
+    std::vector<BenchTable> tables;
+    for (size_t i = 0; i < sets.size(); ++i) {
+      md += fmt::format("### {} ({} prompts)\n\n{}\n", sets[i].name, sets[i].prompts.size(),
+                        measured[i].table.markdown());
+      j["categories"][sets[i].name] = measured[i].table.json();
+      all.merge(measured[i].table);
+      names.push_back(sets[i].name);
+      tables.push_back(measured[i].table);
+    }
+    md += fmt::format("### summary: all categories\n\n{}\n### by category\n\n{}", all.markdown(),
+                      category_matrix(names, tables));
+    j["summary"] = all.json();
+  }
+  fmt::print("{}\n{}", context, md);
+  if (args.out_md) std::ofstream(*args.out_md) << context << "\n\n" << md;
+  if (args.out_json) std::ofstream(*args.out_json) << j.dump(2) << "\n";
+}
+
+int run_bench(const BenchArgs& args, Cluster& cluster) {
+  const RankLayout& layout = cluster.layout();
+  const std::vector<PromptSet> sets = prompt_sets(args);
+  std::vector<int32_t> ks = parse_ks(args.k);
   std::vector<DrafterSpec> specs;
   for (const auto& s : split(args.drafters, ',')) specs.push_back(parse_drafter_spec(s));
-
   const std::vector<std::string> modes = split(args.modes, ',');
   for (const auto& m : modes)
     SSD_CHECK(m == "ar" || m == "sd" || m == "ssd", "--modes: '{}' is not ar, sd or ssd", m);
-  auto has_mode = [&](const char* m) {
-    return std::find(modes.begin(), modes.end(), m) != modes.end();
-  };
   const bool remote_drafter = layout.n_drafters() > 0;
   SSD_CHECK(!remote_drafter || (specs.size() == 1 && ks.size() == 1),
             "with drafter ranks, give one --drafters spec and one --k (the drafter ranks load one "
@@ -148,7 +353,7 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
   SessionOptions so = session_options(cluster, args.model.string(), args.threads, 0, args.dist);
   ModelSession session(so);
   JobSpec spec;
-  spec.mode = has_mode("ssd") ? "ssd" : "ar";
+  spec.mode = std::find(modes.begin(), modes.end(), "ssd") != modes.end() ? "ssd" : "ar";
   spec.drafter = split(args.drafters, ',').front();
   spec.k = ks.front();
   spec.sampler = SamplerConfig{args.temp, 0, 1.0f, 0.0f, args.seed};
@@ -158,195 +363,42 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
   check_job(spec, layout);
   if (!layout.is_target_leader()) return serve_rank(cluster, session, spec);
   LeaderJob job(cluster, session, spec);
-  TargetModel& target = job.target();
 
-  const Tokenizer& tok = session.tokenizer();
+  BenchSetup s{args, job, spec, session.tokenizer(), std::nullopt, ks, modes, remote_drafter, {}};
+  if (args.chat) s.tmpl = ChatTemplate::from_spec(s.tok.spec());
   fmt::print(stderr, "model: {} | {}\n{}\n", session.file().summary(), session.backend_summary(),
              build_description());
   if (cluster.distributed()) fmt::print(stderr, "ranks: {}\n", layout.summary());
   // Build every local drafter before running anything: a bad spec fails before minutes of work.
-  std::vector<std::unique_ptr<Drafter>> drafters;
-  if (!remote_drafter && has_mode("sd"))
-    for (const auto& sp : specs) drafters.push_back(make_drafter(sp, session, spec.drafter_options));
+  // A drafter lives for the whole run (the suffix drafter's memory of earlier requests with it).
+  if (!remote_drafter && s.has_mode("sd"))
+    for (const auto& sp : specs) s.drafters.push_back(make_drafter(sp, session, spec.drafter_options));
   {  // CUDA graphs of the run's forward sizes, before the first measured request
     WarmupPlan plan;
     plan.max_batch = args.batch;
-    if (has_mode("sd") || has_mode("ssd")) plan.ks = ks;
+    if (s.has_mode("sd") || s.has_mode("ssd")) plan.ks = ks;
     plan.width = args.width;
     std::vector<Drafter*> local;
-    for (const auto& d : drafters) local.push_back(d.get());
+    for (const auto& d : s.drafters) local.push_back(d.get());
     job.warm_up(plan, GenerationRequest{}.prefill_chunk, local);
   }
 
-  const std::vector<int32_t>& stop_ids = tok.spec().eog_ids;
-  const std::optional<ChatTemplate> tmpl =
-      args.chat ? std::optional<ChatTemplate>(ChatTemplate::from_spec(tok.spec())) : std::nullopt;
-
-  std::vector<Row> rows;
-  nlohmann::json runs = nlohmann::json::array();
-  auto row_for = [&](const std::string& mode, const std::string& d, int32_t k) -> Row& {
-    for (auto& r : rows)
-      if (r.mode == mode && r.drafter == d && r.k == k) return r;
-    rows.push_back(Row{mode, d, k});
-    return rows.back();
-  };
-  bool all_exact = true;
-  const size_t B = static_cast<size_t>(args.batch);
-  for (size_t first = 0; first < prompts.size(); first += B) {
-    std::vector<GenerationRequest> reqs;
-    for (size_t pi = first; pi < std::min(prompts.size(), first + B); ++pi) {
-      GenerationRequest req;
-      if (tmpl) {
-        const ChatMessage m{"user", prompts[pi]};
-        req.prompt = tok.encode(tmpl->render({&m, 1}, true), true, true);
-      } else {
-        req.prompt = tok.encode(prompts[pi], true, true);
-      }
-      req.max_new_tokens = args.n_predict;
-      req.sampler = spec.sampler;
-      req.stream = pi;
-      req.stop_ids = stop_ids;
-      reqs.push_back(std::move(req));
-    }
-    std::vector<std::vector<int32_t>> ar_ids(reqs.size());
-    // One configuration over the batch: per request figures, the decode time of the batch
-    // (wall time minus the prompts' prefill) shared by its requests' tokens.
-    auto account = [&](const std::string& mode, const std::string& drafter, int32_t k,
-                       const std::vector<GenerationResult>& gen, const std::vector<SdStats>* sd,
-                       double wall_s, const SplitFigures* fig) {
-      Row& row = row_for(mode, drafter, k);
-      double prefill = 0;
-      for (const auto& g : gen) prefill += g.prefill_s;
-      row.decode_s += std::max(0.0, wall_s - prefill);
-      for (size_t r = 0; r < gen.size(); ++r) {
-        RunReport rep;
-        rep.mode = mode;
-        rep.drafter = drafter;
-        rep.k = k;
-        rep.gen = gen[r];
-        if (sd) rep.sd = (*sd)[r];
-        row.tokens += static_cast<int64_t>(gen[r].tokens.size());
-        row.after_first += std::max<int64_t>(0, static_cast<int64_t>(gen[r].tokens.size()) - 1);
-        row.rounds += rep.sd.rounds;
-        row.accepted += rep.sd.accepted;
-        row.draft_s += rep.sd.draft_s;
-        row.verify_s += rep.sd.verify_s;
-        if (mode == "ar") ar_ids[r] = gen[r].tokens;
-        if (mode != "ar" && is_greedy(spec.sampler) && has_mode("ar")) {
-          row.compared++;
-          if (gen[r].tokens == ar_ids[r]) {
-            row.exact++;
-          } else {
-            all_exact = false;
-            fmt::print(stderr, "MISMATCH: prompt {} with {} {} k={} differs from AR\n",
-                       first + r, mode, drafter, k);
-          }
-        }
-        nlohmann::json j = rep.to_json();
-        j["prompt_index"] = first + r;
-        j["batch"] = reqs.size();
-        runs.push_back(j);
-      }
-      if (fig) {
-        row.split = true;
-        row.fig.add(*fig);
-      }
-    };
-    if (has_mode("ar")) {
-      const double t0 = monotonic_seconds();
-      std::vector<GenerationResult> gen = generate_ar_batch(target, reqs);
-      account("ar", "", 0, gen, nullptr, monotonic_seconds() - t0, nullptr);
-    }
-    if (has_mode("sd") && !remote_drafter)
-      for (size_t d = 0; d < drafters.size(); ++d)
-        for (int32_t k : ks) {
-          const double t0 = monotonic_seconds();
-          SdBatchResult res = generate_sd_batch(target, *drafters[d], reqs, SdOptions{k, args.width});
-          const double wall = monotonic_seconds() - t0;
-          std::vector<GenerationResult> gen;
-          std::vector<SdStats> sd;
-          for (auto& r : res.requests) {
-            gen.push_back(r.gen);
-            sd.push_back(r.stats);
-          }
-          account("sd", drafters[d]->name(), k, gen, &sd, wall, nullptr);
-        }
-    for (const char* mode : {"sd", "ssd"}) {
-      if (!remote_drafter || !has_mode(mode)) continue;
-      const DrafterStatsMsg before = job.remote()->drafter_stats();
-      const double t0 = monotonic_seconds();
-      RemoteDecodeResult res = job.remote()->run(reqs, std::string(mode) == "ssd");
-      const double wall = monotonic_seconds() - t0;
-      res.split.drafter = since(job.remote()->drafter_stats(), before);
-      account(mode, spec.drafter, spec.k, res.gen, &res.sd, wall, &res.split);
-      if (args.outcome_trace) {
-        std::filesystem::create_directories(*args.outcome_trace);
-        sim::write_outcome_trace(
-            (*args.outcome_trace / fmt::format("{}_p{}.jsonl", mode, first)).string(),
-            res.outcomes);
-      }
-    }
-    fmt::print(stderr, "prompts {}-{} of {} done\n", first + 1, first + reqs.size(),
-               prompts.size());
+  std::vector<Measured> measured;
+  size_t n_prompts = 0;
+  for (const PromptSet& set : sets) {
+    measured.push_back(measure(s, set));
+    n_prompts += set.prompts.size();
   }
   job.finish();
 
-  double ar_tps = 0;
-  for (const auto& r : rows)
-    if (r.mode == "ar") ar_tps = r.tps();
-  std::string md = fmt::format(
-      "| mode | drafter | k | mean acceptance length | decode tok/s | vs AR | draft s | verify s | "
-      "greedy == AR | hit rate | target wait s |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (const auto& r : rows)
-    md += fmt::format("| {} | {} | {} | {:.2f} | {:.1f} | {:.2f}x | {:.2f} | {:.2f} | {} | {} | {} |\n",
-                      r.mode,
-                      r.mode == "ar" ? "-" : r.drafter, r.mode == "ar" ? "-" : std::to_string(r.k),
-                      r.mal(), r.tps(), ar_tps > 0 ? r.tps() / ar_tps : 0, r.draft_s, r.verify_s,
-                      r.mode == "ar" || r.compared == 0 ? std::string("-")
-                                                        : fmt::format("{}/{}", r.exact, r.compared),
-                      r.mode == "ssd" ? r.fig.hit_rate_text() : std::string("-"),
-                      r.split ? fmt::format("{:.2f}", r.fig.target_wait_s) : std::string("-"));
   const std::string context = fmt::format(
-      "{} prompts x {} tokens, batch {}, temperature {}, {} threads, {} | {} | {}",
-      prompts.size(), args.n_predict, args.batch, args.temp, args.threads, layout.summary(),
+      "{} prompts{} x {} tokens, batch {}, temperature {}, {} threads, {} | {} | {}", n_prompts,
+      args.workloads ? fmt::format(" in {} categories", sets.size()) : std::string(),
+      args.n_predict, args.batch, args.temp, args.threads, layout.summary(),
       session.file().summary(), build_description());
-  fmt::print("{}\n{}", context, md);
-  if (args.out_md) std::ofstream(*args.out_md) << context << "\n\n" << md;
-  if (args.out_json) {
-    nlohmann::json j;
-    j["context"] = context;
-    j["commit"] = build_commit();
-    j["config"] = resolved_json(args);
-    j["runs"] = runs;
-    nlohmann::json summary = nlohmann::json::array();
-    for (const auto& r : rows) {
-      summary.push_back({{"mode", r.mode}, {"drafter", r.drafter}, {"k", r.k},
-                         {"mean_acceptance_length", r.mal()}, {"decode_tokens_per_s", r.tps()},
-                         {"speedup_vs_ar", ar_tps > 0 ? r.tps() / ar_tps : 0},
-                         {"draft_time_s", r.draft_s}, {"verify_time_s", r.verify_s},
-                         {"greedy_exact", r.exact}, {"greedy_compared", r.compared}});
-      if (r.split) {
-        nlohmann::json& e = summary.back();
-        e["target_wait_s"] = r.fig.target_wait_s;
-        e["bytes_exchanged"] = r.fig.bytes_exchanged;
-        e["drafter_busy_s"] = r.fig.drafter.busy_s;
-        if (r.mode == "ssd") {
-          e["cache_hit_rate"] = r.fig.hit_rate();
-          e["mean_acceptance_length_hit"] = r.fig.mean_acceptance_length_hit();
-          e["mean_acceptance_length_miss"] = r.fig.mean_acceptance_length_miss();
-          e["fan_out"] = r.fig.drafter.fan_out_after_hit;
-          e["fan_out_after_miss"] = r.fig.drafter.fan_out_after_miss;
-          e["critical_batch"] = r.fig.drafter.critical_batch;
-          e["branches_planned"] = r.fig.drafter.branches_planned;
-          e["branches_cached"] = r.fig.drafter.branches_cached;
-          e["prespeculations_cut"] = r.fig.drafter.prespec_cut;
-          e["outcome_predicted_rate"] = r.fig.predicted_rate();
-        }
-      }
-    }
-    j["summary"] = summary;
-    std::ofstream(*args.out_json) << j.dump(2) << "\n";
-  }
+  report(args, context, sets, measured);
+  bool all_exact = true;
+  for (const auto& m : measured) all_exact = all_exact && m.all_exact;
   SSD_CHECK(all_exact, "greedy SD output differed from AR (see MISMATCH lines): a bug");
   return 0;
 }
