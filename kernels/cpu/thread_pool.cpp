@@ -13,13 +13,17 @@
 // Spinning is bounded by spin_us and uses the pause instruction, then sleeps. On an
 // oversubscribed machine (more runnable threads than cores: tests running in parallel, ranks
 // sharing cores) a spinning thread is descheduled anyway and loses the scheduler's wake-up
-// preference that a sleeping one gets, so the pool detects it: a spinning thread that finds a gap
-// of more than kContendedNs between two of its ~1 us spin rounds (it lost its core), or a worker
-// that picks a job up more than kLatePickupNs after its publish time (it was not running),
-// records a late event; kContendedEvents of them within kEventWindowNs put the whole pool in
-// sleep-only mode (pure futex hand-offs, which beat spinning when cores are short) for kCalmNs;
-// then it tries spinning again. A lone late event (an interrupt, a virtual machine's vCPU taken
-// away for a moment) changes nothing.
+// preference that a sleeping one gets. So every hand-off a thread spun for is reported to the
+// SpinGovernor when it was late: the thread found a gap of more than kContendedNs between two of
+// its ~1 us spin rounds (it lost its core), or picked a job up more than kLatePickupNs after its
+// publish time (it was not running). Eight late hand-offs within 100 ms make the pool sleep-only
+// (pure futex hand-offs, which beat spinning when cores are short) for 2 ms, doubling up to ~1 s
+// only while contention is found again right after each calm; then it spins again. A lone late
+// event (an interrupt, a virtual machine's vCPU taken away for a moment) changes nothing, and a
+// short burst of them costs milliseconds, not the run. (The pool it replaces went sleep-only for
+// a whole second on 8 late events in 100 ms, re-armed by the next 8: on a shared VM a decode run
+// could spend most of its time in futex hand-offs, tens of thousands of context switches a
+// second, at half speed.)
 // Measured on the 2-vCPU development VM (empty parallel_for, 2 threads): 0.4-0.5 us idle (the
 // mutex/condition-variable pool it replaced: 2.4-9 us, the upper figure when the vCPU halts
 // between jobs); two such processes on the 2 cores: 2.1 us (the old pool: 2.4 us).
@@ -49,10 +53,6 @@ thread_local bool t_in_job = false;
 constexpr int64_t kContendedNs = 50000;    // a spin round this long: the thread lost its core
 constexpr int64_t kLatePickupNs = 5000;    // a spinning worker with its own core sees a job
                                            // within ~0.3 us; later, it was not running
-constexpr int kContendedEvents = 8;         // that many late events ...
-constexpr int64_t kEventWindowNs = 100000000;  // ... within 100 ms (one alone is noise: an
-                                               // interrupt, the hypervisor taking the vCPU)
-constexpr int64_t kCalmNs = 1000000000;    // then no spinning for 1 s
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -76,7 +76,7 @@ inline void cpu_relax() {
 // 16 pauses takes about a microsecond; one that took more than kContendedNs means this thread
 // lost its core meanwhile: `preempted` is set. (No sched_yield: on a virtual machine it returns
 // slowly even when idle, and a spinning thread that is in the way is preempted by the scheduler
-// anyway, which the late-event detection then notices.)
+// anyway, which the late reports then show.)
 template <class Done>
 bool spin_until(Done done, int spin_us, bool& preempted) {
   if (done()) return true;
@@ -206,8 +206,9 @@ void ThreadPool::parallel_for_dynamic(int64_t n, int64_t grain, ChunkFnRef fn) {
 void ThreadPool::wait_for_workers() {
   auto done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
   bool preempted = false;
-  const bool finished = spin_until(done, spin_budget_us(), preempted);
-  if (preempted) note_late_event();
+  const int budget = spin_budget_us();
+  const bool finished = spin_until(done, budget, preempted);
+  if (preempted) governor_.late(now_ns());
   if (finished) return;
   for (;;) {
     caller_sleeping_.store(true, std::memory_order_seq_cst);
@@ -219,21 +220,9 @@ void ThreadPool::wait_for_workers() {
   (void)pending_.load(std::memory_order_acquire);  // pairs with the workers' release
 }
 
-void ThreadPool::note_late_event() {
-  // Relaxed and racy on purpose: a heuristic, any interleaving gives a sensible state.
-  const int64_t now = now_ns();
-  if (now - late_window_ns_.load(std::memory_order_relaxed) > kEventWindowNs) {
-    late_window_ns_.store(now, std::memory_order_relaxed);
-    late_events_.store(1, std::memory_order_relaxed);
-    return;
-  }
-  if (late_events_.fetch_add(1, std::memory_order_relaxed) + 1 >= kContendedEvents)
-    calm_until_ns_.store(now + kCalmNs, std::memory_order_relaxed);
-}
-
 int ThreadPool::spin_budget_us() const {
   if (spin_us_ == 0) return 0;
-  return now_ns() < calm_until_ns_.load(std::memory_order_relaxed) ? 0 : spin_us_;
+  return governor_.may_spin(now_ns()) ? spin_us_ : 0;
 }
 
 void ThreadPool::worker(int index) {
@@ -243,10 +232,14 @@ void ThreadPool::worker(int index) {
   for (;;) {
     auto fresh = [&] { return generation_.load(std::memory_order_acquire) != seen; };
     bool preempted = false;
-    const bool got = spin_until(fresh, spin_budget_us(), preempted);
-    if (preempted ||
-        (got && now_ns() - publish_ns_.load(std::memory_order_relaxed) > kLatePickupNs))
-      note_late_event();
+    const int budget = spin_budget_us();
+    const bool got = spin_until(fresh, budget, preempted);
+    if (budget > 0) {  // late reports come from spinning threads only (none while calm)
+      const int64_t now = now_ns();
+      if (preempted ||
+          (got && now - publish_ns_.load(std::memory_order_relaxed) > kLatePickupNs))
+        governor_.late(now);
+    }
     if (!got) {
       for (;;) {
         sleeping_workers_.fetch_add(1, std::memory_order_seq_cst);

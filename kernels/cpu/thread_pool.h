@@ -7,7 +7,8 @@
 // start), and a worker that has seen no job for `spin_us` microseconds goes to sleep on a futex
 // so that an idle rank does not burn its cores. The caller likewise spins, then sleeps, while the
 // last worker finishes. When the machine is oversubscribed (a spinning thread loses its core)
-// the pool stops spinning for a while. Workers are pinned to CPUs only when asked
+// the pool stops spinning for a few milliseconds, longer only while that persists
+// (spin_governor.h). Workers are pinned to CPUs only when asked
 // (Options::pin_cpus; topology/ decides which cores a rank owns).
 #pragma once
 
@@ -18,6 +19,8 @@
 #include <thread>
 #include <type_traits>
 #include <vector>
+
+#include "kernels/cpu/spin_governor.h"
 
 namespace ssd::kernels {
 
@@ -52,6 +55,8 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return n_threads_; }
+  // How many times the pool stopped spinning for a while (contention), so far.
+  int64_t calms() const { return governor_.calms(); }
   const std::vector<int>& pinned_cpus() const { return pin_cpus_; }
 
   // Calls fn(begin, end, thread_index) on disjoint chunks covering [0, n); returns when all are
@@ -74,8 +79,7 @@ class ThreadPool {
  private:
   void worker(int index);
   void wait_for_workers();
-  int spin_budget_us() const;  // spin_us, or 0 while the pool is in sleep-only mode
-  void note_late_event();      // a thread lost its core while spinning (see thread_pool.cpp)
+  int spin_budget_us() const;  // spin_us, or 0 while the governor says calm
 
   int n_threads_ = 1;
   int spin_us_ = 200;
@@ -93,9 +97,7 @@ class ThreadPool {
   alignas(64) std::atomic<int> sleeping_workers_{0};
   std::atomic<bool> caller_sleeping_{false};
   std::atomic<int64_t> publish_ns_{0};  // steady_clock time the current job was published
-  std::atomic<int64_t> calm_until_ns_{0};  // sleep-only mode (oversubscribed) until then
-  std::atomic<int64_t> late_window_ns_{0};  // start of the current late-event window
-  std::atomic<int> late_events_{0};         // late events in that window
+  SpinGovernor governor_;                // when spinning is worth it (contention)
   std::atomic<bool> stop_{false};
   std::atomic<bool> busy_{false};
 };

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <cmath>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -38,6 +39,8 @@ struct BenchKernelsArgs {
   int64_t bw_mib = 256;
   bool pin = false;
   int32_t spin_us = 200;
+  int32_t decode_runs = 10;
+  int64_t decode_run_tokens = 256;
   std::optional<std::filesystem::path> json;
   std::optional<std::filesystem::path> markdown;
 
@@ -58,6 +61,11 @@ struct BenchKernelsArgs {
     v(pin, "pin", "pin each pool thread to one CPU of this process's binding");
     v(spin_us, "spin-us", "thread pool idle spin before sleeping, microseconds",
       {.min = 0, .max = 1000000});
+    v(decode_runs, "decode-runs",
+      "consecutive decode runs for the run-to-run variation (coefficient of variation); 0 = skip",
+      {.min = 0, .max = 1000});
+    v(decode_run_tokens, "decode-run-tokens", "tokens decoded in each of those runs",
+      {.min = 1, .max = 4096});
     v(json, "json", "write every figure as JSON here");
     v(markdown, "markdown", "write the table as markdown here");
   }
@@ -105,6 +113,45 @@ nlohmann::json stat_json(const Stat& s) {
   return {{"median", s.median}, {"min", s.min}, {"max", s.max}, {"samples", s.samples}};
 }
 
+// Consecutive decode runs of one timer: each run's figures and their spread.
+struct RunSeries {
+  std::vector<DecodeRun> runs;
+  Stat tok_s, switches_per_s;
+  double cv = 0;  // of tok/s
+  std::vector<long> rounded() const {
+    std::vector<long> v;
+    for (const auto& r : runs) v.push_back(std::lround(r.tokens_per_s));
+    return v;
+  }
+  nlohmann::json json() const {
+    nlohmann::json j;
+    j["tokens_per_s"] = nlohmann::json::array();
+    j["context_switches_per_s"] = nlohmann::json::array();
+    for (const auto& r : runs) {
+      j["tokens_per_s"].push_back(r.tokens_per_s);
+      j["context_switches_per_s"].push_back(r.context_switches_per_s);
+    }
+    j["tokens_per_s_stat"] = stat_json(tok_s);
+    j["coefficient_of_variation"] = cv;
+    return j;
+  }
+};
+
+RunSeries measure_decode_runs(ForwardTimer& timer, int runs, int64_t tokens) {
+  RunSeries s;
+  timer.decode_run(std::min<int64_t>(tokens, 16));  // warm-up: scratch buffers grown
+  std::vector<double> tps, sw;
+  for (int i = 0; i < runs; ++i) {
+    s.runs.push_back(timer.decode_run(tokens));
+    tps.push_back(s.runs.back().tokens_per_s);
+    sw.push_back(s.runs.back().context_switches_per_s);
+  }
+  s.tok_s = stat_of(tps);
+  s.switches_per_s = stat_of(sw);
+  s.cv = coefficient_of_variation(tps);
+  return s;
+}
+
 // One line of the report.
 struct Figure {
   std::string what;
@@ -141,19 +188,21 @@ int run_bench_kernels_command(int argc, const char* const* argv) {
   BenchKernelsArgs args;
   if (parse(argc, argv, args).help) {
     fmt::print("{}", help_text(BenchKernelsArgs{}, "ssd bench-kernels",
-                               "Measure bandwidth, decode roofline ratio, verify cost ratio and "
-                               "prefill speed of the CPU kernels on a model."));
+                               "Measure bandwidth, decode roofline ratio, verify cost ratio, "
+                               "prefill speed and run-to-run decode variation of the CPU kernels "
+                               "on a model."));
     return 0;
   }
   const std::vector<int64_t> threads = int_list("threads-list", args.threads_list, 1, 1024);
   const std::vector<int64_t> blocks = int_list("blocks", args.blocks, 2, 256);
-  const int64_t max_block = *std::max_element(blocks.begin(), blocks.end());
+  const int64_t max_block = std::max(*std::max_element(blocks.begin(), blocks.end()),
+                                     args.decode_runs > 0 ? args.decode_run_tokens : 0);
 
   const ModelFile file = ModelFile::open(args.model.string());
   const int64_t ctx_limit = file.config().context_length;
   SSD_CHECK(args.context + max_block <= ctx_limit && args.prefill <= ctx_limit,
-            "--context {} + a block of {} (or --prefill {}) exceeds the model's context of {} "
-            "positions",
+            "--context {} + a block (or decode run) of {} (or --prefill {}) exceeds the model's "
+            "context of {} positions",
             args.context, max_block, args.prefill, ctx_limit);
   const WeightBytes wb = weight_bytes_per_token(file);
   const CpuTopology topo = discover_topology();
@@ -220,6 +269,19 @@ int run_bench_kernels_command(int argc, const char* const* argv) {
     figs.push_back({"prefill / decode", nt, Stat{vs_decode, vs_decode, vs_decode, 1}, "x",
                     ">= 10", vs_decode >= 10});
 
+    if (args.decode_runs > 0) {
+      const RunSeries runs = measure_decode_runs(timer, args.decode_runs, args.decode_run_tokens);
+      fmt::print(stderr, "[{} threads] {} decode runs of {} tokens: {} tok/s, CV {:.1f}%\n", nt,
+                 args.decode_runs, args.decode_run_tokens, fmt::join(runs.rounded(), ", "),
+                 100 * runs.cv);
+      figs.push_back({fmt::format("decode, {} runs of {} tokens", args.decode_runs,
+                                  args.decode_run_tokens),
+                      nt, runs.tok_s, "tok/s"});
+      figs.push_back({"decode run-to-run CV", nt, Stat{100 * runs.cv, 100 * runs.cv, 100 * runs.cv,
+                      args.decode_runs}, "%", "<= 10", 100 * runs.cv <= 10});
+      figs.push_back({"context switches during a decode run", nt, runs.switches_per_s, "/s"});
+      jt["decode_runs"] = runs.json();
+    }
     jt["read_bandwidth_gbps"] = stat_json(bw);
     jt["pool_handoff_us"] = stat_json(handoff);
     jt["decode_seconds_per_token"] = stat_json(one);

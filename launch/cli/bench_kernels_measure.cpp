@@ -1,7 +1,10 @@
 #include "launch/cli/bench_kernels_measure.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
 
@@ -103,6 +106,41 @@ Stat ForwardTimer::block_seconds(int64_t n, bool all_logits, int calls, int samp
     s.push_back(seconds_since(t0) / calls);
   }
   return stat_of(s);
+}
+
+double coefficient_of_variation(const std::vector<double>& samples) {
+  if (samples.size() < 2) return 0;
+  double mean = 0;
+  for (double v : samples) mean += v;
+  mean /= static_cast<double>(samples.size());
+  double var = 0;
+  for (double v : samples) var += (v - mean) * (v - mean);
+  var /= static_cast<double>(samples.size());
+  return mean > 0 ? std::sqrt(var) / mean : 0;
+}
+
+namespace {
+
+int64_t context_switches() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_nvcsw) + static_cast<int64_t>(u.ru_nivcsw);
+}
+
+}  // namespace
+
+DecodeRun ForwardTimer::decode_run(int64_t n) {
+  const std::vector<int32_t> toks = tokens(context_, n);
+  const int64_t switches0 = context_switches();
+  const auto t0 = Clock::now();
+  for (int64_t i = 0; i < n; ++i)
+    model_->forward(Batch::sequence(seq_, std::vector<int32_t>{toks[static_cast<size_t>(i)]},
+                                    static_cast<int32_t>(context_ + i)),
+                    *kv_);
+  const double s = seconds_since(t0);
+  const int64_t switches = context_switches() - switches0;
+  kv_->truncate(seq_, context_);
+  return DecodeRun{static_cast<double>(n) / s, static_cast<double>(switches) / s};
 }
 
 Stat ForwardTimer::prefill_seconds(int samples) {

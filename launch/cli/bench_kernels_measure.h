@@ -3,7 +3,10 @@
 //   - the machine's read bandwidth (a streaming read of a buffer much larger than the caches);
 //   - the thread pool's hand-off (an empty parallel_for);
 //   - a model's forward at a realistic cached length: one token (decode), a causal block of n
-//     tokens with logits for all of them (verification), and a long prompt (prefill).
+//     tokens with logits for all of them (verification), and a long prompt (prefill);
+//   - decode runs as a generation makes them (one token after another, the cache growing),
+//     repeated back to back, with the run-to-run coefficient of variation and the context
+//     switches each run cost (the sign of a thread pool that went to sleep between jobs).
 // Timings use steady_clock around whole calls; nothing is extrapolated.
 #pragma once
 
@@ -27,6 +30,16 @@ struct Stat {
 };
 Stat stat_of(std::vector<double> samples);
 
+// Standard deviation / mean of the samples (population form); 0 for fewer than two samples.
+double coefficient_of_variation(const std::vector<double>& samples);
+
+// One decode run: tokens per second, and context switches per second of this process (voluntary
+// and involuntary, all threads) while it ran.
+struct DecodeRun {
+  double tokens_per_s = 0;
+  double context_switches_per_s = 0;
+};
+
 // GB/s (1e9 bytes / s) of summing `bytes` of memory split over the pool's threads; one sample
 // per pass, `passes` passes after one warm-up pass.
 Stat measure_read_bandwidth(kernels::ThreadPool& pool, int64_t bytes, int passes);
@@ -49,6 +62,9 @@ class ForwardTimer {
   Stat block_seconds(int64_t n, bool all_logits, int calls, int samples);
   // Seconds per forward of a fresh `prefill`-token prompt (logits for the last row).
   Stat prefill_seconds(int samples);
+  // `tokens` single-token forwards after the `context` cached tokens, each appended to the cache
+  // as a generation does (needs max_block >= tokens); the cache is truncated back afterwards.
+  DecodeRun decode_run(int64_t tokens);
 
  private:
   std::vector<int32_t> tokens(int64_t start, int64_t n) const;

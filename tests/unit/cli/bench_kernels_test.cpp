@@ -1,7 +1,9 @@
 // `ssd bench-kernels` end to end on a tiny model the test writes, with small sizes so it runs in
 // a few seconds: exit 0, the JSON has every documented field, every figure is positive with
 // min <= median <= max, ratios are in plausible ranges, the markdown table is written, and bad
-// lists are rejected with one line naming the flag.
+// lists are rejected with one line naming the flag. The repeated decode runs report one tok/s
+// and one context-switch rate per run and their coefficient of variation (checked against its
+// definition on made-up samples).
 //
 // Ranges: the tiny model's weights fit in cache, so its "roofline ratio" (bytes per token x
 // tok/s over DRAM bandwidth) may exceed 1; we only require (0, 100). A forward over n <= 4
@@ -18,6 +20,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "actors/frontend/bench_kernels_measure.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_model.h"
@@ -46,7 +49,8 @@ TEST(BenchKernels, TinyModelWritesSaneJsonAndMarkdown) {
   const auto r = run_command(shell_quote(test::project_binary("ssd")) + " bench-kernels -m " +
                              shell_quote(model) +
                              " --threads-list 1,2 --context 16 --prefill 32 --blocks 2,4"
-                             " --repeats 5 --calls 10 --prefill-repeats 1 --bw-mib 4 --json " +
+                             " --repeats 5 --calls 10 --prefill-repeats 1 --bw-mib 4"
+                             " --decode-runs 3 --decode-run-tokens 8 --json " +
                              shell_quote(json) + " --markdown " + shell_quote(md));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("verify cost ratio, n = 4"));
@@ -82,14 +86,35 @@ TEST(BenchKernels, TinyModelWritesSaneJsonAndMarkdown) {
       EXPECT_TRUE(std::isfinite(ratio)) << at << " n " << n;
     }
   }
-  // Per thread count: roofline >= 0.7, verify n = 4 <= 1.5, prefill >= 10x decode (no n = 8 here).
-  EXPECT_EQ(j["targets"].size(), 6u);
+  for (const auto& t : j["results"]) {
+    const auto& runs = t["decode_runs"];
+    ASSERT_EQ(runs["tokens_per_s"].size(), 3u);
+    ASSERT_EQ(runs["context_switches_per_s"].size(), 3u);
+    for (const auto& v : runs["tokens_per_s"]) EXPECT_GT(v.get<double>(), 0.0);
+    for (const auto& v : runs["context_switches_per_s"]) EXPECT_GE(v.get<double>(), 0.0);
+    std::vector<double> tps = runs["tokens_per_s"];
+    EXPECT_NEAR(runs["coefficient_of_variation"].get<double>(), coefficient_of_variation(tps),
+                1e-12);
+    expect_stat(runs["tokens_per_s_stat"], "decode runs");
+  }
+  // Per thread count: roofline >= 0.7, verify n = 4 <= 1.5, prefill >= 10x decode (no n = 8
+  // here), decode run-to-run CV <= 10%.
+  EXPECT_EQ(j["targets"].size(), 8u);
   for (const auto& t : j["targets"]) EXPECT_TRUE(t["met"].is_boolean());
 
   std::ifstream mdin(md);
   const std::string text((std::istreambuf_iterator<char>(mdin)), std::istreambuf_iterator<char>());
   EXPECT_THAT(text, HasSubstr("| decode roofline ratio | 2 |"));
   EXPECT_THAT(text, HasSubstr(j["commit"].get<std::string>()));
+}
+
+TEST(BenchKernels, CoefficientOfVariationIsTheRelativeSpread) {
+  EXPECT_EQ(coefficient_of_variation({}), 0.0);
+  EXPECT_EQ(coefficient_of_variation({5.0}), 0.0);
+  EXPECT_DOUBLE_EQ(coefficient_of_variation({4.0, 4.0, 4.0}), 0.0);
+  EXPECT_DOUBLE_EQ(coefficient_of_variation({1.0, 3.0}), 0.5);  // mean 2, deviation 1
+  // The eight 256-token runs that motivated the figure: 151 131 282 111 153 216 109 100 tok/s.
+  EXPECT_NEAR(coefficient_of_variation({151, 131, 282, 111, 153, 216, 109, 100}), 0.375, 0.001);
 }
 
 TEST(BenchKernels, RejectsBadLists) {

@@ -1,0 +1,45 @@
+#include "kernels/cpu/spin_governor.h"
+
+#include <algorithm>
+
+#include "runtime/core/error.h"
+
+namespace ssd::kernels {
+
+SpinGovernor::SpinGovernor(const Params& p) : p_(p) {
+  SSD_CHECK(p.late_threshold >= 1 && p.recheck_threshold >= 1 && p.window_ns > 0,
+            "spin governor: {} late hand-offs in {} ns is no contention test", p.late_threshold,
+            p.window_ns);
+  SSD_CHECK(p.calm_min_ns > 0 && p.calm_max_ns >= p.calm_min_ns,
+            "spin governor: calm range {}..{} ns is empty", p.calm_min_ns, p.calm_max_ns);
+  SSD_CHECK(p.growth >= 1, "spin governor: calm growth {} must be >= 1", p.growth);
+}
+
+void SpinGovernor::late(int64_t now_ns) {
+  int n = 1;
+  if (now_ns - window_start_ns_.load(std::memory_order_relaxed) > p_.window_ns) {
+    window_start_ns_.store(now_ns, std::memory_order_relaxed);
+    late_in_window_.store(1, std::memory_order_relaxed);
+  } else {
+    n = late_in_window_.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+  const int64_t last_end = calm_until_ns_.load(std::memory_order_relaxed);
+  const bool recheck = calm_ns_.load(std::memory_order_relaxed) > 0 &&
+                       now_ns - last_end < p_.recheck_ns;
+  if (n < (recheck ? std::min(p_.recheck_threshold, p_.late_threshold) : p_.late_threshold))
+    return;
+  late_in_window_.store(0, std::memory_order_relaxed);  // the next calm needs fresh evidence
+  calm(now_ns);
+}
+
+void SpinGovernor::calm(int64_t now_ns) {
+  const int64_t last_end = calm_until_ns_.load(std::memory_order_relaxed);
+  const int64_t last = calm_ns_.load(std::memory_order_relaxed);
+  const bool soon_again = last > 0 && now_ns - last_end < p_.calm_reset_ns;
+  const int64_t length = soon_again ? std::min(p_.growth * last, p_.calm_max_ns) : p_.calm_min_ns;
+  calm_ns_.store(length, std::memory_order_relaxed);
+  calm_until_ns_.store(now_ns + length, std::memory_order_relaxed);
+  calms_.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace ssd::kernels

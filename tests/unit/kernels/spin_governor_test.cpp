@@ -1,0 +1,111 @@
+// SpinGovernor, the thread pool's choice between spinning and sleeping, driven with made-up times
+// (no threads, no clock, so every decision is deterministic):
+//   - late hand-offs below the threshold within a window, however long it goes on, never stop
+//     spinning; a lone late hand-off changes nothing;
+//   - the threshold within a window stops spinning for exactly calm_min, then spinning resumes;
+//   - contention found again soon after each calm doubles the calm up to calm_max, and a quiet
+//     spell longer than calm_reset brings it back to calm_min;
+//   - with the defaults, a transient burst costs 2 ms of sleeping, not a second, while
+//     persistent contention reaches the longest calm (~1 s) within five probes of two late
+//     hand-offs each;
+//   - impossible parameters are refused.
+#include "kernels/cpu/spin_governor.h"
+
+#include <gtest/gtest.h>
+
+#include "runtime/core/error.h"
+
+namespace ssd::kernels {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+SpinGovernor::Params params() {
+  return {.late_threshold = 3, .window_ns = 10 * kMs, .recheck_threshold = 3, .recheck_ns = kMs,
+          .calm_min_ns = 2 * kMs, .calm_max_ns = 16 * kMs, .growth = 2,
+          .calm_reset_ns = 100 * kMs};
+}
+
+// `n` late hand-offs at t, t + 1 us, ...
+void burst(SpinGovernor& g, int n, int64_t t) {
+  for (int i = 0; i < n; ++i) g.late(t + i * 1000);
+}
+
+TEST(SpinGovernor, FewLateHandOffsNeverStopSpinning) {
+  SpinGovernor g(params());
+  for (int w = 0; w < 1000; ++w) {  // two late hand-offs every 11 ms: never three in 10 ms
+    burst(g, 2, w * 11 * kMs);
+    ASSERT_TRUE(g.may_spin(w * 11 * kMs + kMs)) << "window " << w;
+  }
+  EXPECT_EQ(g.calms(), 0);
+}
+
+TEST(SpinGovernor, TheThresholdWithinAWindowCalmsForTheMinimumThenSpinsAgain) {
+  SpinGovernor g(params());
+  g.late(0);
+  g.late(4 * kMs);
+  EXPECT_TRUE(g.may_spin(4 * kMs));
+  g.late(9 * kMs);  // the third within 10 ms of the first
+  EXPECT_EQ(g.calms(), 1);
+  EXPECT_FALSE(g.may_spin(9 * kMs));
+  EXPECT_FALSE(g.may_spin(11 * kMs - 1));
+  EXPECT_TRUE(g.may_spin(11 * kMs));
+  EXPECT_EQ(g.last_calm_ns(), 2 * kMs);
+  // Three late hand-offs spread over more than a window: no calm.
+  SpinGovernor h(params());
+  h.late(0);
+  h.late(6 * kMs);
+  h.late(11 * kMs);  // opens a new window
+  EXPECT_EQ(h.calms(), 0);
+}
+
+TEST(SpinGovernor, PersistentContentionDoublesTheCalmUpToTheMaximumAndAQuietSpellResetsIt) {
+  SpinGovernor g(params());
+  int64_t t = 0;
+  for (int64_t want : {2, 4, 8, 16, 16, 16}) {
+    burst(g, 3, t);
+    EXPECT_EQ(g.last_calm_ns(), want * kMs) << "at " << t / kMs << " ms";
+    t = g.calm_until_ns() + kMs;  // spinning again 1 ms after the calm, contended at once
+    ASSERT_TRUE(g.may_spin(t));
+  }
+  t += 150 * kMs;  // more than calm_reset without contention: the next calm is short again
+  burst(g, 3, t);
+  EXPECT_EQ(g.last_calm_ns(), 2 * kMs);
+}
+
+TEST(SpinGovernor, DefaultsMakeATransientBurstCostMilliseconds) {
+  SpinGovernor g;  // 8 late in 100 ms; calm 2 ms .. ~1 s
+  burst(g, 8, 5 * kMs);
+  EXPECT_FALSE(g.may_spin(5 * kMs));
+  EXPECT_TRUE(g.may_spin(8 * kMs)) << "back to spinning 2 ms later";
+  // Then the machine is quiet but for a late hand-off every 20 ms (an interrupt, a vCPU hiccup).
+  for (int i = 0; i < 1000; ++i) g.late(8 * kMs + i * 20 * kMs);
+  EXPECT_EQ(g.calms(), 1);
+  EXPECT_TRUE(g.may_spin(30000 * kMs));
+}
+
+TEST(SpinGovernor, DefaultsReachTheLongestCalmQuicklyUnderPersistentContention) {
+  SpinGovernor g;
+  burst(g, 8, 0);
+  int64_t t = 0;
+  for (int64_t want : {8, 32, 128, 512, 1024, 1024}) {
+    t = g.calm_until_ns() + kMs;
+    ASSERT_TRUE(g.may_spin(t));
+    burst(g, 1, t);
+    EXPECT_TRUE(g.may_spin(t)) << "one late hand-off is not enough, even right after a calm";
+    burst(g, 1, t + 1000);
+    EXPECT_EQ(g.last_calm_ns(), want * kMs);
+  }
+  EXPECT_EQ(g.calms(), 7);
+}
+
+TEST(SpinGovernor, RefusesImpossibleParameters) {
+  EXPECT_THROW(SpinGovernor({.late_threshold = 0}), Error);
+  EXPECT_THROW(SpinGovernor({.window_ns = 0}), Error);
+  EXPECT_THROW(SpinGovernor({.recheck_threshold = 0}), Error);
+  EXPECT_THROW(SpinGovernor({.growth = 0}), Error);
+  EXPECT_THROW(SpinGovernor({.calm_min_ns = 10, .calm_max_ns = 5}), Error);
+}
+
+}  // namespace
+}  // namespace ssd::kernels
