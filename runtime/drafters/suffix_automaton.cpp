@@ -104,6 +104,7 @@ void SuffixAutomaton::extend(int32_t token) {
       const int32_t clone =
           add_state(states_[static_cast<size_t>(p)].len + 1, states_[static_cast<size_t>(q)].link);
       states_[static_cast<size_t>(clone)].count = states_[static_cast<size_t>(q)].count;
+      states_[static_cast<size_t>(clone)].last_end = states_[static_cast<size_t>(q)].last_end;
       for (int32_t e = states_[static_cast<size_t>(q)].first_edge; e != -1;
            e = edges_[static_cast<size_t>(e)].next) {
         const int32_t t = edges_[static_cast<size_t>(e)].token;
@@ -119,8 +120,11 @@ void SuffixAutomaton::extend(int32_t token) {
   }
   last_ = cur;
   // The new end position belongs to every class on cur's suffix-link path.
-  for (int32_t s = cur; s != -1; s = states_[static_cast<size_t>(s)].link)
+  const int32_t end = states_[static_cast<size_t>(cur)].len;
+  for (int32_t s = cur; s != -1; s = states_[static_cast<size_t>(s)].link) {
     states_[static_cast<size_t>(s)].count++;
+    states_[static_cast<size_t>(s)].last_end = end;
+  }
 }
 
 void SuffixAutomaton::append(int32_t token) {

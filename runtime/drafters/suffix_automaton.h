@@ -14,9 +14,9 @@
 // statistics: no tree walk below a match point, no edge labels. A suffix tree would give the
 // same answers with more code (Ukkonen's active point) and more memory per token.
 //
-// Occurrence counts are kept online: appending a token adds its end position to every state on
-// the suffix-link path of the new state (O(that path); short on text, long only on long exact
-// repeats). Documents are separated by a separator that no query contains, so no match crosses a
+// Occurrence counts (and the latest occurrence, for recency) are kept online: appending a token
+// adds its end position to every state on the suffix-link path of the new state (O(that path);
+// short on text, long only on long exact repeats). Documents are separated by a separator that no query contains, so no match crosses a
 // document boundary and no continuation runs into the next document.
 //
 // There is no deletion: the drafter bounds memory by keeping several automata of bounded size and
@@ -56,6 +56,9 @@ class SuffixAutomaton {
   int32_t length(int32_t state) const { return states_[static_cast<size_t>(state)].len; }
   // Occurrences (end positions) of `state`'s strings in the text.
   int64_t count(int32_t state) const { return states_[static_cast<size_t>(state)].count; }
+  // The end of their most recent occurrence: the length of the text up to it (separators
+  // included), so a larger value is a later occurrence.
+  int32_t last_end(int32_t state) const { return states_[static_cast<size_t>(state)].last_end; }
   // (token, occurrences of the state's strings followed by token), document ends excluded,
   // in no particular order. Cleared first.
   void continuations(int32_t state, std::vector<std::pair<int32_t, int64_t>>& out) const;
@@ -72,7 +75,7 @@ class SuffixAutomaton {
     int32_t len = 0;
     int32_t link = -1;
     int32_t first_edge = -1;  // head of this state's list in edges_
-    int32_t pad = 0;
+    int32_t last_end = 0;     // text length at the end of the latest occurrence
     int64_t count = 0;
   };
   struct Edge {

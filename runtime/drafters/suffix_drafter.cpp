@@ -10,24 +10,41 @@ namespace {
 
 using Counts = std::vector<std::pair<int32_t, int64_t>>;  // (token, occurrences)
 
-// A position in one source's automaton: the state of the text matched so far.
+// A position in one source's automaton: the state of the text matched so far. Sources are listed
+// oldest first (the cache's segments, then the sequence's own text), so (source, last_end) orders
+// occurrences by recency.
 struct Cursor {
   const SuffixAutomaton* automaton;
   int32_t state;
+  int32_t source;
 };
 
-// The continuations of all cursors, counts summed, likeliest first (ties: the smaller token, so
-// drafts do not depend on hash order).
+// The continuations of all cursors, counts summed, likeliest first; among equally frequent ones
+// the most recently seen first (recent text predicts best), then the smaller token.
 Counts merged(const std::vector<Cursor>& cursors) {
-  std::map<int32_t, int64_t> sum;
+  struct Entry {
+    int64_t count = 0;
+    std::pair<int32_t, int32_t> recency{-1, -1};  // (source, last_end) of the latest occurrence
+  };
+  std::map<int32_t, Entry> sum;
   Counts one;
   for (const Cursor& c : cursors) {
     c.automaton->continuations(c.state, one);
-    for (const auto& [t, n] : one) sum[t] += n;
+    for (const auto& [t, n] : one) {
+      Entry& e = sum[t];
+      e.count += n;
+      const std::pair<int32_t, int32_t> r{c.source,
+                                          c.automaton->last_end(c.automaton->step(c.state, t))};
+      e.recency = std::max(e.recency, r);
+    }
   }
-  Counts out(sum.begin(), sum.end());
-  std::stable_sort(out.begin(), out.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::pair<int32_t, Entry>> order(sum.begin(), sum.end());
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    if (a.second.count != b.second.count) return a.second.count > b.second.count;
+    return a.second.recency > b.second.recency;
+  });
+  Counts out;
+  for (const auto& [t, e] : order) out.emplace_back(t, e.count);
   return out;
 }
 
@@ -41,7 +58,7 @@ std::vector<Cursor> step_all(const std::vector<Cursor>& cursors, int32_t token) 
   std::vector<Cursor> out;
   for (const Cursor& c : cursors) {
     const int32_t next = c.automaton->step(c.state, token);
-    if (next != -1) out.push_back(Cursor{c.automaton, next});
+    if (next != -1) out.push_back(Cursor{c.automaton, next, c.source});
   }
   return out;
 }
@@ -114,16 +131,17 @@ DraftTree SuffixDrafter::draft_one(const DraftRequest& r, const Sequence& s) con
                r.suffix.end());
 
   // The sources with the longest continued match.
-  std::vector<const SuffixAutomaton*> sources = {&s.own};
+  std::vector<const SuffixAutomaton*> sources;  // oldest first
   for (const auto& seg : cache_.segments()) sources.push_back(&seg);
+  sources.push_back(&s.own);
   std::vector<Cursor> cursors;
   int32_t longest = 0;
-  for (const SuffixAutomaton* a : sources) {
-    const SuffixAutomaton::Match m = continued_match(*a, query);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const SuffixAutomaton::Match m = continued_match(*sources[i], query);
     if (m.length == 0 || m.length < longest) continue;
     if (m.length > longest) cursors.clear();
     longest = m.length;
-    cursors.push_back(Cursor{a, m.state});
+    cursors.push_back(Cursor{sources[i], m.state, static_cast<int32_t>(i)});
   }
   DraftTree tree;
   if (cursors.empty() || r.k <= 0) return tree;

@@ -11,7 +11,8 @@
 // against every source, backing off along suffix links to the longest suffix that has a
 // continuation. The sources with the longest such match are merged: the continuation
 // frequencies at each step are the sums of their counts, and their ratio to the total is the
-// empirical continuation probability.
+// empirical continuation probability. Equally frequent continuations are ranked by recency (the
+// one seen last first: the sequence's own text before the cache, later text before earlier).
 //
 // Shape and length: up to `width` first-level branches (the likeliest distinct continuations),
 // each extended greedily by its likeliest next token. A branch stops when the product of the

@@ -3,7 +3,7 @@
 //     common; documents of awkward lengths 1, 13, 97, 250 ...), for many random queries, the
 //     longest suffix of the query that occurs in some document (never across a document end),
 //     and for it every continuation token with the number of its occurrences followed by that
-//     token, equal a brute-force scan of the documents exactly; state and transition counts stay
+//     token, and the end of its latest occurrence, equal a brute-force scan of the documents exactly; state and transition counts stay
 //     within the automaton bounds (2N states, 3N transitions);
 //   - SuffixCache: documents beyond the budget evict the oldest ones, the tokens held never
 //     exceed the budget, the bytes held stay within a fixed multiple of it, and evicted text is
@@ -44,6 +44,18 @@ std::map<int32_t, int64_t> brute_continuations(const std::vector<Doc>& docs,
     for (size_t at = 0; at + pat.size() < d.size(); ++at)
       if (occurs_at(d, at, pat)) out[d[at + pat.size()]]++;
   return out;
+}
+
+// The end of the latest occurrence in the text the automaton holds: the documents each followed
+// by a separator.
+int32_t brute_last_end(const std::vector<Doc>& docs, std::span<const int32_t> pat) {
+  int32_t offset = 0, last = 0;
+  for (const Doc& d : docs) {
+    for (size_t at = 0; at + pat.size() <= d.size(); ++at)
+      if (occurs_at(d, at, pat)) last = offset + static_cast<int32_t>(at + pat.size());
+    offset += static_cast<int32_t>(d.size()) + 1;
+  }
+  return last;
 }
 
 int64_t brute_count(const std::vector<Doc>& docs, std::span<const int32_t> pat) {
@@ -102,6 +114,7 @@ TEST(SuffixAutomaton, MatchesAndContinuationsEqualBruteForce) {
       std::span<const int32_t> pat(q.data() + q.size() - want, want);
       if (want > 0) {
         EXPECT_EQ(a.count(m.state), brute_count(docs, pat)) << "trial " << trial;
+        EXPECT_EQ(a.last_end(m.state), brute_last_end(docs, pat)) << "trial " << trial;
       }
       std::vector<std::pair<int32_t, int64_t>> got;
       a.continuations(m.state, got);

@@ -2,7 +2,8 @@
 //   - it continues the sequence's own earlier text (prompt and committed output), through the
 //     request's hypothetical suffix, and drafts nothing without a match;
 //   - it continues a finished earlier request's text, and does not when its cache is off;
-//   - branches are the likeliest distinct continuations by frequency, each with a one-hot q;
+//   - branches are the likeliest distinct continuations by frequency, each with a one-hot q,
+//     ties going to the most recent (own text before earlier requests);
 //     predicted lists hold the empirical distribution; branches below --suffix-min-prob are cut;
 //   - the depth follows the path probability and the match length;
 //   - bad options and unknown sequences are refused with a message.
@@ -85,6 +86,19 @@ TEST(SuffixDrafter, BranchesByFrequencyAndCutsRareOnes) {
   SuffixDrafter stricter(SuffixDrafterOptions{.min_prob = 0.6});
   stricter.start(0, text);
   EXPECT_EQ(draft(stricter, req(0, 2, 3)).tokens, (Tokens{8}));
+}
+
+TEST(SuffixDrafter, EquallyFrequentContinuationsGoMostRecentFirst) {
+  // After 7: 8 once, then 9 once (later); after 7 9: 2. The later continuation wins the tie.
+  SuffixDrafter d({});
+  d.start(0, Tokens{7, 8, 1, 7, 9, 2, 7});
+  EXPECT_EQ(draft(d, req(0, 2)).tokens, (Tokens{9, 2}));
+  // The sequence's own text ranks before an earlier request's with the same count.
+  SuffixDrafter both({});
+  both.start(0, Tokens{4, 5, 6});
+  both.finish(0);
+  both.start(1, Tokens{4, 3, 1, 4});
+  EXPECT_EQ(draft(both, req(1, 1)).tokens, (Tokens{3}));
 }
 
 TEST(SuffixDrafter, DepthFollowsTheMatchLength) {
