@@ -87,6 +87,62 @@ ProcessedDist top_dist(const Counts& c, int32_t top) {
   return d;
 }
 
+// The cursors of the longest continued match of `query` among `sources` (every source with that
+// length), numbered from `first_source` for recency; `longest` receives the length.
+std::vector<Cursor> longest_matches(const std::vector<const SuffixAutomaton*>& sources,
+                                    int32_t first_source, std::span<const int32_t> query,
+                                    int32_t& longest) {
+  std::vector<Cursor> cursors;
+  longest = 0;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const SuffixAutomaton::Match m = continued_match(*sources[i], query);
+    if (m.length == 0 || m.length < longest) continue;
+    if (m.length > longest) cursors.clear();
+    longest = m.length;
+    cursors.push_back(Cursor{sources[i], m.state, first_source + static_cast<int32_t>(i)});
+  }
+  return cursors;
+}
+
+// A draft for `r` from the cursors' continuations, with its expected number of accepted tokens
+// under the empirical model (the sum of its nodes' path probabilities).
+struct Candidate {
+  DraftTree tree;
+  double score = 0;
+};
+
+Candidate grow(const std::vector<Cursor>& cursors, int32_t longest, const DraftRequest& r,
+               const SuffixDrafterOptions& opts_) {
+  Candidate c;
+  if (cursors.empty() || r.k <= 0) return c;
+  const int32_t depth_cap = std::min<int32_t>(
+      r.k, static_cast<int32_t>(std::ceil(opts_.depth_per_match * longest)));
+  const Counts first = merged(cursors);
+  const double first_total = static_cast<double>(total(first));
+  const int32_t width = std::max(1, r.width);
+  for (size_t b = 0; b < first.size() && static_cast<int32_t>(b) < width; ++b) {
+    double p = static_cast<double>(first[b].second) / first_total;
+    if (p < opts_.min_prob) break;  // likeliest first: the rest are rarer still
+    int32_t token = first[b].first;
+    int32_t parent = c.tree.add(-1, token, one_hot(token));
+    c.score += p;
+    if (r.predict_top > 0) c.tree.predicted.push_back(top_dist(first, r.predict_top));
+    std::vector<Cursor> at = step_all(cursors, token);
+    for (int32_t depth = 1; depth < depth_cap; ++depth) {
+      const Counts next = merged(at);
+      if (next.empty()) break;
+      p *= static_cast<double>(next.front().second) / static_cast<double>(total(next));
+      if (p < opts_.min_prob) break;
+      token = next.front().first;
+      parent = c.tree.add(parent, token, one_hot(token));
+      c.score += p;
+      if (r.predict_top > 0) c.tree.predicted.push_back(top_dist(next, r.predict_top));
+      at = step_all(at, token);
+    }
+  }
+  return c;
+}
+
 }  // namespace
 
 SuffixDrafter::SuffixDrafter(const SuffixDrafterOptions& opts)
@@ -130,46 +186,17 @@ DraftTree SuffixDrafter::draft_one(const DraftRequest& r, const Sequence& s) con
   query.insert(query.end(), r.suffix.end() - static_cast<std::ptrdiff_t>(from_suffix),
                r.suffix.end());
 
-  // The sources with the longest continued match.
-  std::vector<const SuffixAutomaton*> sources;  // oldest first
-  for (const auto& seg : cache_.segments()) sources.push_back(&seg);
-  sources.push_back(&s.own);
-  std::vector<Cursor> cursors;
+  // One candidate from earlier requests (the cache's segments, oldest first), one from the
+  // sequence's own text; the larger expected number of accepted tokens wins, the own text ties.
+  std::vector<const SuffixAutomaton*> earlier;
+  for (const auto& seg : cache_.segments()) earlier.push_back(&seg);
   int32_t longest = 0;
-  for (size_t i = 0; i < sources.size(); ++i) {
-    const SuffixAutomaton::Match m = continued_match(*sources[i], query);
-    if (m.length == 0 || m.length < longest) continue;
-    if (m.length > longest) cursors.clear();
-    longest = m.length;
-    cursors.push_back(Cursor{sources[i], m.state, static_cast<int32_t>(i)});
-  }
-  DraftTree tree;
-  if (cursors.empty() || r.k <= 0) return tree;
-  const int32_t depth_cap = std::min<int32_t>(
-      r.k, static_cast<int32_t>(std::ceil(opts_.depth_per_match * longest)));
-
-  const Counts first = merged(cursors);
-  const double first_total = static_cast<double>(total(first));
-  const int32_t width = std::max(1, r.width);
-  for (size_t b = 0; b < first.size() && static_cast<int32_t>(b) < width; ++b) {
-    double p = static_cast<double>(first[b].second) / first_total;
-    if (p < opts_.min_prob) break;  // likeliest first: the rest are rarer still
-    int32_t token = first[b].first;
-    int32_t parent = tree.add(-1, token, one_hot(token));
-    if (r.predict_top > 0) tree.predicted.push_back(top_dist(first, r.predict_top));
-    std::vector<Cursor> at = step_all(cursors, token);
-    for (int32_t depth = 1; depth < depth_cap; ++depth) {
-      const Counts next = merged(at);
-      if (next.empty()) break;
-      p *= static_cast<double>(next.front().second) / static_cast<double>(total(next));
-      if (p < opts_.min_prob) break;
-      token = next.front().first;
-      parent = tree.add(parent, token, one_hot(token));
-      if (r.predict_top > 0) tree.predicted.push_back(top_dist(next, r.predict_top));
-      at = step_all(at, token);
-    }
-  }
-  return tree;
+  const std::vector<Cursor> from_cache = longest_matches(earlier, 0, query, longest);
+  Candidate cached = grow(from_cache, longest, r, opts_);
+  const std::vector<Cursor> from_own =
+      longest_matches({&s.own}, static_cast<int32_t>(earlier.size()), query, longest);
+  Candidate own = grow(from_own, longest, r, opts_);
+  return cached.score > own.score ? std::move(cached.tree) : std::move(own.tree);
 }
 
 std::vector<DraftTree> SuffixDrafter::draft(std::span<const DraftRequest> requests) {

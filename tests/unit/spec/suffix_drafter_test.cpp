@@ -6,6 +6,8 @@
 //     ties going to the most recent (own text before earlier requests);
 //     predicted lists hold the empirical distribution; branches below --suffix-min-prob are cut;
 //   - the depth follows the path probability and the match length;
+//   - a draft comes from the sequence's own text or from earlier requests, whichever expects
+//     more accepted tokens (the own text on a tie);
 //   - bad options and unknown sequences are refused with a message.
 #include <gtest/gtest.h>
 
@@ -102,15 +104,33 @@ TEST(SuffixDrafter, EquallyFrequentContinuationsGoMostRecentFirst) {
 }
 
 TEST(SuffixDrafter, DepthFollowsTheMatchLength) {
-  // The context ends in 5, matched by one token only: depth cap ceil(2 x 1) = 2.
+  // The context ends in 5, matched by one token only: depth cap ceil(4 x 1) = 4.
   SuffixDrafter d({});
-  d.start(0, Tokens{5, 6, 7, 8, 9, 1, 5});
-  EXPECT_EQ(draft(d, req(0, 8)).tokens, (Tokens{6, 7}));
-  // Matched by two tokens (1 5): cap 4.
+  d.start(0, Tokens{5, 6, 7, 8, 9, 1, 2, 3, 5});
+  EXPECT_EQ(draft(d, req(0, 8)).tokens, (Tokens{6, 7, 8, 9}));
+  // Matched by two tokens (1 5): cap 8.
   SuffixDrafter two({});
-  two.start(0, Tokens{1, 5, 6, 7, 8, 9, 1, 5});
-  EXPECT_EQ(draft(two, req(0, 8)).tokens, (Tokens{6, 7, 8, 9}));
+  two.start(0, Tokens{1, 5, 6, 7, 8, 9, 2, 3, 4, 1, 5});
+  EXPECT_EQ(draft(two, req(0, 8)).tokens, (Tokens{6, 7, 8, 9, 2, 3, 4, 1}));
   EXPECT_EQ(draft(two, req(0, 3)).tokens, (Tokens{6, 7, 8})) << "k caps it too";
+  // A looser cap per matched token.
+  SuffixDrafter loose(SuffixDrafterOptions{.depth_per_match = 1.5});
+  loose.start(0, Tokens{5, 6, 7, 8, 9, 1, 2, 3, 5});
+  EXPECT_EQ(draft(loose, req(0, 8)).tokens, (Tokens{6, 7}));
+}
+
+TEST(SuffixDrafter, TheBetterCandidateOfOwnTextAndEarlierRequestsWins) {
+  // An earlier request continued "1 2 3 4" with 9; the own text has only "4" followed by 7 (a
+  // shorter match), and wins anyway: both candidates are certain, and the own text breaks ties.
+  SuffixDrafter d({});
+  d.start(0, Tokens{1, 2, 3, 4, 9, 9});
+  d.finish(0);
+  d.start(1, Tokens{4, 7, 0, 1, 2, 3, 4});
+  EXPECT_EQ(draft(d, req(1, 1)).tokens, (Tokens{7}));
+  // When the own text is unsure (after 4: 7 and 8 once each, score 1/2), the certain earlier
+  // request wins.
+  d.start(2, Tokens{4, 7, 4, 8, 1, 2, 3, 4});
+  EXPECT_EQ(draft(d, req(2, 1)).tokens, (Tokens{9}));
 }
 
 TEST(SuffixDrafter, RefusesBadOptionsAndUnknownSequences) {
