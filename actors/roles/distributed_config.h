@@ -21,6 +21,7 @@ struct DistributedConfig {
   int32_t fan_out_budget = 8;
   float saguaro_c = 1;
   std::string miss_policy = "auto";
+  std::string backup = "ngram";  // the backup speculator: ngram | suffix
   std::optional<int32_t> critical_batch;
   std::string prespec_chunk = "auto";
   double watchdog_s = 120;

@@ -9,6 +9,7 @@
 #include "actors/transport/frame.h"
 #include "runtime/core/error.h"
 #include "runtime/drafters/ngram_drafter.h"
+#include "runtime/drafters/suffix_drafter.h"
 #include "runtime/model/forward_warmup.h"
 
 namespace ssd {
@@ -58,6 +59,19 @@ void check_job(const JobSpec& spec, const RankLayout& layout) {
             spec.drafter, layout.tp, layout.tp + 1);
 }
 
+namespace {
+
+// SSD's backup speculator (--backup): answers a miss at once, without a model.
+std::unique_ptr<Drafter> make_backup(const JobSpec& spec) {
+  if (spec.dist.backup == "suffix")
+    return std::make_unique<SuffixDrafter>(
+        SuffixDrafterOptions{.cache_tokens = spec.drafter_options.suffix_cache_tokens,
+                             .min_prob = spec.drafter_options.suffix_min_prob});
+  return std::make_unique<NgramDrafter>(NgramOptions{});
+}
+
+}  // namespace
+
 int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec) {
   const RankLayout& layout = cluster.layout();
   const double step_s = spec.dist.watchdog_s;
@@ -70,7 +84,7 @@ int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec) {
   // every rank runs the same code path (and a bad --drafter fails everywhere alike).
   std::unique_ptr<Drafter> primary =
       make_drafter(parse_drafter_spec(spec.drafter), session, spec.drafter_options);
-  NgramDrafter backup(NgramOptions{});
+  std::unique_ptr<Drafter> backup = make_backup(spec);
   DrafterActorOptions opts;
   opts.step_s = step_s;
   SsdDrafterOptions core = to_ssd_options(spec.dist, spec.k, spec.sampler);
@@ -93,7 +107,7 @@ int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec) {
                layout.rank, replay_status(session.backend()).captured, r.forwards, r.seconds,
                r.summary.empty() ? "none" : r.summary);
   }
-  run_drafter_actor(*cluster.world(), layout, *primary, &backup, core, opts, cluster.dog());
+  run_drafter_actor(*cluster.world(), layout, *primary, backup.get(), core, opts, cluster.dog());
   return 0;
 }
 

@@ -29,9 +29,13 @@ void visit_flags(DistributedConfig& c, V&& v) {
     "ssd: Saguaro sampling, scale of the top-F draft probabilities (1 = off)",
     {.min = 1e-6, .max = 1});
   v(c.miss_policy, "miss-policy",
-    "ssd: on a cache miss draft with the primary drafter, the n-gram backup, or auto (by the "
-    "critical batch size)",
+    "ssd: on a cache miss draft with the primary drafter, the backup (--backup), or auto (by "
+    "the critical batch size)",
     {.choices = {"auto", "primary", "backup"}});
+  v(c.backup, "backup",
+    "ssd: the backup speculator that answers misses at once: ngram (prompt lookup over the "
+    "sequence) or suffix (the suffix drafter: the sequence and earlier requests)",
+    {.choices = {"ngram", "suffix"}});
   v(c.critical_batch, "critical-batch",
     "ssd: critical batch size b* for --miss-policy auto (default: derived from measured costs)",
     {.min = 0});

@@ -95,6 +95,8 @@ TEST_F(Cli, BadInputIsOneClearLineAndNonZeroExit) {
       {"-p hi --ctx-size 100000", "context length"}, // beyond the model's context
       {"-p hi --threads 0", "--threads"},
       {"-p hi --system x", "--chat"},
+      {"-p hi --backup medusa", "--backup"},         // not ngram or suffix
+      {"-p hi --suffix-min-prob 0", "--suffix-min-prob"},
   };
   for (const auto& c : cases) {
     auto r = generate(c.flags);
