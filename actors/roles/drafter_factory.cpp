@@ -13,7 +13,8 @@
 namespace ssd {
 namespace {
 
-constexpr const char* kKinds = "ngram[:MIN-MAX], suffix, model:PATH, early-exit:L, domino:PATH, oracle:ALPHA";
+constexpr const char* kKinds =
+    "ngram[:MIN-MAX], suffix, model:PATH, early-exit:L, domino:PATH, oracle:ALPHA";
 
 int64_t parse_int(std::string_view s, std::string_view what) {
   int64_t v = 0;
@@ -42,13 +43,13 @@ DrafterSpec parse_drafter_spec(std::string_view text) {
   const auto colon = text.find(':');
   s.kind = std::string(text.substr(0, colon));
   if (colon != std::string_view::npos) s.arg = std::string(text.substr(colon + 1));
-  const bool known = s.kind == "ngram" || s.kind == "suffix" || s.kind == "model" || s.kind == "early-exit" ||
-                     s.kind == "domino" || s.kind == "oracle";
+  const bool known = s.kind == "ngram" || s.kind == "suffix" || s.kind == "model" ||
+                     s.kind == "early-exit" || s.kind == "domino" || s.kind == "oracle";
   SSD_CHECK(known, "--drafter '{}': unknown kind '{}' (known: {})", text, s.kind, kKinds);
   SSD_CHECK(s.kind != "suffix" || s.arg.empty(), "--drafter suffix takes no argument (got '{}')",
             s.arg);
-  SSD_CHECK(s.kind == "ngram" || s.kind == "suffix" || !s.arg.empty(), "--drafter {} needs an argument ({})", s.kind,
-            kKinds);
+  SSD_CHECK(s.kind == "ngram" || s.kind == "suffix" || !s.arg.empty(),
+            "--drafter {} needs an argument ({})", s.kind, kKinds);
   return s;
 }
 

@@ -372,7 +372,8 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
   // Build every local drafter before running anything: a bad spec fails before minutes of work.
   // A drafter lives for the whole run (the suffix drafter's memory of earlier requests with it).
   if (!remote_drafter && s.has_mode("sd"))
-    for (const auto& sp : specs) s.drafters.push_back(make_drafter(sp, session, spec.drafter_options));
+    for (const auto& sp : specs)
+      s.drafters.push_back(make_drafter(sp, session, spec.drafter_options));
   {  // CUDA graphs of the run's forward sizes, before the first measured request
     WarmupPlan plan;
     plan.max_batch = args.batch;

@@ -180,9 +180,9 @@ void SuffixAutomaton::continuations(int32_t state,
 }
 
 int64_t SuffixAutomaton::bytes() const {
-  return static_cast<int64_t>(states_.capacity() * sizeof(State) + edges_.capacity() * sizeof(Edge) +
-                              keys_.capacity() * sizeof(uint64_t) +
-                              values_.capacity() * sizeof(int32_t));
+  return static_cast<int64_t>(
+      states_.capacity() * sizeof(State) + edges_.capacity() * sizeof(Edge) +
+      keys_.capacity() * sizeof(uint64_t) + values_.capacity() * sizeof(int32_t));
 }
 
 }  // namespace ssd

@@ -16,8 +16,9 @@
 //
 // Occurrence counts (and the latest occurrence, for recency) are kept online: appending a token
 // adds its end position to every state on the suffix-link path of the new state (O(that path);
-// short on text, long only on long exact repeats). Documents are separated by a separator that no query contains, so no match crosses a
-// document boundary and no continuation runs into the next document.
+// short on text, long only on long exact repeats). Documents are separated by a separator that no
+// query contains, so no match crosses a document boundary and no continuation runs into the next
+// document.
 //
 // There is no deletion: the drafter bounds memory by keeping several automata of bounded size and
 // dropping the oldest whole (suffix_cache.h).

@@ -20,7 +20,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "actors/frontend/bench_kernels_measure.h"
+#include "launch/cli/bench_kernels_measure.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_model.h"

@@ -30,7 +30,8 @@ using testing::HasSubstr;
 class BenchWorkloads : public testing::Test {
  protected:
   void SetUp() override {
-    model_ = test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::Q8_0), tmp_.file("tiny.gguf"));
+    model_ =
+        test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::Q8_0), tmp_.file("tiny.gguf"));
     dir_ = tmp_.file("workloads");
     std::filesystem::create_directories(dir_);
     std::ofstream(dir_ + "/beta.txt") << "# a comment\none two three one two three\nfour\\nfive\n";
@@ -92,7 +93,8 @@ TEST_F(BenchWorkloads, BadInputIsNamed) {
   std::ofstream(hollow + "/only_comments.txt") << "# nothing here\n\n";
   const std::pair<std::string, std::string> cases[] = {
       {"-n 2", "exactly one of --prompt-file"},
-      {"-n 2 --workloads " + shell_quote(dir_) + " --prompt-file " + shell_quote(dir_ + "/alpha.txt"),
+      {"-n 2 --workloads " + shell_quote(dir_) + " --prompt-file " +
+           shell_quote(dir_ + "/alpha.txt"),
        "exactly one of --prompt-file"},
       {"-n 2 --workloads " + shell_quote(empty), "holds no .txt prompt file"},
       {"-n 2 --workloads " + shell_quote(hollow), "only_comments.txt"},

@@ -85,8 +85,8 @@ TEST(RealModelSd, FactoryRefusesImpossibleDrafters) {
   EXPECT_THROW(make_drafter(parse_drafter_spec("model:/nonexistent.gguf"), s, {}), Error);
   EXPECT_THROW(parse_drafter_spec("medusa"), Error);
   EXPECT_THROW(parse_drafter_spec("suffix:3"), Error);
-  EXPECT_THROW(make_drafter(parse_drafter_spec("ngram"), s, DrafterOptions{.online_learning = true}),
-               Error);
+  EXPECT_THROW(
+      make_drafter(parse_drafter_spec("ngram"), s, DrafterOptions{.online_learning = true}), Error);
   test::TempDir tmp;
   auto cfg = s.file().config();
   const std::string bad = write_real_domino(cfg, tmp.file("d.safetensors"));

@@ -11,8 +11,9 @@
 //     streams), and the output law passes the chi-square fit the verifier's exactness tests use
 //     (alpha = 1e-4, chi_square.h): the joint law of the first four tokens at top-k 2, computed
 //     exactly from the target, against 1000 generations run 16 at a time, with a chain and with a
-//     two-branch tree, with a draft model and with the suffix drafter. A drafter that lies about its q (proposes its likeliest token but reports
-//     the q it would have sampled from) fails the same fit, so the fit can see a wrong law;
+//     two-branch tree, with a draft model and with the suffix drafter. A drafter that lies about
+//     its q (proposes its likeliest token but reports the q it would have sampled from) fails the
+//     same fit, so the fit can see a wrong law;
 //   - a batch that does not fit the target's cache is refused before any work.
 // Token ids are compared exactly (see generation_batch_test.cpp in tests/unit/engine for why
 // batched rows cannot flip these decisions).
@@ -391,7 +392,8 @@ std::vector<GenerationRequest> real_requests() {
   return r;
 }
 
-// Greedy batches of the real model with `kind` ("ngram", "suffix" or "self") at each (K, B) of `runs`.
+// Greedy batches of the real model with `kind` ("ngram", "suffix" or "self") at each (K, B) of
+// `runs`.
 void real_model_batches(const std::string& kind,
                         const std::vector<std::pair<int32_t, size_t>>& runs) {
   const std::string path = real_model();

@@ -3,8 +3,9 @@
 //     common; documents of awkward lengths 1, 13, 97, 250 ...), for many random queries, the
 //     longest suffix of the query that occurs in some document (never across a document end),
 //     and for it every continuation token with the number of its occurrences followed by that
-//     token, and the end of its latest occurrence, equal a brute-force scan of the documents exactly; state and transition counts stay
-//     within the automaton bounds (2N states, 3N transitions);
+//     token, and the end of its latest occurrence, equal a brute-force scan of the documents
+//     exactly; state and transition counts stay within the automaton bounds (2N states, 3N
+//     transitions);
 //   - SuffixCache: documents beyond the budget evict the oldest ones, the tokens held never
 //     exceed the budget, the bytes held stay within a fixed multiple of it, and evicted text is
 //     no longer matched while recent text is.
