@@ -72,8 +72,9 @@ struct BenchArgs {
     v(out_json, "out-json", "write all runs and the summary as JSON here");
     v(outcome_trace, "outcome-trace", "with drafter ranks: write each sd/ssd batch's round "
                                       "outcomes (JSONL, topology/sim/outcome_trace.h) into this "
-                                      "directory as <mode>_p<first prompt>.jsonl, for `ssd "
-                                      "simulate --outcome-trace`");
+                                      "directory as <mode>_p<first prompt>.jsonl (with "
+                                      "--workloads: <category>_<mode>_p<first prompt>.jsonl), "
+                                      "for `ssd simulate --outcome-trace`");
     v(out_md, "out-md", "write the summary table as markdown here");
     v(modes, "modes",
       "comma-separated modes to run: ar, sd, ssd (sd and ssd on the drafter rank when there is "
