@@ -265,14 +265,10 @@ std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome
     stats_.outcomes_at_k[k]++;
     stats_.rounds_by_source[source_index(spec.source)]++;
     stats_.accepted_by_source[source_index(spec.source)] += k;
-    planner_.estimator().observe_round(static_cast<int32_t>(spec.tokens.size()), k);
     miss_.observe_round(spec.source, k);
+    stats_.predicted += learn_plan(spec, k, bonus) ? 1 : 0;
 
     std::optional<Speculation> hit = cache_.lookup(o.seq, spec.id, k, bonus);
-    const int32_t f = static_cast<size_t>(k) < spec.fan_out.size() ? spec.fan_out[k] : 0;
-    const bool planned = hit.has_value() || was_predicted(spec, k, bonus);
-    stats_.predicted += planned ? 1 : 0;
-    planner_.estimator().observe_prediction(f, planned);  // a cut is not a worse prediction
     miss_.observe_lookup(hit.has_value());
     if (hit) {
       stats_.hits++;
@@ -336,12 +332,23 @@ void SsdDrafterCore::adopt(std::span<const RoundOutcome> outcomes,
     const Speculation spec = std::move(s.spec);
     s.has_spec = false;
     commit(o, spec, s);
+    learn_plan(spec, o.accepted, o.emitted.back());  // the lead's plan, from the same outcomes
   }
   for (const Speculation& sp : next) {
     SeqState& s = state(sp.seq);
     s.spec = sp;
     s.has_spec = true;
   }
+}
+
+bool SsdDrafterCore::learn_plan(const Speculation& spec, int32_t k, int32_t bonus) {
+  planner_.estimator().observe_round(static_cast<int32_t>(spec.tokens.size()), k);
+  // Whether the outcome was planned, not whether it was drafted in time (a cut is not a worse
+  // prediction); a cache hit is always a planned outcome, so this needs no cache.
+  const bool planned = was_predicted(spec, k, bonus);
+  const int32_t f = static_cast<size_t>(k) < spec.fan_out.size() ? spec.fan_out[k] : 0;
+  planner_.estimator().observe_prediction(f, planned);
+  return planned;
 }
 
 std::vector<Branch> SsdDrafterCore::plan_branches() const {

@@ -63,7 +63,12 @@
 // lead's answers, so every core has the same speculations and plan_branches() gives the same list
 // everywhere. The lead plans (plan_branches(): a Branch is self-contained, with its suffix,
 // Philox position and fan-out) and hands each rank a share to draft_branches(); it install()s the
-// union. (A secondary core's own fan-out estimator does not learn; nothing reads it.)
+// union. Every rank draws its share from its own plan_branches(), so the plan must be one thing:
+// adopt() feeds the secondary's fan-out estimator (a_p, r) from the same outcomes the lead's
+// on_outcome() does (learn_plan), and the estimator reads nothing only the lead has (whether an
+// outcome was planned is a function of the speculation; a cache hit is always planned). Otherwise
+// the ranks' branch orders and fan-outs drift apart once the lead learns an a_p away from the
+// prior: branches drafted twice or never, and secondaries reshaping q with stale fan-outs.
 #pragma once
 
 #include <array>
@@ -153,8 +158,9 @@ class SsdDrafterCore {
   std::vector<Speculation> first_speculations(std::span<const int32_t> seqs);
   // The next speculation of each outcome's sequence, in the outcomes' order (see the top).
   std::vector<Speculation> on_outcome(std::span<const RoundOutcome> outcomes);
-  // For a secondary drafter rank: commit the outcomes (which must match the current speculations)
-  // and take the lead's answers as the current speculations (no lookups, no statistics). Round 0:
+  // For a secondary drafter rank: commit the outcomes (which must match the current speculations),
+  // learn the plan from them as the lead does, and take the lead's answers as the current
+  // speculations (no lookups, no statistics). Round 0:
   // adopt({}, the lead's first_speculations()).
   void adopt(std::span<const RoundOutcome> outcomes, std::span<const Speculation> next);
 
@@ -198,6 +204,10 @@ class SsdDrafterCore {
   // Throws ssd::Error naming what is wrong with an outcome (nothing is changed).
   void check_outcomes(std::span<const RoundOutcome> outcomes) const;
   static void check_outcome(const RoundOutcome& o, const Speculation& spec);
+  // Feeds the fan-out estimator (a_p and the power law r) with the outcome (k, bonus) of `spec`;
+  // returns whether the outcome was planned. The lead (on_outcome) and every secondary (adopt)
+  // call it with the same outcomes, so every rank's plan_branches() is the same list.
+  bool learn_plan(const Speculation& spec, int32_t k, int32_t bonus);
   // Observe (with target logits), commit the emitted tokens to the drafters, advance the count.
   void commit(const RoundOutcome& o, const Speculation& spec, SeqState& s);
 

@@ -9,7 +9,8 @@
 //   - misses through both fallbacks (b* forced to 0 and to 1000) stay exact and are counted;
 //   - per-position lists after a hit / after a miss are what the speculations carry;
 //   - two drafter cores splitting the branches (lead + a secondary that adopts the lead's answers)
-//     give the same output, with hits served from both halves;
+//     give the same output, with hits served from both halves; the secondary, which only adopts
+//     the lead's answers, plans the same branches as the lead after the lead's a_p has moved;
 //   - a pre-speculation cut short (only some of the planned branches drafted) stays exact; the
 //     plan lists the likeliest branches first, so drafting its head keeps most hits and drafting
 //     its tail loses them; equal weights are served round-robin over the sequences; the figures
@@ -293,6 +294,63 @@ TEST(SsdRanks, TwoCoresSplittingTheBranchesGiveTheSameOutput) {
   EXPECT_GE(lead.stats().hit_rate(), 0.9);
   EXPECT_GT(from_other, 0) << "no hit came from the secondary core's branches";
   EXPECT_GT(other.stats().branches, 0);
+}
+
+// The drafter actor's split: every rank drafts its share (i % ranks) of its OWN plan_branches(), so
+// the secondary's plan must equal the lead's every round, after the lead's estimates have moved
+// away from the prior (self-drafting accepts nearly everything: a_p climbs from 0.7 towards 1 and
+// reshapes the geometric fan-out). The secondary only adopt()s; it never sees a cache lookup.
+TEST(SsdRanks, SecondaryPlansWhatTheLeadPlansAfterTheEstimatesMove) {
+  World w;
+  auto lead_drafter = w.model(w.target_path);
+  auto other_drafter = w.model(w.target_path);
+  SsdDrafterOptions o;
+  o.k = 3;
+  o.fan_out.budget = 8;
+  SsdDrafterCore lead(*lead_drafter, nullptr, o);
+  SsdDrafterCore other(*other_drafter, nullptr, o);
+  bool started = false;
+  SimOptions so;
+  so.mirror = [&](std::span<const RoundOutcome> outcomes, std::span<const Speculation> next) {
+    if (!started) {
+      for (size_t i = 0; i < 2; ++i) {
+        const std::vector<int32_t> emitted = {lead_drafter->runner().context(next[i].seq).back()};
+        other.start(next[i].seq, kPrompts[i], emitted, i);
+      }
+      started = true;
+    }
+    other.adopt(outcomes, next);
+  };
+  int rounds = 0, differing = 0, union_short = 0;
+  so.prespeculate = [&](SsdDrafterCore& core) {
+    const std::vector<Branch> mine = core.plan_branches();
+    const std::vector<Branch> theirs = other.plan_branches();
+    ++rounds;
+    bool same = mine.size() == theirs.size();
+    for (size_t i = 0; same && i < mine.size(); ++i)
+      same = mine[i].seq == theirs[i].seq && mine[i].parent == theirs[i].parent &&
+             mine[i].k == theirs[i].k && mine[i].bonus == theirs[i].bonus &&
+             mine[i].fan_out == theirs[i].fan_out && mine[i].position == theirs[i].position;
+    differing += same ? 0 : 1;
+    // What the actor drafts: the lead's even entries and the secondary's odd ones; their union
+    // must be the lead's whole plan, each branch once.
+    std::set<std::tuple<int32_t, int32_t, int32_t>> keys;
+    for (size_t i = 0; i < mine.size(); i += 2) keys.insert({mine[i].seq, mine[i].k, mine[i].bonus});
+    for (size_t i = 1; i < theirs.size(); i += 2)
+      keys.insert({theirs[i].seq, theirs[i].k, theirs[i].bonus});
+    union_short += keys.size() == mine.size() ? 0 : 1;
+    core.install(core.draft_branches(mine), static_cast<int64_t>(mine.size()));
+  };
+  const auto sim = run_ssd(*w.target->model, *w.target->kv, lead, first(2), so);
+  EXPECT_EQ(sim.outputs, w.ar(2, so.n_new));
+  ASSERT_GT(rounds, 5);
+  // The estimates did move (else this test could not tell the fix from the defect).
+  EXPECT_GT(lead.fan_out().a_p(), 0.8) << "a_p stayed near the 0.7 prior";
+  EXPECT_NE(lead.stats().fan_out_after_hit, geometric_fan_out(3, 8, 0.7, 0.5));
+  EXPECT_NEAR(other.fan_out().a_p(), lead.fan_out().a_p(), 1e-12);
+  EXPECT_EQ(other.fan_out().estimator().trials(), lead.fan_out().estimator().trials());
+  EXPECT_EQ(differing, 0) << "of " << rounds << " rounds, the secondary planned differently";
+  EXPECT_EQ(union_short, 0) << "rounds whose split drafted a branch twice or missed one";
 }
 
 // Pre-speculation cut short, as the drafter actor does with --prespec-chunk when the outcome
