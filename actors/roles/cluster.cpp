@@ -8,6 +8,7 @@
 #include "actors/transport/mpi_collective.h"
 #include "actors/transport/mpi_transport.h"
 #include "actors/transport/mpi_world.h"
+#include "actors/transport/tracing_transport.h"
 #include "runtime/core/error.h"
 #include "runtime/train/distill_dataset.h"
 
@@ -41,7 +42,8 @@ Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_pa
   dog_ = std::make_unique<Watchdog>(layout_.rank, layout_.role());
   placement_ = place_on_gpus(&mpi_->world(), layout_, gpu);
   if (layout_.world == 1) return;
-  world_ = make_world_transport(mpi_->world(), placement_, gpu);
+  // Every frame on the drafter link can go on the timeline (--trace-json): costs nothing when off.
+  world_ = std::make_unique<TracingTransport>(make_world_transport(mpi_->world(), placement_, gpu));
   if (layout_.is_target() && layout_.tp > 1) tp_ = make_tp_collective(mpi_->tp(), placement_, gpu);
   Watchdog::Scope scope(*dog_, "the start-up handshake", watchdog_s);
   handshake(*world_, make_hello(layout_, digest64(config_text), model_digest(model_path)),
@@ -57,6 +59,16 @@ Cluster::~Cluster() {
 }
 
 Collective* Cluster::tp_group() { return tp_.get(); }
+
+std::vector<ClockOffset> Cluster::clock_offsets() {
+  if (!mpi_ || layout_.world == 1) return {ClockOffset{}};
+  return estimate_clock_offsets(mpi_->world());
+}
+
+std::vector<std::string> Cluster::gather_text(const std::string& text) {
+  if (!mpi_ || layout_.world == 1) return {text};
+  return ssd::gather_text(mpi_->world(), text);
+}
 
 void Cluster::abort(const std::string& what) {
   const std::string line = fmt::format("ssd: {}: error: {}", layout_.describe(), what);

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "actors/roles/gpu_link.h"
+#include "actors/transport/clock_sync.h"
 #include "actors/transport/rank_layout.h"
 #include "actors/transport/transport.h"
 #include "actors/transport/watchdog.h"
@@ -42,6 +43,11 @@ class Cluster {
   // The job's backend (CUDA only when every rank resolved it), this rank's CUDA device (-1 when
   // no GPU is used) and the transport ("mpi" / "nccl").
   const GpuPlacement& placement() const { return placement_; }
+  // Collective over every rank (nothing on a world of one): each rank's clock against rank 0's
+  // (clock_sync.h), on rank 0; empty elsewhere.
+  std::vector<ClockOffset> clock_offsets();
+  // Collective: every rank's `text` on rank 0 in rank order (a world of one: its own).
+  std::vector<std::string> gather_text(const std::string& text);
   // Tells the other ranks this rank failed (best effort) and ends the job with `what`.
   [[noreturn]] void abort(const std::string& what);
 

@@ -28,6 +28,7 @@ struct DistributedConfig {
   std::string transport = "auto";
   std::optional<std::string> devices;
   bool share_devices = false;
+  std::optional<std::string> trace_json;  // the job's timeline, every rank (trace_capture.h)
 };
 
 // The SSD drafter options these flags describe for drafts of depth k under `sampler`. Throws

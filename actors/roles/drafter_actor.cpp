@@ -10,6 +10,7 @@
 #include "actors/roles/drafter_wire.h"
 #include "actors/transport/actor_loop.h"
 #include "runtime/core/error.h"
+#include "runtime/core/trace.h"
 #include "runtime/generate/generation.h"
 
 namespace ssd {
@@ -49,6 +50,7 @@ class DrafterActor {
   }
 
   void run() {
+    trace::set_track("drafter loop");
     if (layout_.is_drafter_lead()) {
       DrafterReady ready;
       ready.feature_layers = primary_.target_feature_layers();
@@ -62,6 +64,12 @@ class DrafterActor {
   bool busy() const { return job_running_ || shares_missing_ > 0; }
 
   void enqueue(const Envelope& env) {
+    if ((env.kind == MsgKind::kOutcome || env.kind == MsgKind::kPrespecWork) && idle_since_us_ > 0) {
+      // The timeline's drafter wait: from the round's answer (or share) to the next round's news.
+      trace::complete(env.kind == MsgKind::kOutcome ? "wait for outcome" : "wait for work",
+                      "drafter", idle_since_us_, round_, -1);
+      idle_since_us_ = 0;
+    }
     if (env.kind == MsgKind::kOutcome && busy()) request_cut();
     queue_.push_back(env);
     drain();
@@ -143,7 +151,11 @@ class DrafterActor {
     start_sequences(*core_, m, env.bulk_as<float>());
     if (!layout_.is_drafter_lead()) return;  // the lead's kPrespecWork brings round 0
     const double t0 = monotonic_seconds();
-    std::vector<Speculation> next = core_->first_speculations(m.seqs);
+    std::vector<Speculation> next = [&] {
+      trace::Span span("draft (first speculations)", "drafter", 0,
+                       static_cast<int64_t>(m.seqs.size()));
+      return core_->first_speculations(m.seqs);
+    }();
     busy_s_ += monotonic_seconds() - t0;
     answer(0, {}, {}, next);
   }
@@ -157,15 +169,29 @@ class DrafterActor {
     if (m.verify_s > 0)
       core_->miss_policy().observe_verify(static_cast<int32_t>(outs.size()), m.verify_s);
     const double t0 = monotonic_seconds();
-    std::vector<Speculation> next = core_->on_outcome(outs);
+    trace::set_round(m.round);
+    std::vector<Speculation> next = [&] {
+      trace::Span span("answer outcome", "drafter", m.round, static_cast<int64_t>(outs.size()));
+      return core_->on_outcome(outs);
+    }();
     busy_s_ += monotonic_seconds() - t0;
+    if (trace::active()) {
+      const auto hits = std::count_if(next.begin(), next.end(), [](const Speculation& s) {
+        return s.source == SpecSource::kCache;
+      });
+      if (hits > 0) trace::instant("cache hit", "cache", m.round, hits);
+      if (hits < static_cast<int64_t>(next.size()))
+        trace::instant("cache miss", "cache", m.round, static_cast<int64_t>(next.size()) - hits);
+    }
     answer(m.round, m, env.bulk_as<float>(), next);
   }
 
   // Sends the speculations to the target leader, then starts the round's pre-speculation.
   void answer(int64_t round, const Outcome& outcome, std::span<const float> features,
               const std::vector<Speculation>& next) {
+    trace::set_round(round);
     world_.send(layout_.target_leader(), speculation_message(round, next));
+    if (layout_.is_drafter_lead()) idle_since_us_ = trace::active() ? trace::now_us() : 0;
     if (!prespeculate_ || next.empty()) return;
     if (n_drafters_ > 1) {
       PrespecWork w = prespec_work(round, outcome, next);
@@ -183,6 +209,7 @@ class DrafterActor {
     const std::vector<RoundOutcome> outs = work_outcomes(w, env.bulk_as<float>());
     core_->adopt(outs, w.next);
     round_ = w.round;
+    trace::set_round(round_);
     start_job();
   }
 
@@ -202,7 +229,9 @@ class DrafterActor {
     auto entries = std::make_shared<std::vector<CacheEntry>>();
     auto seconds = std::make_shared<double>(0);
     loop_.submit(
-        [this, mine, entries, seconds, chunk] {
+        [this, mine, entries, seconds, chunk, round = round_] {
+          trace::set_track("drafter compute");
+          trace::set_round(round);
           // Likeliest branches first (plan_branches' order); between chunks, stop once the
           // outcome is here (cut_): what is drafted by then is the cache. The first chunk is
           // always drafted: if verification beat the job's start, the likeliest branches cost
@@ -210,10 +239,14 @@ class DrafterActor {
           const double t0 = monotonic_seconds();
           const std::span<const Branch> todo(*mine);
           for (size_t at = 0; at < todo.size() && (at == 0 || !cut_.load()); at += chunk) {
-            std::vector<CacheEntry> part =
-                core_->draft_branches(todo.subspan(at, std::min(chunk, todo.size() - at)));
+            const size_t n = std::min(chunk, todo.size() - at);
+            trace::Span span("pre-speculate chunk", "drafter", round, static_cast<int64_t>(n));
+            std::vector<CacheEntry> part = core_->draft_branches(todo.subspan(at, n));
             std::move(part.begin(), part.end(), std::back_inserter(*entries));
           }
+          if (entries->size() < todo.size())
+            trace::instant("pre-speculation cut", "cache", round,
+                           static_cast<int64_t>(todo.size() - entries->size()));
           *seconds = monotonic_seconds() - t0;
         },
         [this, entries, seconds] {
@@ -229,6 +262,7 @@ class DrafterActor {
             share.from_rank = layout_.rank;
             share.entries = std::move(*entries);
             world_.send(layout_.drafter_lead(), share);
+            idle_since_us_ = trace::active() ? trace::now_us() : 0;
           }
           drain();
         });
@@ -270,6 +304,7 @@ class DrafterActor {
   int64_t cut_round_ = -1;         // a secondary: the latest round the lead cut
   int64_t cut_sent_round_ = -1;    // the lead: the latest round it cut
   double busy_s_ = 0;
+  double idle_since_us_ = 0;  // the timeline: when this rank last finished its part of a round
   bool stopping_ = false;
   bool job_running_ = false;
 };

@@ -6,6 +6,7 @@
 
 #include "actors/roles/backend_choice.h"
 #include "actors/roles/drafter_actor.h"
+#include "actors/roles/trace_capture.h"
 #include "actors/transport/frame.h"
 #include "runtime/core/error.h"
 #include "runtime/drafters/ngram_drafter.h"
@@ -26,7 +27,11 @@ int run_on_cluster(const DistributedConfig& dist, const std::string& backend_fla
   gpu.timeout_s = dist.watchdog_s;
   Cluster cluster(dist.tp, config_text, model_path, dist.watchdog_s, gpu);
   try {
-    return body(cluster);
+    std::optional<TraceCapture> trace;
+    if (dist.trace_json) trace.emplace(cluster, *dist.trace_json);
+    const int rc = body(cluster);
+    if (trace) trace->finish();
+    return rc;
   } catch (const std::exception& e) {
     if (cluster.distributed()) cluster.abort(e.what());
     throw;

@@ -7,6 +7,7 @@
 
 #include "actors/roles/drafter_wire.h"
 #include "runtime/core/error.h"
+#include "runtime/core/trace.h"
 #include "runtime/generate/token_picker.h"
 #include "runtime/spec/verify_round.h"
 
@@ -97,6 +98,8 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
   const int64_t bytes0 = bytes_;
   run.prespeculate = prespeculate;
   run.last_record.assign(reqs.size(), -1);
+  trace::set_track("target");
+  trace::set_round(0);
   start_sequences(run, prespeculate);
   std::vector<size_t> active;
   for (int64_t round = 0;; ++round) {
@@ -104,6 +107,7 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
     for (size_t i = 0; i < reqs.size(); ++i)
       if (run.seqs[i].running) active.push_back(i);
     if (active.empty()) break;
+    trace::set_round(round);
     take_speculations(run, round);
     verify_round_and_answer(run, active, round);
   }
@@ -124,6 +128,7 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
     Run::Seq& s = run.seqs[i];
     s.kv = run.tseqs.create();
     s.id = next_seq_id_++;
+    trace::Span span("prefill", "target", 0, 1);
     PrefillResult pre = prefill(target_, s.kv, req.prompt, req.prefill_chunk, feature_layers_);
     run.out.gen[i].prompt_tokens = static_cast<int64_t>(req.prompt.size());
     run.out.gen[i].prefill_s = pre.seconds;
@@ -154,6 +159,9 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
 // hands each to its sequence.
 void RemoteDecoder::take_speculations(Run& run, int64_t round) {
   const double tw = monotonic_seconds();
+  trace::Span wait("wait for speculation", "target", round,
+                   std::count_if(run.seqs.begin(), run.seqs.end(),
+                                 [](const Run::Seq& s) { return s.running; }));
   const Envelope env =
       receive(MsgKind::kSpeculation, fmt::format("waiting for the speculation of round {} "
                                                  "from the drafter (rank {})",
@@ -213,8 +221,10 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
   const double tv = monotonic_seconds();
   // The outcome sent to the drafter carries tokens and features, not logits: they may stay on
   // the device.
-  const VerifyRoundResult vr =
-      verify_round(target_, inputs, feature_layers_, /*host_logits=*/false);
+  const VerifyRoundResult vr = [&] {
+    trace::Span span("verify", "target", round, static_cast<int64_t>(active.size()));
+    return verify_round(target_, inputs, feature_layers_, /*host_logits=*/false);
+  }();
   const double verify_dt = monotonic_seconds() - tv;
   run.out.split.verify_s += verify_dt;
   ++run.out.split.rounds;

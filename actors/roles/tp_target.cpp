@@ -4,6 +4,7 @@
 
 #include "actors/transport/frame.h"
 #include "runtime/core/error.h"
+#include "runtime/core/trace.h"
 
 namespace ssd {
 namespace {
@@ -103,15 +104,18 @@ void TpLeaderTarget::shutdown() {
 
 void run_tp_worker(TargetModel& shard, Collective& group, Watchdog& dog, double step_s) {
   SSD_CHECK(group.rank() > 0, "run_tp_worker on the TP leader");
+  trace::set_track("target TP shard");
   for (int64_t call = 0;; ++call) {
     const Envelope env = receive_frame(group);
     Watchdog::Scope scope(dog, fmt::format("running target call {} ({})", call,
                                            kind_name(env.kind)),
                           step_s);
     switch (env.kind) {
-      case MsgKind::kTargetForward:
+      case MsgKind::kTargetForward: {
+        trace::Span span("target forward (shard)", "target");
         shard.forward(from_wire(decode<TargetForward>(env)));
         break;
+      }
       case MsgKind::kTargetKvCreate: {
         const auto m = decode<TargetKvCreate>(env);
         const SeqId id = shard.create_seq();

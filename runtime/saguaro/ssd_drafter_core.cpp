@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "runtime/core/error.h"
+#include "runtime/core/trace.h"
 #include "runtime/saguaro/outcome_prediction.h"
 
 namespace ssd {
@@ -284,6 +285,8 @@ std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome
   }
 
   if (!missed.empty()) {
+    trace::Span span("fallback draft", "drafter", trace::round(),
+                     static_cast<int64_t>(missed.size()));
     const double t0 = now_s();
     const bool use_primary =
         !backup_ || miss_.choose(static_cast<int32_t>(outcomes.size())) == Fallback::kPrimary;
