@@ -19,6 +19,7 @@ namespace {
 // its header and metadata), the one function a distill dataset also records: ranks that opened
 // different files, or different versions of one, disagree here.
 uint64_t model_digest(std::string_view path) {
+  if (path.empty()) return 0;
   return std::stoull(model_file_digest(std::string(path)), nullptr, 16);
 }
 
@@ -34,6 +35,7 @@ Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_pa
     layout_ = RankLayout::make(1, 0, 1);
     dog_ = std::make_unique<Watchdog>(0, Role::kTarget);
     placement_ = place_on_gpus(nullptr, layout_, gpu);
+    links_.transport = "none";
     return;
   }
   session_ = std::make_unique<MpiSession>(nullptr, nullptr);
@@ -45,9 +47,13 @@ Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_pa
   // Every frame on the drafter link can go on the timeline (--trace-json): costs nothing when off.
   world_ = std::make_unique<TracingTransport>(make_world_transport(mpi_->world(), placement_, gpu));
   if (layout_.is_target() && layout_.tp > 1) tp_ = make_tp_collective(mpi_->tp(), placement_, gpu);
-  Watchdog::Scope scope(*dog_, "the start-up handshake", watchdog_s);
-  handshake(*world_, make_hello(layout_, digest64(config_text), model_digest(model_path)),
-            std::chrono::milliseconds(static_cast<int64_t>(watchdog_s * 1000)));
+  {
+    Watchdog::Scope scope(*dog_, "the start-up handshake", watchdog_s);
+    handshake(*world_, make_hello(layout_, digest64(config_text), model_digest(model_path)),
+              std::chrono::milliseconds(static_cast<int64_t>(watchdog_s * 1000)));
+  }
+  Watchdog::Scope probe(*dog_, "the start-up link probe", watchdog_s);
+  links_ = probe_links(*world_, tp_.get(), layout_, LinkProbeOptions{});
 }
 
 Cluster::~Cluster() {

@@ -11,6 +11,7 @@
 
 #include "actors/roles/gpu_link.h"
 #include "actors/transport/clock_sync.h"
+#include "actors/transport/link_probe.h"
 #include "actors/transport/rank_layout.h"
 #include "actors/transport/transport.h"
 #include "actors/transport/watchdog.h"
@@ -24,7 +25,7 @@ class MpiWorld;
 class Cluster {
  public:
   // config_text: the resolved flags (identical on every rank, or the handshake refuses the job);
-  // model_path: the model every rank must have loaded the same (its size and header bytes are
+  // model_path: the model every rank must have loaded the same (empty: no model, e.g. probe-links) (its size and header bytes are
   // hashed into the model digest). watchdog_s: the deadline of the handshake. gpu: the transport
   // and device placement flags (gpu_link.h), resolved and checked on every rank.
   Cluster(int tp, std::string_view config_text, std::string_view model_path, double watchdog_s,
@@ -43,6 +44,9 @@ class Cluster {
   // The job's backend (CUDA only when every rank resolved it), this rank's CUDA device (-1 when
   // no GPU is used) and the transport ("mpi" / "nccl").
   const GpuPlacement& placement() const { return placement_; }
+  // The links as measured at start-up (link_probe.h, quick): on rank 0, every drafter rank's
+  // latency and bandwidth and the TP group's all-reduce bus bandwidth.
+  const LinkReport& links() const { return links_; }
   // Collective over every rank (nothing on a world of one): each rank's clock against rank 0's
   // (clock_sync.h), on rank 0; empty elsewhere.
   std::vector<ClockOffset> clock_offsets();
@@ -59,6 +63,7 @@ class Cluster {
   std::unique_ptr<Collective> tp_;
   GpuPlacement placement_;
   std::unique_ptr<Watchdog> dog_;
+  LinkReport links_;
 };
 
 }  // namespace ssd

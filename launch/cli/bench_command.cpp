@@ -302,12 +302,13 @@ Measured measure(BenchSetup& s, const PromptSet& set) {
 // Prints and writes the tables: the prompt file's, or each category's, the summary over all of
 // them and the category matrix.
 void report(const BenchArgs& args, const std::string& context, const std::vector<PromptSet>& sets,
-            const std::vector<Measured>& measured) {
+            const std::vector<Measured>& measured, const nlohmann::json& links) {
   std::string md;
   nlohmann::json j;
   j["context"] = context;
   j["commit"] = build_commit();
   j["config"] = resolved_json(args);
+  j["links"] = links;
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& m : measured)
     for (const auto& r : m.runs) runs.push_back(r);
@@ -369,7 +370,8 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
   if (args.chat) s.tmpl = ChatTemplate::from_spec(s.tok.spec());
   fmt::print(stderr, "model: {} | {}\n{}\n", session.file().summary(), session.backend_summary(),
              build_description());
-  if (cluster.distributed()) fmt::print(stderr, "ranks: {}\n", layout.summary());
+  if (cluster.distributed())
+    fmt::print(stderr, "ranks: {}\n{}\n", layout.summary(), cluster.links().summary());
   // Build every local drafter before running anything: a bad spec fails before minutes of work.
   // A drafter lives for the whole run (the suffix drafter's memory of earlier requests with it).
   if (!remote_drafter && s.has_mode("sd"))
@@ -398,7 +400,7 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
       args.workloads ? fmt::format(" in {} categories", sets.size()) : std::string(),
       args.n_predict, args.batch, args.temp, args.threads, layout.summary(),
       session.file().summary(), build_description());
-  report(args, context, sets, measured);
+  report(args, context, sets, measured, cluster.links().to_json());
   bool all_exact = true;
   for (const auto& m : measured) all_exact = all_exact && m.all_exact;
   SSD_CHECK(all_exact, "greedy SD output differed from AR (see MISMATCH lines): a bug");

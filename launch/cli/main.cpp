@@ -14,6 +14,7 @@
 #include "launch/cli/eval_domino_command.h"
 #include "launch/cli/generate_command.h"
 #include "launch/cli/info_command.h"
+#include "launch/cli/probe_links_command.h"
 #include "launch/cli/sim_command.h"
 #include "launch/cli/synth_prompts_command.h"
 #include "launch/cli/train_domino_command.h"
@@ -33,6 +34,8 @@ constexpr Command kCommands[] = {
      ssd::run_generate_command},
     {"bench", "compare AR and SD (drafters x draft lengths) over a prompt file", ssd::run_bench_command},
     {"info", "print a model file's architecture, tensors and tokenizer", ssd::run_info_command},
+    {"probe-links", "measure latency and bandwidth of the job's links (run under mpirun)",
+     ssd::run_probe_links_command},
     {"bench-kernels", "measure bandwidth, decode roofline, verify cost and prefill of the kernels",
      ssd::run_bench_kernels_command},
     {"synth-prompts", "write a prompt file of user requests sampled from the target (Magpie-style)",
