@@ -8,6 +8,7 @@
 #include "actors/transport/mpi_collective.h"
 #include "actors/transport/mpi_transport.h"
 #include "actors/transport/mpi_world.h"
+#include "actors/transport/emulated_link.h"
 #include "actors/transport/tracing_transport.h"
 #include "runtime/core/error.h"
 #include "runtime/train/distill_dataset.h"
@@ -45,7 +46,11 @@ Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_pa
   placement_ = place_on_gpus(&mpi_->world(), layout_, gpu);
   if (layout_.world == 1) return;
   // Every frame on the drafter link can go on the timeline (--trace-json): costs nothing when off.
-  world_ = std::make_unique<TracingTransport>(make_world_transport(mpi_->world(), placement_, gpu));
+  // --link-emulate delays target<->drafter frames below the tracing (which sees the actors' view).
+  std::unique_ptr<Transport> link = make_world_transport(mpi_->world(), placement_, gpu);
+  if (gpu.link.active())
+    link = std::make_unique<EmulatedLink>(std::move(link), layout_.tp, gpu.link);
+  world_ = std::make_unique<TracingTransport>(std::move(link));
   if (layout_.is_target() && layout_.tp > 1) tp_ = make_tp_collective(mpi_->tp(), placement_, gpu);
   {
     Watchdog::Scope scope(*dog_, "the start-up handshake", watchdog_s);

@@ -28,7 +28,8 @@ struct DistributedConfig {
   std::string transport = "auto";
   std::optional<std::string> devices;
   bool share_devices = false;
-  std::optional<std::string> trace_json;  // the job's timeline, every rank (trace_capture.h)
+  std::optional<std::string> trace_json;
+  std::optional<std::string> link_emulate;  // LATENCY_US[,GBPS] (emulated_link.h)  // the job's timeline, every rank (trace_capture.h)
 };
 
 // The SSD drafter options these flags describe for drafts of depth k under `sampler`. Throws

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/transport/emulated_link.h"
 #include "actors/transport/mpi_world.h"
 #include "actors/transport/transport.h"
 #include "runtime/parallel/collective.h"
@@ -40,6 +41,7 @@ struct GpuLinkOptions {
   std::string backend_note;            // why this rank's --backend auto chose the CPU ("" if not)
   bool megatron = false;               // --tp-mode megatron: NCCL's own all-reduce order is fine
   double timeout_s = 120;              // NCCL set-up and any one NCCL wait
+  LinkEmulation link;                  // --link-emulate: delays on target<->drafter frames
 };
 
 // True when this binary has the NCCL transport (SSD_HAVE_NCCL).

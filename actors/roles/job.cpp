@@ -25,6 +25,7 @@ int run_on_cluster(const DistributedConfig& dist, const std::string& backend_fla
   gpu.share_devices = dist.share_devices;
   gpu.megatron = dist.tp_mode == "megatron";
   gpu.timeout_s = dist.watchdog_s;
+  if (dist.link_emulate) gpu.link = parse_link_emulation(*dist.link_emulate);
   Cluster cluster(dist.tp, config_text, model_path, dist.watchdog_s, gpu);
   try {
     std::optional<TraceCapture> trace;

@@ -3,7 +3,7 @@
 //   latency    target leader <-> each drafter rank: half the median round trip of a Ping/Pong
 //              (8 B of payload in a 32 B-header frame), over `pings` exchanges after 2 warm-ups;
 //   bandwidth  leader -> drafter: `reps` raw frames of S bytes (1 MiB; 64 MiB unless quick) then
-//              an 8 B acknowledgement; GB/s = reps x S / (elapsed - one latency), best of 3;
+//              an 8 B acknowledgement; GB/s = reps x S / (elapsed - one round trip), best of 3;
 //   all-reduce the TP group's allreduce_sum of `allreduce_bytes` of floats, reported as
 //              nccl-tests does: algbw = bytes / time, busbw = algbw x 2 (n - 1) / n (the traffic
 //              each link carries in a ring), best of 5 after a warm-up.

@@ -57,6 +57,9 @@ void visit_flags(DistributedConfig& c, V&& v) {
     "when no GPU is used");
   v(c.share_devices, "share-devices",
     "allow two ranks of one node on one GPU (refused by default)");
+  v(c.link_emulate, "link-emulate",
+    "LATENCY_US[,GBPS]: add a one-way latency (and a bandwidth limit in GB/s) to every "
+    "target<->drafter message, on any transport (the start-up link probe measures it too)");
   v(c.trace_json, "trace-json",
     "write the run's timeline from every rank (forwards, drafts, pre-speculation, waits, "
     "messages, cache hits) as one Chrome trace-event JSON file (Perfetto, chrome://tracing)");

@@ -2,22 +2,26 @@
 # `ssd probe-links` under mpirun, run by ctest:  ssd_probe_links_check.sh SSD_BIN RANKS TP
 # Checks the --stats-json figures: one entry per drafter rank with a positive latency and 1 MiB
 # and 64 MiB bandwidths, the TP all-reduce's busbw = algbw x 2(n-1)/n when TP > 1, and the
-# start-up probe (no 64 MiB) of the same job. Needs no model. Also: on one rank it says there is
+# start-up probe (no 64 MiB) of the same job; with EMULATE_US the job runs with --link-emulate
+# EMULATE_US and both probes must measure a latency of at least that. Needs no model. Also: on one rank it says there is
 # no link and exits 0.
 set -euo pipefail
-BIN=$1 RANKS=$2 TP=$3
+BIN=$1 RANKS=$2 TP=$3 EMULATE=${4:-0}
+EXTRA=()
+[[ $EMULATE != 0 ]] && EXTRA=(--link-emulate "$EMULATE")
 MPIRUN=${MPIEXEC:-mpirun}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 ROOT=()
 [[ $(id -u) -eq 0 ]] && ROOT=(--allow-run-as-root)
 timeout 120 "$MPIRUN" "${ROOT[@]}" --oversubscribe --bind-to none -n "$RANKS" "$BIN" probe-links \
-  --tp "$TP" --pings 8 --stats-json "$OUT/links.json" >"$OUT/out.txt" 2>"$OUT/err.txt" || {
+  --tp "$TP" --pings 8 "${EXTRA[@]}" --stats-json "$OUT/links.json" >"$OUT/out.txt" 2>"$OUT/err.txt" || {
   echo "mpirun failed:"; cat "$OUT/out.txt" "$OUT/err.txt"; exit 1; }
 cat "$OUT/out.txt"
-python3 - "$OUT/links.json" "$RANKS" "$TP" <<'PY'
+python3 - "$OUT/links.json" "$RANKS" "$TP" "$EMULATE" <<'PY'
 import json, math, sys
 j, ranks, tp = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
+emulated = float(sys.argv[4])
 for key, full in (("links", True), ("startup_links", False)):
     l = j[key]
     peers = [d["peer"] for d in l["drafters"]]
@@ -25,6 +29,7 @@ for key, full in (("links", True), ("startup_links", False)):
     for d in l["drafters"]:
         assert 0 < d["latency_us"] < 1e6 and 0 < d["gbps_1mib"] < 1e4, d
         assert ("gbps_64mib" in d) == full, f"{key}: 64 MiB measured {'gbps_64mib' in d}"
+        assert d["latency_us"] >= emulated, f"{key}: {d['latency_us']} us < emulated {emulated} us"
     if tp > 1:
         a = l["tp_allreduce"]
         assert a["ranks"] == tp and a["algbw_gbps"] > 0
