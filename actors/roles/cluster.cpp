@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <sched.h>
+#include <unistd.h>
+
 #include <string>
 
 #include "actors/transport/handshake.h"
@@ -24,6 +27,19 @@ uint64_t model_digest(std::string_view path) {
   return std::stoull(model_file_digest(std::string(path)), nullptr, 16);
 }
 
+// This process's host, CPU affinity and device, as a JSON text for the gather.
+std::string my_place(int rank, int device) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return nlohmann::json{{"rank", rank}, {"host", host}, {"cpus", cpus}, {"device", device}}.dump();
+}
+
 }  // namespace
 
 Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_path,
@@ -37,6 +53,7 @@ Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_pa
     dog_ = std::make_unique<Watchdog>(0, Role::kTarget);
     placement_ = place_on_gpus(nullptr, layout_, gpu);
     links_.transport = "none";
+    places_ = nlohmann::json::array({nlohmann::json::parse(my_place(0, placement_.device))});
     return;
   }
   session_ = std::make_unique<MpiSession>(nullptr, nullptr);
@@ -44,7 +61,10 @@ Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_pa
   layout_ = mpi_->layout();
   dog_ = std::make_unique<Watchdog>(layout_.rank, layout_.role());
   placement_ = place_on_gpus(&mpi_->world(), layout_, gpu);
-  if (layout_.world == 1) return;
+  if (layout_.world == 1) {
+    places_ = nlohmann::json::array({nlohmann::json::parse(my_place(0, placement_.device))});
+    return;
+  }
   // Every frame on the drafter link can go on the timeline (--trace-json): costs nothing when off.
   // --link-emulate delays target<->drafter frames below the tracing (which sees the actors' view).
   std::unique_ptr<Transport> link = make_world_transport(mpi_->world(), placement_, gpu);
@@ -59,6 +79,9 @@ Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_pa
   }
   Watchdog::Scope probe(*dog_, "the start-up link probe", watchdog_s);
   links_ = probe_links(*world_, tp_.get(), layout_, LinkProbeOptions{});
+  places_ = nlohmann::json::array();
+  for (const std::string& p : gather_text(my_place(layout_.rank, placement_.device)))
+    places_.push_back(nlohmann::json::parse(p));
 }
 
 Cluster::~Cluster() {

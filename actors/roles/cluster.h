@@ -47,6 +47,8 @@ class Cluster {
   // The links as measured at start-up (link_probe.h, quick): on rank 0, every drafter rank's
   // latency and bandwidth and the TP group's all-reduce bus bandwidth.
   const LinkReport& links() const { return links_; }
+  // On rank 0: where every rank runs, [{rank, host, cpus (its affinity), device (-1: none)}].
+  const nlohmann::json& rank_places() const { return places_; }
   // Collective over every rank (nothing on a world of one): each rank's clock against rank 0's
   // (clock_sync.h), on rank 0; empty elsewhere.
   std::vector<ClockOffset> clock_offsets();
@@ -64,6 +66,7 @@ class Cluster {
   GpuPlacement placement_;
   std::unique_ptr<Watchdog> dog_;
   LinkReport links_;
+  nlohmann::json places_;
 };
 
 }  // namespace ssd

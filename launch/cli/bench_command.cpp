@@ -302,13 +302,13 @@ Measured measure(BenchSetup& s, const PromptSet& set) {
 // Prints and writes the tables: the prompt file's, or each category's, the summary over all of
 // them and the category matrix.
 void report(const BenchArgs& args, const std::string& context, const std::vector<PromptSet>& sets,
-            const std::vector<Measured>& measured, const nlohmann::json& links) {
+            const std::vector<Measured>& measured, const nlohmann::json& cluster_info) {
   std::string md;
   nlohmann::json j;
   j["context"] = context;
   j["commit"] = build_commit();
   j["config"] = resolved_json(args);
-  j["links"] = links;
+  j.update(cluster_info);  // links and rank_places: what the ranks measured of their placement
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& m : measured)
     for (const auto& r : m.runs) runs.push_back(r);
@@ -400,7 +400,8 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
       args.workloads ? fmt::format(" in {} categories", sets.size()) : std::string(),
       args.n_predict, args.batch, args.temp, args.threads, layout.summary(),
       session.file().summary(), build_description());
-  report(args, context, sets, measured, cluster.links().to_json());
+  report(args, context, sets, measured,
+         {{"links", cluster.links().to_json()}, {"rank_places", cluster.rank_places()}});
   bool all_exact = true;
   for (const auto& m : measured) all_exact = all_exact && m.all_exact;
   SSD_CHECK(all_exact, "greedy SD output differed from AR (see MISMATCH lines): a bug");

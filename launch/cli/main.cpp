@@ -16,6 +16,7 @@
 #include "launch/cli/info_command.h"
 #include "launch/cli/probe_links_command.h"
 #include "launch/cli/sim_command.h"
+#include "launch/cli/topo_command.h"
 #include "launch/cli/synth_prompts_command.h"
 #include "launch/cli/train_domino_command.h"
 #include "runtime/core/error.h"
@@ -36,6 +37,8 @@ constexpr Command kCommands[] = {
     {"info", "print a model file's architecture, tensors and tokenizer", ssd::run_info_command},
     {"probe-links", "measure latency and bandwidth of the job's links (run under mpirun)",
      ssd::run_probe_links_command},
+    {"topo", "describe this node (cores, caches, GPUs) and where a layout's ranks would sit",
+     ssd::run_topo_command},
     {"bench-kernels", "measure bandwidth, decode roofline, verify cost and prefill of the kernels",
      ssd::run_bench_kernels_command},
     {"synth-prompts", "write a prompt file of user requests sampled from the target (Magpie-style)",
