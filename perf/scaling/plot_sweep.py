@@ -3,8 +3,8 @@
   tok_s_vs_<axis>.png      decode tok/s (median over prompts and repeats, bars = min..max) per mode
   speedup_vs_<axis>.png    SSD/SD: per prompt and repeat, the SSD run's tok/s over the SD run
                            that differs only in mode; median and range, one line per k
-  hit_rate_vs_fan_out.png  cache hit rate against the fan-out budget, with the power law
-                           miss = c F^-r fitted to the medians (r printed in the legend)
+  hit_rate_vs_fan_out.png  cache hit rate and planned rate against the fan-out budget, with the
+                           power law miss = c F^-r fitted to the planned medians (r in the legend)
   target_wait_vs_latency.png  the target's wait share (target_wait_s / decode_s) against the
                            emulated link latency, one line per mode and k
 Every axis with more than one value gets the first two. Usage:
@@ -113,15 +113,20 @@ def main():
 
     ssd = [r for r in runs if r["axes"]["mode"] == "ssd" and "cache_hit_rate" in r["stats"]]
     if "fan_out_budget" in varied and ssd:
-        pts = defaultdict(list)
-        for r in ssd:
-            pts[r["axes"]["fan_out_budget"]].append(r["stats"]["cache_hit_rate"])
-        xs = sorted(pts)
-        med = [statistics.median(pts[x]) for x in xs]
+        # The hit rate, and the planned rate (the outcome was among the planned branches: the hit
+        # rate had no pre-speculation been cut short); the power law is fitted to the latter.
         fig, ax = plt.subplots(figsize=(6.5, 4))
-        ax.errorbar(xs, med, yerr=[[m - min(pts[x]) for x, m in zip(xs, med)],
-                                   [max(pts[x]) - m for x, m in zip(xs, med)]],
-                    marker="o", capsize=3, label="cache hit rate (median, min..max)")
+        for key, label in (("cache_hit_rate", "cache hit rate"),
+                           ("outcome_predicted_rate", "planned (hit if drafted in time)")):
+            pts = defaultdict(list)
+            for r in ssd:
+                if key in r["stats"]:
+                    pts[r["axes"]["fan_out_budget"]].append(r["stats"][key])
+            xs = sorted(pts)
+            med = [statistics.median(pts[x]) for x in xs]
+            ax.errorbar(xs, med, yerr=[[m - min(pts[x]) for x, m in zip(xs, med)],
+                                       [max(pts[x]) - m for x, m in zip(xs, med)]],
+                        marker="o", capsize=3, label=label + " (median, min..max)")
         fit = [(math.log(x), math.log(1 - m)) for x, m in zip(xs, med) if 0 < 1 - m and x > 0]
         if len(fit) >= 2:
             n = len(fit)
@@ -132,7 +137,7 @@ def main():
             c = math.exp(my - slope * mx)
             grid = [xs[0] + (xs[-1] - xs[0]) * i / 50 for i in range(51)]
             ax.plot(grid, [1 - c * g ** slope for g in grid], ls="--",
-                    label=f"1 - c F^-r, r = {-slope:.2f}, c = {c:.2f}")
+                    label=f"planned: 1 - c F^-r fit, r = {-slope:.2f}, c = {c:.2f}")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("fan-out budget F (branches per sequence)")
         ax.set_ylabel("cache hit rate")

@@ -47,6 +47,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--prompts", help="file with one prompt a line (default: two built in)")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--prompt-index-offset", type=int, default=0,
+                    help="added to the stored prompt index (to complete a grid cut short)")
     ap.add_argument("--label", default="", help="free text stored with every line")
     a = ap.parse_args()
     if not a.model or not os.path.exists(a.model):
@@ -83,7 +85,7 @@ def main():
                     line = {"axes": {"mode": mode, "drafter_ranks": dr, "fan_out_budget": budget,
                                      "k": k, "prespec_chunk": chunk, "link_latency_us": lat,
                                      "batch": 1},
-                            "prompt": pi, "repeat": rep, "ranks": ranks,
+                            "prompt": pi + a.prompt_index_offset, "repeat": rep, "ranks": ranks,
                             "oversubscribed": ranks > cores, "cores": cores,
                             "load_avg": os.getloadavg()[0], "label": a.label,
                             "command": " ".join(cmd[cmd.index(a.bin):]), "stats": s}

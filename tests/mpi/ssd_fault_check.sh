@@ -21,10 +21,21 @@ ${MPIEXEC:-mpirun} "${ROOT[@]}" --oversubscribe --bind-to none -n 2 "$BIN" gener
   --ignore-eos --quiet --threads 1 --mode ssd --drafter "model:$SSD_MODEL" --k 4 \
   --watchdog-s 3 >"$LOG" 2>&1 &
 MPI_PID=$!
-# The drafter rank: the ssd process whose environment says world rank 1.
+# Whether process $1 descends from process $2 (walks the parent chain in /proc).
+descends_from() {
+  local p=$1
+  while [[ -n $p && $p -gt 1 ]]; do
+    [[ $p == "$2" ]] && return 0
+    p=$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null) || return 1
+  done
+  return 1
+}
+# The drafter rank: the ssd process of THIS job (a descendant of its mpirun: other jobs of the
+# same binary may run on the machine) whose environment says world rank 1.
 DRAFTER=""
 for _ in $(seq 1 200); do
   for p in $(pgrep -f "$BIN generate" || true); do
+    descends_from "$p" "$MPI_PID" || continue
     if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then
       DRAFTER=$p
     fi
