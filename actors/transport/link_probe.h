@@ -2,8 +2,11 @@
 // drafter link and the TP collectives), so a figure can say what the hardware gave:
 //   latency    target leader <-> each drafter rank: half the median round trip of a Ping/Pong
 //              (8 B of payload in a 32 B-header frame), over `pings` exchanges after 2 warm-ups;
-//   bandwidth  leader -> drafter: `reps` raw frames of S bytes (1 MiB; 64 MiB unless quick) then
-//              an 8 B acknowledgement; GB/s = reps x S / (elapsed - one round trip), best of 3;
+//   bandwidth  leader -> drafter, per try: an 8 B frame and its acknowledgement (time t_small),
+//              then `reps` raw frames of S bytes (1 MiB; 64 MiB unless quick) and an
+//              acknowledgement (t_bulk); GB/s = reps x S / (t_bulk - t_small), the difference
+//              floored at 5% of t_bulk (a stalled small exchange cannot make it absurd); the
+//              median of 3 tries;
 //   all-reduce the TP group's allreduce_sum of `allreduce_bytes` of floats, reported as
 //              nccl-tests does: algbw = bytes / time, busbw = algbw x 2 (n - 1) / n (the traffic
 //              each link carries in a ring), best of 5 after a warm-up.
