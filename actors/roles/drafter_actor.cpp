@@ -38,7 +38,8 @@ class DrafterActor {
     const std::vector<int> ranks = layout.drafter_ranks();
     n_drafters_ = static_cast<int>(ranks.size());
     index_ = layout.drafter_index();
-    for (MsgKind k : {MsgKind::kStartSeqs, MsgKind::kOutcome, MsgKind::kFinishSeqs,
+    for (MsgKind k : {MsgKind::kStartSeqs, MsgKind::kJoinSeqs, MsgKind::kOutcome,
+                      MsgKind::kFinishSeqs,
                       MsgKind::kDrafterShutdown, MsgKind::kPrespecWork, MsgKind::kDrafterStatsAsk})
       loop_.on(k, [this](const Envelope& env) { enqueue(env); });
     loop_.on(MsgKind::kPrespecShare, [this](const Envelope& env) { on_share(env); });
@@ -110,6 +111,10 @@ class DrafterActor {
         relay<StartSeqs>(env);
         on_start(env);
         break;
+      case MsgKind::kJoinSeqs:
+        relay<JoinSeqs>(env);
+        on_join(env);
+        break;
       case MsgKind::kOutcome: on_outcome(env); break;
       case MsgKind::kPrespecWork: on_work(env); break;
       case MsgKind::kFinishSeqs:
@@ -160,6 +165,23 @@ class DrafterActor {
     answer(0, {}, {}, next);
   }
 
+  // Sequences joining the running batch (the server): started now, their first speculations
+  // drafted with the answer to the next outcome (the lead's; a secondary adopts them from its
+  // PrespecWork).
+  void on_join(const Envelope& env) {
+    const JoinSeqs m = decode<JoinSeqs>(env);
+    StartSeqs s;
+    s.seqs = m.seqs;
+    s.prompts = m.prompts;
+    s.emitted = m.emitted;
+    s.streams = m.streams;
+    s.feature_rows = m.feature_rows;
+    s.feature_dim = m.feature_dim;
+    s.prespeculate = prespeculate_;
+    start_sequences(*core_, s, env.bulk_as<float>());
+    if (layout_.is_drafter_lead()) joining_.insert(joining_.end(), m.seqs.begin(), m.seqs.end());
+  }
+
   void on_outcome(const Envelope& env) {
     SSD_CHECK(layout_.is_drafter_lead(), "drafter rank {} got an outcome; only the lead does",
               layout_.rank);
@@ -174,6 +196,11 @@ class DrafterActor {
       trace::Span span("answer outcome", "drafter", m.round, static_cast<int64_t>(outs.size()));
       return core_->on_outcome(outs);
     }();
+    if (!joining_.empty()) {
+      std::vector<Speculation> first = core_->first_speculations(joining_);
+      std::move(first.begin(), first.end(), std::back_inserter(next));
+      joining_.clear();
+    }
     busy_s_ += monotonic_seconds() - t0;
     if (trace::active()) {
       const auto hits = std::count_if(next.begin(), next.end(), [](const Speculation& s) {
@@ -296,6 +323,7 @@ class DrafterActor {
   ActorLoop loop_;
   int n_drafters_ = 1, index_ = 0;
   std::deque<Envelope> queue_;
+  std::vector<int32_t> joining_;  // the lead: joined sequences awaiting their first speculation
   int shares_missing_ = 0;
   int64_t round_ = 0;
   std::vector<CacheEntry> merged_;

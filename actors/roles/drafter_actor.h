@@ -14,6 +14,9 @@
 // list; branch i is drafted by drafter rank i mod D; the others send their entries back
 // (kPrespecShare) and the lead installs the merged cache before it answers the next outcome.
 //
+// Sequences joining a running batch (kJoinSeqs, the server's continuous batching) are started at
+// once and get their first speculation in the answer to the next outcome, beside the others'.
+//
 // Sequence starts and finishes reach only the lead, which relays them to the other drafter ranks
 // when it handles them: one sender, so a secondary rank sees a sequence's start before the first
 // kPrespecWork that names it and its finish after the last (were they sent by the target leader,

@@ -71,6 +71,8 @@ class LeaderJob {
   TargetModel& target() { return tp_ ? static_cast<TargetModel&>(*tp_) : local_; }
   Drafter* local_drafter() { return drafter_.get(); }  // sd without drafter ranks
   RemoteDecoder* remote() { return remote_.get(); }    // sd / ssd with drafter ranks
+  // The target layers the remote drafter conditions on (its kDrafterReady).
+  const std::vector<int32_t>& remote_feature_layers() const { return remote_features_; }
   void finish();  // the same as the destructor, but errors surface
   // On a backend that replays forwards (CUDA graphs): captures, before the first request, the
   // forwards the run repeats (runtime/model/forward_warmup.h): the target's decode step at

@@ -38,7 +38,7 @@
 namespace ssd {
 
 inline constexpr uint32_t kWireMagic = 0x31445353;  // "SSD1" in memory on a little-endian rank
-inline constexpr uint16_t kProtocolVersion = 2;  // 2: PrespecCut, cut-short figures
+inline constexpr uint16_t kProtocolVersion = 3;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs
 
 // Every kind of message, one enum; its value is also the MPI tag (tags must stay < 32768).
 enum class MsgKind : uint16_t {
@@ -65,6 +65,7 @@ enum class MsgKind : uint16_t {
   kDrafterStatsAsk = 41,
   kDrafterStats = 42,
   kPrespecCut = 43,
+  kJoinSeqs = 44,
   // any link
   kError = 48,
   kHeartbeat = 49,
@@ -235,6 +236,25 @@ struct StartSeqs {
     a(seqs, prompts, emitted, streams, feature_rows, feature_dim, prespeculate);
   }
   friend bool operator==(const StartSeqs&, const StartSeqs&) = default;
+};
+
+// Sequences joining a running batch (the server's continuous batching; target leader -> drafter
+// lead, relayed to the other drafter ranks): the fields and bulk of StartSeqs, without a round of
+// their own. The lead starts them and drafts their first speculations together with its answer
+// to the Outcome that follows (which the leader sends right after), so they take part in the
+// next round; a batch with nothing running starts with StartSeqs instead.
+struct JoinSeqs {
+  static constexpr MsgKind kKind = MsgKind::kJoinSeqs;
+  std::vector<int32_t> seqs;                  // [B]
+  std::vector<std::vector<int32_t>> prompts;  // [B][prompt length]
+  std::vector<std::vector<int32_t>> emitted;  // [B][>= 1]
+  std::vector<uint64_t> streams;              // [B]
+  std::vector<int64_t> feature_rows;          // [B] rows of features in the bulk (0: none)
+  int64_t feature_dim = 0;                    // floats per row (layers x hidden size)
+  template <class A> void serialize(A& a) {
+    a(seqs, prompts, emitted, streams, feature_rows, feature_dim);
+  }
+  friend bool operator==(const JoinSeqs&, const JoinSeqs&) = default;
 };
 
 // Target hidden states of context positions [from, from + rows) of one sequence. The floats go as

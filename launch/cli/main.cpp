@@ -15,6 +15,7 @@
 #include "launch/cli/generate_command.h"
 #include "launch/cli/info_command.h"
 #include "launch/cli/probe_links_command.h"
+#include "launch/cli/serve_command.h"
 #include "launch/cli/sim_command.h"
 #include "launch/cli/topo_command.h"
 #include "launch/cli/synth_prompts_command.h"
@@ -34,6 +35,8 @@ constexpr Command kCommands[] = {
     {"generate", "generate text from a prompt (--mode ar: the target alone; --mode sd: speculative)",
      ssd::run_generate_command},
     {"bench", "compare AR and SD (drafters x draft lengths) over a prompt file", ssd::run_bench_command},
+    {"serve", "serve the model over HTTP (OpenAI API) with continuous batching",
+     ssd::run_serve_command},
     {"info", "print a model file's architecture, tensors and tokenizer", ssd::run_info_command},
     {"probe-links", "measure latency and bandwidth of the job's links (run under mpirun)",
      ssd::run_probe_links_command},

@@ -66,6 +66,7 @@ inline auto sample_messages() {
   start.feature_rows = {3, 1};
   start.feature_dim = 1152;
   start.prespeculate = false;
+  JoinSeqs join{{7}, {{5, 6}}, {{2}}, {11}, {2}, 576};
   Features features{2, 100, 3, 8};
   Outcome outcome;
   outcome.round = 41;
@@ -114,7 +115,7 @@ inline auto sample_messages() {
   return std::make_tuple(hello, reply, fwd, create, release, truncate, compact, TargetShutdown{},
                          start, features, outcome, spec, share, finish, DrafterShutdown{}, error,
                          beat, ping, pong, ready, work, DrafterStatsAsk{}, stats,
-                         PrespecCut{43});
+                         PrespecCut{43}, join);
 }
 
 }  // namespace ssd::transport_test

@@ -1,0 +1,67 @@
+// The server's figures in the Prometheus text format (GET /metrics), named after vLLM's so that
+// dashboards built for it read them: spec-decode counters (drafts, draft tokens, accepted tokens,
+// accepted tokens per draft position), the SSD drafter's speculation-cache hits and misses and
+// the time the target waited for the drafter, queue length and running requests, and histograms
+// of time to first token, time per output token and end-to-end latency.
+//
+// Thread-safe: the engine thread adds, the HTTP threads read (one mutex; every call is short).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace ssd {
+
+// A Prometheus histogram: cumulative counts per upper bound, plus sum and count.
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double v);
+  // Appends the _bucket / _sum / _count lines of `name` (with the TYPE and HELP lines).
+  void write(std::string& out, const std::string& name, const std::string& help,
+             const std::string& labels) const;
+  int64_t count() const { return count_; }
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<int64_t> counts_;  // [bounds + 1]: per bucket, the last one +Inf (not cumulative)
+  double sum_ = 0;
+  int64_t count_ = 0;
+};
+
+class ServeMetrics {
+ public:
+  // model: the model_name label; k: draft depth (per-position counters), 0 for AR.
+  ServeMetrics(std::string model, int32_t k);
+
+  // One sequence-round: `draft_tokens` verified (0: an AR step, not counted as a draft), of them
+  // `accepted`.
+  void add_round(int64_t draft_tokens, int64_t accepted);
+  // SSD with drafter ranks: where sequence-rounds' speculations came from, and the time the target
+  // leader waited for the drafter's answer.
+  void add_speculations(int64_t hits, int64_t misses, double target_wait_s);
+  // A finished request: tokens in and out, its times (seconds), and why it ended
+  // (stop | length | abort | error).
+  void add_request(int64_t prompt_tokens, int64_t completion_tokens, double ttft_s,
+                   double e2e_s, const std::string& finish_reason);
+  void set_load(int64_t waiting, int64_t running);
+  void add_rejected();  // a request refused with 503 (queue full, draining)
+
+  std::string prometheus_text() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::string labels_;  // model_name="..."
+  int64_t drafts_ = 0, draft_tokens_ = 0, accepted_ = 0;
+  std::vector<int64_t> accepted_per_pos_;  // [k]
+  int64_t hits_ = 0, misses_ = 0;
+  double target_wait_s_ = 0;
+  int64_t waiting_ = 0, running_ = 0, rejected_ = 0;
+  int64_t prompt_tokens_ = 0, generation_tokens_ = 0;
+  std::vector<std::pair<std::string, int64_t>> finished_;  // by finish reason
+  Histogram ttft_, tpot_, e2e_;
+};
+
+}  // namespace ssd
