@@ -28,6 +28,7 @@ struct HttpServer::Impl {
   std::mutex mu;
   std::condition_variable cv;
   std::map<int64_t, int> fds;  // open connections: id -> native socket
+  std::map<int64_t, bool> busy;  // connections handling a request now
   int64_t next_id = 0;
   bool stopping = false;
   bool started = false;
@@ -207,6 +208,10 @@ void HttpServer::serve_connection(int64_t id, void* socket) {
                               "invalid_request_error", "bad_request"));
       break;
     }
+    {
+      std::lock_guard lk(impl_->mu);
+      impl_->busy[id] = true;
+    }
     const auto& req = parser.get();
     HttpRequest r;
     r.method = std::string(req.method_string());
@@ -225,13 +230,20 @@ void HttpServer::serve_connection(int64_t id, void* socket) {
     if (!res.done())
       res.respond(500, "application/json",
                   error_json("no response", "server_error", "internal_error"), {});
-    if (!res.keep_alive()) break;
+    bool stopping = false;
+    {
+      std::lock_guard lk(impl_->mu);
+      impl_->busy[id] = false;
+      stopping = impl_->stopping;
+    }
+    if (!res.keep_alive() || stopping) break;
   }
   beast::error_code ec;
   sock.shutdown(tcp::socket::shutdown_both, ec);
   {
     std::lock_guard lk(impl_->mu);
     impl_->fds.erase(id);
+    impl_->busy.erase(id);
     sock.close(ec);
   }
   impl_->cv.notify_all();
@@ -250,9 +262,13 @@ void HttpServer::stop() {
   });
   impl_->accept_thread.join();
   std::unique_lock lk(impl_->mu);
-  // Unblocks every connection thread's read (shutdown(2) is safe from another thread).
-  for (const auto& [id, fd] : impl_->fds) ::shutdown(fd, SHUT_RDWR);
+  // Idle connections are closed now (shutdown(2) unblocks their thread's read, and is safe from
+  // another thread); a connection still answering finishes its response first (up to 30 s).
+  for (const auto& [id, fd] : impl_->fds)
+    if (!impl_->busy[id]) ::shutdown(fd, SHUT_RDWR);
   impl_->cv.wait_for(lk, std::chrono::seconds(30), [&] { return impl_->fds.empty(); });
+  for (const auto& [id, fd] : impl_->fds) ::shutdown(fd, SHUT_RDWR);
+  impl_->cv.wait_for(lk, std::chrono::seconds(5), [&] { return impl_->fds.empty(); });
 }
 
 }  // namespace ssd

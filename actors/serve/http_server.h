@@ -61,7 +61,8 @@ class HttpServer {
 
   uint16_t port() const { return port_; }
   void start();
-  // Stops accepting, closes every connection (a blocked read returns) and joins the threads.
+  // Stops accepting and closes the connections: idle ones at once (a blocked read returns), the
+  // ones answering a request once their response is out (up to 30 s); waits for their threads.
   void stop();
 
  private:

@@ -61,6 +61,12 @@ ServeMetrics::ServeMetrics(std::string model, int32_t k)
   for (const char* r : {"stop", "length", "abort", "error"}) finished_.emplace_back(r, 0);
 }
 
+void ServeMetrics::add_batch_round(int64_t sequences) {
+  std::lock_guard lk(mu_);
+  rounds_++;
+  sequence_rounds_ += sequences;
+}
+
 void ServeMetrics::add_round(int64_t draft_tokens, int64_t accepted) {
   std::lock_guard lk(mu_);
   if (draft_tokens == 0) return;
@@ -109,6 +115,11 @@ std::string ServeMetrics::prometheus_text() const {
   sample(o, "ssd:num_requests_waiting", "Requests queued for the batch.", "gauge", l, waiting_);
   sample(o, "ssd:num_requests_rejected_total", "Requests refused with 503 (queue full, draining).",
          "counter", l, rejected_);
+  sample(o, "ssd:rounds_total", "Engine rounds (one target forward each).", "counter", l,
+         rounds_);
+  sample(o, "ssd:sequence_rounds_total",
+         "Sequences decoded over all rounds (/ rounds = the mean running batch).", "counter", l,
+         sequence_rounds_);
   sample(o, "ssd:prompt_tokens_total", "Prompt tokens of finished requests.", "counter", l,
          prompt_tokens_);
   sample(o, "ssd:generation_tokens_total", "Generated tokens of finished requests.", "counter", l,

@@ -36,6 +36,8 @@ class ServeMetrics {
   // model: the model_name label; k: draft depth (per-position counters), 0 for AR.
   ServeMetrics(std::string model, int32_t k);
 
+  // One round of the engine over `sequences` running sequences.
+  void add_batch_round(int64_t sequences);
   // One sequence-round: `draft_tokens` verified (0: an AR step, not counted as a draft), of them
   // `accepted`.
   void add_round(int64_t draft_tokens, int64_t accepted);
@@ -54,6 +56,7 @@ class ServeMetrics {
  private:
   mutable std::mutex mu_;
   std::string labels_;  // model_name="..."
+  int64_t rounds_ = 0, sequence_rounds_ = 0;
   int64_t drafts_ = 0, draft_tokens_ = 0, accepted_ = 0;
   std::vector<int64_t> accepted_per_pos_;  // [k]
   int64_t hits_ = 0, misses_ = 0;

@@ -184,6 +184,7 @@ void Scheduler::run() {
       slots.clear();
       for (auto& l : running_)
         if (l->slot.running) slots.push_back(&l->slot);
+      if (!slots.empty()) metrics_.add_batch_round(static_cast<int64_t>(slots.size()));
       engine_.round(slots);
     } catch (const Error& e) {
       fail_all(e.what());
