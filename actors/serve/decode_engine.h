@@ -57,6 +57,10 @@ class DecodeEngine {
   virtual int64_t extra_positions() const = 0;
   // Draft depth K (0 for AR): the length of the per-position acceptance counters.
   virtual int32_t k() const = 0;
+  // Whether the engine can go on after a round threw ssd::Error (the requests of the round then
+  // fail): true in one process, where a failed forward leaves every cache as it was; false when
+  // other ranks are involved, whose state the error may have left behind.
+  virtual bool recoverable() const = 0;
 };
 
 // Emits `tok` for the slot (emit_token: the callback, end-of-generation ids, the budget) and

@@ -23,6 +23,7 @@ class LocalEngine final : public DecodeEngine {
   void release(Slot& slot) override;
   int64_t extra_positions() const override { return drafter_ ? k_ : 0; }
   int32_t k() const override { return drafter_ ? k_ : 0; }
+  bool recoverable() const override { return true; }
 
  private:
   void decode_round(std::span<Slot* const> running);  // AR

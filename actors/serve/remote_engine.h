@@ -43,6 +43,7 @@ class RemoteEngine final : public DecodeEngine {
   void release(Slot& slot) override;
   int64_t extra_positions() const override { return opts_.k; }
   int32_t k() const override { return opts_.k; }
+  bool recoverable() const override { return false; }
 
  private:
   struct Joiner {

@@ -188,6 +188,7 @@ void Scheduler::run() {
       engine_.round(slots);
     } catch (const Error& e) {
       fail_all(e.what());
+      if (!engine_.recoverable()) throw;
       continue;
     } catch (const std::exception& e) {
       fail_all(e.what());

@@ -83,8 +83,9 @@ class Scheduler {
   std::shared_ptr<RequestHandle> submit(ServeRequest req, Refusal* why);
 
   // The engine loop; returns after begin_drain() once nothing is queued or running. An engine
-  // error that is not an ssd::Error (a dead rank, a broken link) ends every request with an error
-  // event and is rethrown.
+  // error ends the requests of the batch with an error event; the loop goes on when the engine
+  // is recoverable() and the error an ssd::Error, else it is rethrown (a dead rank, a broken
+  // link: the job ends with it).
   void run();
   void begin_drain();
   bool draining() const { return draining_.load(); }
