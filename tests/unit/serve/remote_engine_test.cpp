@@ -1,0 +1,142 @@
+// The server's SSD engine (RemoteEngine) against a real drafter actor in one process (the leader
+// on the test's thread, the drafter actor on another, over the loopback transport: the frames the
+// MPI transport carries), with sequences joining and leaving the running batch between rounds:
+// a request admitted while others run is announced with JoinSeqs and takes part from the next
+// round; one admitted when nothing runs starts a new batch (StartSeqs); one whose client leaves
+// is finished mid-run (FinishSeqs). Greedy output must equal AR's token for token, in --mode ssd
+// (pre-speculation, with hits from a self-drafting model) and --mode sd.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "actors/roles/drafter_actor.h"
+#include "actors/serve/remote_engine.h"
+#include "actors/transport/loopback_transport.h"
+#include "runtime/drafters/model_drafter.h"
+#include "runtime/drafters/ngram_drafter.h"
+#include "tests/support/temp_dir.h"
+#include "tests/unit/serve/serve_fixture.h"
+#include "tests/unit/spec/drafting_fixture.h"
+
+namespace ssd {
+namespace {
+
+using test::drafting::Engine;
+using test::drafting::gguf_vocab;
+
+GenerationRequest request(size_t i) {
+  GenerationRequest r;
+  for (size_t t = 0; t < 3 + 2 * i; ++t) r.prompt.push_back(static_cast<int32_t>(5 + 7 * t + i));
+  r.max_new_tokens = 10 + 3 * static_cast<int64_t>(i);
+  r.stream = i;
+  return r;
+}
+
+class RemoteEngineJoins : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RemoteEngineJoins, JoiningAndLeavingSequencesKeepGreedyOutputExact) {
+  const bool prespeculate = GetParam();
+  test::TempDir tmp;
+  const std::string path =
+      test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32), tmp.file("t.gguf"));
+  Engine target_engine(path, 1, 4096);
+  std::unique_ptr<Backend> drafter_backend = make_cpu_backend(1);
+  ModelFile f = ModelFile::open(path);
+  ModelDrafterOptions mo;
+  mo.target_vocab = gguf_vocab(target_engine.file);
+  mo.draft_vocab = gguf_vocab(f);
+  mo.target_logits = target_engine.vocab();
+  ModelDrafter primary(std::move(f), *drafter_backend, mo);  // the target drafting for itself
+
+  constexpr size_t kRequests = 5;
+  std::vector<GenerationRequest> reqs;
+  for (size_t i = 0; i < kRequests; ++i) reqs.push_back(request(i));
+  LocalTarget target(*target_engine.model, *target_engine.kv);
+  const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+
+  LoopbackHub hub(2);
+  const RankLayout leader = RankLayout::make(2, 0, 1), drafter = RankLayout::make(2, 1, 1);
+  std::string failure;
+  Watchdog dog0(0, Role::kTarget, [&](const std::string& m) { failure = m; });
+  Watchdog dog1(1, Role::kDrafter, [&](const std::string& m) { failure = m; });
+  NgramDrafter backup(NgramOptions{});
+  SsdDrafterOptions so;
+  so.k = 3;
+  so.fan_out.budget = 6;
+  std::exception_ptr drafter_error;
+  std::thread t([&] {
+    try {
+      run_drafter_actor(hub.endpoint(1), drafter, primary, &backup, so, {30}, dog1);
+    } catch (...) {
+      drafter_error = std::current_exception();
+    }
+  });
+  ServeMetrics metrics("tiny", 3);
+  {
+    Envelope ready = hub.endpoint(0).recv(std::chrono::seconds(30));
+    ASSERT_EQ(ready.kind, MsgKind::kDrafterReady);
+    RemoteEngineOptions ro;
+    ro.k = 3;
+    ro.prespeculate = prespeculate;
+    ro.step_s = 30;
+    RemoteEngine eng(target, hub.endpoint(0), leader, dog0, ro, metrics);
+    std::vector<Slot> slots(kRequests + 1);
+    for (size_t i = 0; i < slots.size(); ++i) {
+      slots[i].id = static_cast<int64_t>(i + 1);
+      slots[i].req = i < kRequests ? reqs[i] : request(1);
+    }
+    std::vector<Slot*> running;
+    auto admit = [&](std::initializer_list<size_t> which) {
+      std::vector<Slot*> joining;
+      for (size_t i : which) joining.push_back(&slots[i]);
+      eng.admit(joining);
+      for (Slot* s : joining)
+        if (s->running) running.push_back(s);
+    };
+    auto round = [&] {
+      eng.round(running);
+      std::erase_if(running, [](Slot* s) { return !s->running; });
+    };
+    admit({0});                                       // an idle engine: StartSeqs
+    round();
+    round();
+    ASSERT_TRUE(slots[0].running) << "request 0 ended before the others could join it";
+    admit({1, 5});                                    // join a running batch: JoinSeqs
+    round();
+    round();
+    ASSERT_TRUE(slots[5].running && slots[5].gen.tokens.size() > 1);
+    slots[5].running = false;                         // its client leaves mid-run: FinishSeqs
+    eng.release(slots[5]);
+    std::erase(running, &slots[5]);
+    admit({2});
+    for (int r = 0; r < 100 && !running.empty(); ++r) round();
+    ASSERT_TRUE(running.empty());
+    admit({3, 4});                                    // idle again: a new batch
+    for (int r = 0; r < 100 && !running.empty(); ++r) {
+      round();
+      if (r == 1) admit({});                          // an empty boundary changes nothing
+    }
+    ASSERT_TRUE(running.empty());
+    for (size_t i = 0; i < kRequests; ++i) {
+      EXPECT_EQ(slots[i].gen.tokens, ar[i].tokens) << "request " << i;
+      EXPECT_EQ(slots[i].kv, -1) << "request " << i << " still holds its KV sequence";
+    }
+    EXPECT_EQ(target_engine.kv->pages_in_use(), 0);  // every sequence, the one that left too, gave its pages back
+    hub.endpoint(0).send(leader.drafter_lead(), DrafterShutdown{});
+  }
+  t.join();
+  if (drafter_error) std::rethrow_exception(drafter_error);
+  EXPECT_EQ(failure, "");
+  const std::string text = metrics.prometheus_text();
+  EXPECT_GT(test::metric(text, "ssd:spec_decode_num_accepted_tokens_total"), 0);
+  if (prespeculate) {  // the self-draft agrees with the target: pre-speculation hits
+    EXPECT_GT(test::metric(text, "ssd:spec_decode_cache_hits_total"), 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, RemoteEngineJoins, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "ssd" : "sd"; });
+
+}  // namespace
+}  // namespace ssd
