@@ -32,13 +32,13 @@ constexpr const char* kKey = "sekrit";
 // The tiny model, written once per context length for the suite: 4096 so long requests fit,
 // 16384 for requests that last long enough to be interrupted.
 const std::string& tiny_model(int64_t context = 4096) {
-  static test::TempDir* dir = new test::TempDir;
+  static test::TempDir dir;  // removed at exit
   static std::map<int64_t, std::string> paths;
   std::string& path = paths[context];
   if (path.empty()) {
     test::TinyModelSpec spec = test::tiny_spec(Arch::Llama, DType::Q8_0);
     spec.context = context;
-    path = test::write_tiny_gguf(spec, dir->file("tiny" + std::to_string(context) + ".gguf"));
+    path = test::write_tiny_gguf(spec, dir.file("tiny" + std::to_string(context) + ".gguf"));
   }
   return path;
 }
