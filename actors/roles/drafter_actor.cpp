@@ -16,9 +16,11 @@
 namespace ssd {
 namespace {
 
-// sd: no cache is ever filled, so every answer is a miss, and the primary drafts it.
+// sd: no cache is ever filled, and the primary drafts every answer as single-process SD would
+// (exactly the requested length, no ranking, no Saguaro reshaping).
 SsdDrafterOptions sd_options(SsdDrafterOptions o) {
   o.miss.b_star = 1 << 20;
+  o.plain = true;
   return o;
 }
 
@@ -159,7 +161,7 @@ class DrafterActor {
     std::vector<Speculation> next = [&] {
       trace::Span span("draft (first speculations)", "drafter", 0,
                        static_cast<int64_t>(m.seqs.size()));
-      return core_->first_speculations(m.seqs);
+      return core_->first_speculations(m.seqs, m.first_k);
     }();
     busy_s_ += monotonic_seconds() - t0;
     answer(0, {}, {}, next);

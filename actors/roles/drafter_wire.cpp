@@ -31,6 +31,7 @@ std::vector<RoundOutcome> to_round_outcomes(const std::vector<SeqOutcome>& seqs,
     o.seq = seqs[i].seq;
     o.accepted = seqs[i].accepted;
     o.emitted = seqs[i].emitted;
+    o.next_k = seqs[i].next_k;
     o.features = blocks[i];
     o.features_from = seqs[i].feature_from;
     o.feature_rows = seqs[i].feature_rows;

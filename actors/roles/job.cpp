@@ -138,7 +138,8 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
     const DrafterReady ready = decode<DrafterReady>(env);
     remote_features_ = ready.feature_layers;
     remote_ = std::make_unique<RemoteDecoder>(target(), world, layout, ready.feature_layers,
-                                              spec.k, cluster.dog(), spec.dist.watchdog_s);
+                                              spec.k, cluster.dog(), spec.dist.watchdog_s,
+                                              spec.auto_k);
   } else if (spec.mode == "sd") {
     drafter_ = make_drafter(parse_drafter_spec(spec.drafter), session, spec.drafter_options);
   }

@@ -29,7 +29,8 @@ namespace ssd {
 struct JobSpec {
   std::string mode = "ar";  // ar | sd | ssd
   std::string drafter = "ngram";
-  int32_t k = 4;
+  int32_t k = 4;        // the speculation length; with auto_k the top of its range
+  bool auto_k = false;  // --k auto: the leader chooses each round's length (spec_length.h)
   SamplerConfig sampler;
   DrafterOptions drafter_options;
   DistributedConfig dist;

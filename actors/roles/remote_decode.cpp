@@ -15,12 +15,14 @@ namespace ssd {
 
 RemoteDecoder::RemoteDecoder(TargetModel& target, Transport& world, const RankLayout& layout,
                              std::vector<int32_t> feature_layers, int32_t k, Watchdog& dog,
-                             double step_s)
+                             double step_s, bool auto_k)
     : target_(target),
       world_(world),
       layout_(layout),
       feature_layers_(std::move(feature_layers)),
       k_(k),
+      sd_length_(SpecLengthOptions{.k_max = k, .automatic = auto_k}),
+      ssd_length_(SpecLengthOptions{.k_max = k, .automatic = auto_k}),
       dog_(dog),
       step_s_(step_s) {
   SSD_CHECK(layout.n_drafters() > 0, "a remote drafter needs a drafter rank ({})",
@@ -65,14 +67,29 @@ struct RemoteDecoder::Run {
     bool running = false;
     SeqSpeculation spec;
   };
-  Run(TargetModel& target, std::span<const GenerationRequest> r, const BatchTokenCallback& cb)
-      : reqs(r), on_token(cb), seqs(r.size()), tseqs(target) {}
+  Run(TargetModel& target, std::span<const GenerationRequest> r, const BatchTokenCallback& cb,
+      SpecLengthController& len, int32_t k_max)
+      : reqs(r), on_token(cb), seqs(r.size()), tseqs(target), length(len), k(k_max),
+        chosen(r.size(), 0) {}
   bool emit(size_t i, int32_t tok) { return emit_token(reqs[i], out.gen[i], i, tok, on_token); }
-  // Ends sequence i: its decode time, its KV pages.
+  // Ends sequence i: its decode time, its KV pages, its length estimates.
   void finish(size_t i) {
     seqs[i].running = false;
     out.gen[i].decode_s = monotonic_seconds() - t_decode;
     tseqs.release(seqs[i].kv);
+    length.finish(seqs[i].id);
+  }
+  // The next speculation's length of each of `which` (indices into seqs), capped by the tokens
+  // the request has left after the one the round emits anyway.
+  void choose(const std::vector<size_t>& which) {
+    std::vector<int32_t> ids, limit;
+    for (size_t i : which) {
+      ids.push_back(seqs[i].id);
+      limit.push_back(static_cast<int32_t>(std::clamp<int64_t>(
+          reqs[i].max_new_tokens - static_cast<int64_t>(out.gen[i].tokens.size()) - 1, 0, k)));
+    }
+    const std::vector<int32_t> ks = length.choose(ids, limit);
+    for (size_t j = 0; j < which.size(); ++j) chosen[which[j]] = ks[j];
   }
 
   std::span<const GenerationRequest> reqs;
@@ -84,12 +101,15 @@ struct RemoteDecoder::Run {
   double t_decode = 0;      // when decoding began (after the prefills)
   bool prespeculate = false;
   std::vector<int64_t> last_record;  // index in out.outcomes of each request's latest round
+  SpecLengthController& length;  // this mode's length policy (--k auto)
+  int32_t k = 0;                 // K
+  std::vector<int32_t> chosen;   // [requests] the length asked for each next speculation
 };
 
 RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, bool prespeculate,
                                       const BatchTokenCallback& on_token) {
   check_batch_context(target_, reqs, k_);
-  Run run(target_, reqs, on_token);
+  Run run(target_, reqs, on_token, prespeculate ? ssd_length_ : sd_length_, k_);
   run.out.gen.resize(reqs.size());
   run.out.sd.resize(reqs.size());
   for (SdStats& s : run.out.sd) size_stats(s, k_);
@@ -150,6 +170,11 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
     start.feature_rows.push_back(run.feature_dim > 0 ? static_cast<int64_t>(req.prompt.size()) : 0);
     features.insert(features.end(), pre.features.begin(), pre.features.end());
   }
+  std::vector<size_t> started;
+  for (size_t i = 0; i < run.reqs.size(); ++i)
+    if (run.seqs[i].running) started.push_back(i);
+  run.choose(started);
+  for (size_t i : started) start.first_k.push_back(run.chosen[i]);
   run.t_decode = monotonic_seconds();
   if (!start.seqs.empty())
     send_drafter_lead(start, std::as_bytes(std::span<const float>(features)));
@@ -166,7 +191,12 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
       receive(MsgKind::kSpeculation, fmt::format("waiting for the speculation of round {} "
                                                  "from the drafter (rank {})",
                                                  round, layout_.drafter_lead()));
-  run.out.split.target_wait_s += monotonic_seconds() - tw;
+  const double wait_dt = monotonic_seconds() - tw;
+  run.out.split.target_wait_s += wait_dt;
+  int64_t asked = 0;  // tokens asked for this round: the policy's draft cost is the wait
+  for (size_t i = 0; i < run.seqs.size(); ++i)
+    if (run.seqs[i].running) asked += run.chosen[i];
+  run.length.observe_draft(asked, wait_dt);
   SpeculationMsg sm = decode<SpeculationMsg>(env);
   SSD_CHECK(sm.round == round, "drafter answered round {} while the target is at round {}",
             sm.round, round);
@@ -179,17 +209,17 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
   }
 }
 
-// The verification input of active sequence i: its speculation cut to the depth the request has
-// left (as in single-process SD, a round may not decide more tokens than that; a prefix of a
-// chain keeps every node's q, so it verifies exactly and sampled runs draw what sampled SD
-// draws), checked against the vocabulary and --k.
+// The verification input of active sequence i: its speculation cut to the length asked for it,
+// itself capped by the depth the request has left (as in single-process SD, a round may not
+// decide more tokens than that; a prefix of a chain keeps every node's q, so it verifies exactly
+// and sampled runs draw what sampled SD draws), checked against the vocabulary and --k.
 VerifyInput RemoteDecoder::verify_input(Run& run, size_t i, int64_t round, DraftTree& tree) const {
   Run::Seq& s = run.seqs[i];
   SSD_CHECK(s.spec.seq == s.id, "the drafter sent no speculation for sequence {} in round {}",
             s.id, round);
   const int64_t left =
       run.reqs[i].max_new_tokens - static_cast<int64_t>(run.out.gen[i].tokens.size());
-  const size_t depth = static_cast<size_t>(std::clamp<int64_t>(left - 1, 0, k_));
+  const size_t depth = static_cast<size_t>(std::clamp<int64_t>(left - 1, 0, run.chosen[i]));
   if (s.spec.tokens.size() > depth) {
     s.spec.tokens.resize(depth);
     s.spec.q.resize(depth);
@@ -228,6 +258,9 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
   const double verify_dt = monotonic_seconds() - tv;
   run.out.split.verify_s += verify_dt;
   ++run.out.split.rounds;
+  int64_t rows = 0;
+  for (const DraftTree& t : trees) rows += 1 + static_cast<int64_t>(t.size());
+  run.length.observe_verify(rows, verify_dt);
 
   Outcome outcome;
   outcome.round = round + 1;
@@ -235,6 +268,7 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
   outcome.verify_s = verify_dt;
   std::vector<float> round_features;
   FinishSeqs finished;
+  std::vector<size_t> still;  // the sequences of outcome.seqs, in order
   for (size_t a = 0; a < active.size(); ++a) {
     const size_t i = active[a];
     const VerifyResult& v = vr.seqs[a].result;
@@ -243,7 +277,9 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
     st.target_forward_s += vr.forward_s;
     st.forwards++;
     run.out.gen[i].forwards++;
-    count_round(st, trees[a], v, k_);
+    count_round(st, trees[a], v, k_, run.chosen[i]);
+    run.length.observe_outcome(run.seqs[i].id, static_cast<int32_t>(trees[a].size()),
+                               static_cast<int32_t>(v.path.size()));
     // The outcome trace: this round, and the previous round's lookup, answered by where this
     // round's speculation came from.
     const auto source = static_cast<SpecSource>(run.seqs[i].spec.source);
@@ -261,7 +297,10 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
       round_features.insert(round_features.end(), vr.seqs[a].features.begin(),
                             vr.seqs[a].features.end());
     outcome.seqs.push_back(std::move(*o));
+    still.push_back(i);
   }
+  run.choose(still);  // the next round's lengths, from every round verified so far
+  for (size_t j = 0; j < still.size(); ++j) outcome.seqs[j].next_k = run.chosen[still[j]];
   if (!finished.seqs.empty()) send_drafter_lead(finished);
   if (!outcome.seqs.empty())
     send_drafter_lead(outcome, std::as_bytes(std::span<const float>(round_features)));

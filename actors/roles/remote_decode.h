@@ -8,6 +8,14 @@
 // after the outcome arrives. The output is the target's: greedy token for token, sampled with the
 // target's distribution (verification is the same code as single-process SD).
 //
+// Speculation length (--k auto): the leader owns the length policy (runtime/spec/spec_length.h)
+// and decides every sequence's next k, sending it with the outcome (SeqOutcome::next_k; round 0
+// in StartSeqs::first_k); the drafter cuts its answer to it. The leader decides because it holds
+// every input: the verified outcomes and the round's costs as it sees them (its wait for the
+// speculation, which is the drafting not hidden, and its verification forward); the drafter
+// would have to be sent the same data to compute the same k. Under a fixed --k it sends K.
+// One policy per mode (sd, ssd), kept across run() calls: their costs differ.
+//
 // Figures: the SD statistics of every request, plus what only a split run has: target_wait_s
 // (the leader's time from sending an outcome to having the next speculation, i.e. drafting that
 // was not hidden), bytes_exchanged on the drafter link, and the drafter's own figures (cache hit
@@ -71,8 +79,10 @@ struct RemoteDecodeResult {
 class RemoteDecoder {
  public:
   // `feature_layers`: what the drafter asked for in its kDrafterReady.
+  // k: the speculation length, or with auto_k the top of its range.
   RemoteDecoder(TargetModel& target, Transport& world, const RankLayout& layout,
-                std::vector<int32_t> feature_layers, int32_t k, Watchdog& dog, double step_s);
+                std::vector<int32_t> feature_layers, int32_t k, Watchdog& dog, double step_s,
+                bool auto_k = false);
 
   // Runs the requests together (B = reqs.size()); greedy output equals generate_ar_batch's.
   // prespeculate: ssd (the drafter pre-speculates during verification) or sd (it drafts after).
@@ -98,6 +108,7 @@ class RemoteDecoder {
   const RankLayout& layout_;
   std::vector<int32_t> feature_layers_;
   int32_t k_;
+  SpecLengthController sd_length_, ssd_length_;
   Watchdog& dog_;
   double step_s_;
   int64_t bytes_ = 0;

@@ -38,7 +38,8 @@
 namespace ssd {
 
 inline constexpr uint32_t kWireMagic = 0x31445353;  // "SSD1" in memory on a little-endian rank
-inline constexpr uint16_t kProtocolVersion = 3;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs
+inline constexpr uint16_t kProtocolVersion = 4;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs;
+                                                 // 4: speculation lengths (--k auto)
 
 // Every kind of message, one enum; its value is also the MPI tag (tags must stay < 32768).
 enum class MsgKind : uint16_t {
@@ -232,8 +233,9 @@ struct StartSeqs {
   int64_t feature_dim = 0;                    // floats per row (layers x hidden size)
   bool prespeculate = true;  // ssd: pre-speculate while the target verifies; false: sd (draft
                              // after each outcome, with the primary drafter)
+  std::vector<int32_t> first_k;  // [B] the length of each first speculation (0..K)
   template <class A> void serialize(A& a) {
-    a(seqs, prompts, emitted, streams, feature_rows, feature_dim, prespeculate);
+    a(seqs, prompts, emitted, streams, feature_rows, feature_dim, prespeculate, first_k);
   }
   friend bool operator==(const StartSeqs&, const StartSeqs&) = default;
 };
@@ -277,7 +279,13 @@ struct SeqOutcome {
   std::vector<int32_t> emitted;
   int64_t feature_from = 0;
   int64_t feature_rows = 0;
-  template <class A> void serialize(A& a) { a(seq, accepted, emitted, feature_from, feature_rows); }
+  // The length (0..K) of the next speculation the target will verify for this sequence, chosen
+  // by the leader (--k auto; a fixed --k sends K): the drafter answers with that many tokens.
+  // -1: K.
+  int32_t next_k = -1;
+  template <class A> void serialize(A& a) {
+    a(seq, accepted, emitted, feature_from, feature_rows, next_k);
+  }
   friend bool operator==(const SeqOutcome&, const SeqOutcome&) = default;
 };
 

@@ -31,7 +31,7 @@ struct BenchArgs {
   std::optional<std::filesystem::path> prompt_file;
   std::optional<std::filesystem::path> workloads;
   std::string drafters = "ngram";
-  std::string k = "4";
+  std::string k = "auto";
   int32_t width = 1;
   int64_t n_predict = 64;
   int32_t max_prompts = 0;
@@ -59,7 +59,7 @@ struct BenchArgs {
       "one table per category and a summary",
       {.must_exist = true});
     v(drafters, "drafters", "comma-separated --drafter specs to compare against AR");
-    v(k, "k", "comma-separated draft lengths");
+    v(k, "k", "comma-separated draft lengths (1..32) or auto (0..--k-max per sequence and round)");
     v(width, "width", "first-level draft branches (1 = chain)", {.min = 1, .max = 16});
     v(n_predict, "n", "tokens to generate per prompt", {.short_name = 'n', .min = 1});
     v(max_prompts, "max-prompts", "use only the first N prompts (of each category); 0 = all",
@@ -112,21 +112,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-std::vector<int32_t> parse_ks(const std::string& text) {
-  std::vector<int32_t> ks;
-  for (const auto& s : split(text, ',')) {
-    int32_t v = 0;
-    try {
-      v = std::stoi(s);
-    } catch (...) {
-      fail(fmt::format("--k: '{}' is not an integer", s));
-    }
-    SSD_CHECK(v >= 1 && v <= 32, "--k {} must be between 1 and 32", v);
-    ks.push_back(v);
-  }
-  return ks;
-}
-
 // The prompt sets of the run: the one prompt file (named ""), or one per workload category.
 struct PromptSet {
   std::string name;
@@ -151,10 +136,13 @@ struct BenchSetup {
   const JobSpec& spec;
   const Tokenizer& tok;
   std::optional<ChatTemplate> tmpl;
-  std::vector<int32_t> ks;
+  std::vector<KChoice> ks;
   std::vector<std::string> modes;
   bool remote_drafter = false;
   std::vector<std::unique_ptr<Drafter>> drafters;  // local drafters (SD in this process)
+  // One length policy per (local drafter, --k) configuration, kept over the run's prompts so
+  // that --k auto's measured costs carry over: lengths[d * ks.size() + ki].
+  std::vector<std::unique_ptr<SpecLengthController>> lengths;
 
   bool has_mode(const char* m) const {
     return std::find(modes.begin(), modes.end(), m) != modes.end();
@@ -194,7 +182,7 @@ std::vector<GenerationRequest> make_requests(const BenchSetup& s,
 // against the batch's AR tokens under greedy decoding.
 struct BatchRun {
   std::string mode, drafter;
-  int32_t k = 0;
+  KChoice k;
   std::vector<GenerationResult> gen;
   std::vector<SdStats> sd;  // empty for AR
   double wall_s = 0;
@@ -203,7 +191,7 @@ struct BatchRun {
 
 void account(const BenchSetup& s, const std::string& category, size_t first, const BatchRun& b,
              std::vector<std::vector<int32_t>>& ar_ids, Measured& out) {
-  BenchRow& row = out.table.row(b.mode, b.drafter, b.k);
+  BenchRow& row = out.table.row(b.mode, b.drafter, b.k.k, b.k.automatic);
   double prefill = 0;
   for (const auto& g : b.gen) prefill += g.prefill_s;
   row.decode_s += std::max(0.0, b.wall_s - prefill);
@@ -211,9 +199,11 @@ void account(const BenchSetup& s, const std::string& category, size_t first, con
     RunReport rep;
     rep.mode = b.mode;
     rep.drafter = b.drafter;
-    rep.k = b.k;
+    rep.k = b.k.k;
+    rep.auto_k = b.k.automatic;
     rep.gen = b.gen[r];
     if (!b.sd.empty()) rep.sd = b.sd[r];
+    row.add_chosen_k(rep.sd.chosen_k_hist);
     row.tokens += static_cast<int64_t>(b.gen[r].tokens.size());
     row.after_first += std::max<int64_t>(0, static_cast<int64_t>(b.gen[r].tokens.size()) - 1);
     row.rounds += rep.sd.rounds;
@@ -228,7 +218,8 @@ void account(const BenchSetup& s, const std::string& category, size_t first, con
       } else {
         out.all_exact = false;
         fmt::print(stderr, "MISMATCH: {}prompt {} with {} {} k={} differs from AR\n",
-                   category.empty() ? "" : category + " ", first + r, b.mode, b.drafter, b.k);
+                   category.empty() ? "" : category + " ", first + r, b.mode, b.drafter,
+                   b.k.text());
       }
     }
     nlohmann::json j = rep.to_json();
@@ -252,15 +243,19 @@ void run_batch(BenchSetup& s, const std::string& category, size_t first,
   if (s.has_mode("ar")) {
     const double t0 = monotonic_seconds();
     std::vector<GenerationResult> gen = generate_ar_batch(target, reqs);
-    account(s, category, first, BatchRun{"ar", "", 0, gen, {}, monotonic_seconds() - t0, nullptr},
+    account(s, category, first,
+            BatchRun{"ar", "", KChoice{0, false}, gen, {}, monotonic_seconds() - t0, nullptr},
             ar_ids, out);
   }
   if (s.has_mode("sd") && !s.remote_drafter)
-    for (auto& d : s.drafters)
-      for (int32_t k : s.ks) {
+    for (size_t d = 0; d < s.drafters.size(); ++d)
+      for (size_t ki = 0; ki < s.ks.size(); ++ki) {
+        const KChoice k = s.ks[ki];
+        SdOptions opts{.k = k.k, .width = s.args.width, .auto_k = k.automatic};
+        opts.length = s.lengths[d * s.ks.size() + ki].get();  // costs carry over the prompts
         const double t0 = monotonic_seconds();
-        SdBatchResult res = generate_sd_batch(target, *d, reqs, SdOptions{k, s.args.width});
-        BatchRun b{"sd", d->name(), k, {}, {}, monotonic_seconds() - t0, nullptr};
+        SdBatchResult res = generate_sd_batch(target, *s.drafters[d], reqs, opts);
+        BatchRun b{"sd", s.drafters[d]->name(), k, {}, {}, monotonic_seconds() - t0, nullptr};
         for (auto& r : res.requests) {
           b.gen.push_back(r.gen);
           b.sd.push_back(r.stats);
@@ -275,7 +270,7 @@ void run_batch(BenchSetup& s, const std::string& category, size_t first,
     const double wall = monotonic_seconds() - t0;
     res.split.drafter = since(s.job.remote()->drafter_stats(), before);
     account(s, category, first,
-            BatchRun{mode, s.spec.drafter, s.spec.k, res.gen, res.sd, wall, &res.split}, ar_ids,
+            BatchRun{mode, s.spec.drafter, s.ks.front(), res.gen, res.sd, wall, &res.split}, ar_ids,
             out);
     if (s.args.outcome_trace) {
       std::filesystem::create_directories(*s.args.outcome_trace);
@@ -340,7 +335,9 @@ void report(const BenchArgs& args, const std::string& context, const std::vector
 int run_bench(const BenchArgs& args, Cluster& cluster) {
   const RankLayout& layout = cluster.layout();
   const std::vector<PromptSet> sets = prompt_sets(args);
-  std::vector<int32_t> ks = parse_ks(args.k);
+  std::vector<KChoice> ks;
+  for (const auto& text : split(args.k, ',')) ks.push_back(args.drafter_flags.k_choice(text));
+  SSD_CHECK(!ks.empty(), "--k: give at least one length or auto");
   std::vector<DrafterSpec> specs;
   for (const auto& s : split(args.drafters, ',')) specs.push_back(parse_drafter_spec(s));
   const std::vector<std::string> modes = split(args.modes, ',');
@@ -357,7 +354,8 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
   JobSpec spec;
   spec.mode = std::find(modes.begin(), modes.end(), "ssd") != modes.end() ? "ssd" : "ar";
   spec.drafter = split(args.drafters, ',').front();
-  spec.k = ks.front();
+  spec.k = ks.front().k;
+  spec.auto_k = ks.front().automatic;
   spec.sampler = SamplerConfig{args.temp, 0, 1.0f, 0.0f, args.seed};
   spec.drafter_options = args.drafter_flags.options(args.threads);
   spec.dist = args.dist;
@@ -377,10 +375,16 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
   if (!remote_drafter && s.has_mode("sd"))
     for (const auto& sp : specs)
       s.drafters.push_back(make_drafter(sp, session, spec.drafter_options));
+  for (size_t d = 0; d < s.drafters.size(); ++d)
+    for (const KChoice& kc : ks)
+      s.lengths.push_back(std::make_unique<SpecLengthController>(
+          SpecLengthOptions{.k_max = kc.k, .automatic = kc.automatic}));
   {  // CUDA graphs of the run's forward sizes, before the first measured request
     WarmupPlan plan;
     plan.max_batch = args.batch;
-    if (s.has_mode("sd") || s.has_mode("ssd")) plan.ks = ks;
+    if (s.has_mode("sd") || s.has_mode("ssd"))
+      for (const KChoice& kc : ks)
+        for (int32_t k = kc.automatic ? 1 : kc.k; k <= kc.k; ++k) plan.ks.push_back(k);
     plan.width = args.width;
     std::vector<Drafter*> local;
     for (const auto& d : s.drafters) local.push_back(d.get());

@@ -14,21 +14,28 @@ void BenchRow::add(const BenchRow& o) {
   verify_s += o.verify_s;
   exact += o.exact;
   compared += o.compared;
+  add_chosen_k(o.chosen_k);
   if (o.split) {
     split = true;
     fig.add(o.fig);
   }
 }
 
-BenchRow& BenchTable::row(const std::string& mode, const std::string& drafter, int32_t k) {
+void BenchRow::add_chosen_k(const std::vector<int64_t>& hist) {
+  if (chosen_k.size() < hist.size()) chosen_k.resize(hist.size(), 0);
+  for (size_t c = 0; c < hist.size(); ++c) chosen_k[c] += hist[c];
+}
+
+BenchRow& BenchTable::row(const std::string& mode, const std::string& drafter, int32_t k,
+                          bool auto_k) {
   for (auto& r : rows_)
-    if (r.mode == mode && r.drafter == drafter && r.k == k) return r;
-  rows_.push_back(BenchRow{mode, drafter, k});
+    if (r.mode == mode && r.drafter == drafter && r.k == k && r.auto_k == auto_k) return r;
+  rows_.push_back(BenchRow{mode, drafter, k, auto_k});
   return rows_.back();
 }
 
 void BenchTable::merge(const BenchTable& o) {
-  for (const BenchRow& r : o.rows_) row(r.mode, r.drafter, r.k).add(r);
+  for (const BenchRow& r : o.rows_) row(r.mode, r.drafter, r.k, r.auto_k).add(r);
 }
 
 double BenchTable::ar_tps() const {
@@ -45,12 +52,18 @@ std::string BenchTable::markdown() const {
   for (const auto& r : rows_)
     md += fmt::format(
         "| {} | {} | {} | {:.2f} | {:.1f} | {:.2f}x | {:.2f} | {:.2f} | {} | {} | {} |\n", r.mode,
-        r.mode == "ar" ? "-" : r.drafter, r.mode == "ar" ? "-" : std::to_string(r.k), r.mal(),
+        r.mode == "ar" ? "-" : r.drafter, r.mode == "ar" ? "-" : r.k_text(), r.mal(),
         r.tps(), ar > 0 ? r.tps() / ar : 0, r.draft_s, r.verify_s,
         r.mode == "ar" || r.compared == 0 ? std::string("-")
                                           : fmt::format("{}/{}", r.exact, r.compared),
         r.mode == "ssd" ? r.fig.hit_rate_text() : std::string("-"),
         r.split ? fmt::format("{:.2f}", r.fig.target_wait_s) : std::string("-"));
+  for (const auto& r : rows_) {  // the lengths --k auto chose, per configuration
+    if (!r.auto_k || r.mode == "ar") continue;
+    md += fmt::format("\nchosen k, {} {} k=auto (rounds at k = 0..{}):", r.mode, r.drafter, r.k);
+    for (int64_t c : r.chosen_k) md += fmt::format(" {}", c);
+  }
+  if (md.back() != '\n') md += "\n";
   return md;
 }
 
@@ -59,6 +72,7 @@ nlohmann::json BenchTable::json() const {
   nlohmann::json summary = nlohmann::json::array();
   for (const auto& r : rows_) {
     summary.push_back({{"mode", r.mode}, {"drafter", r.drafter}, {"k", r.k},
+                       {"k_auto", r.auto_k}, {"chosen_k_histogram", r.chosen_k},
                        {"mean_acceptance_length", r.mal()}, {"decode_tokens_per_s", r.tps()},
                        {"speedup_vs_ar", ar > 0 ? r.tps() / ar : 0},
                        {"draft_time_s", r.draft_s}, {"verify_time_s", r.verify_s},
@@ -93,7 +107,7 @@ std::string category_matrix(const std::vector<std::string>& names,
   std::string md = "| category |";
   std::string rule = "|---|";
   for (const BenchRow* c : configs) {
-    md += fmt::format(" {} {} k={} MAL | vs AR |", c->mode, c->drafter, c->k);
+    md += fmt::format(" {} {} k={} MAL | vs AR |", c->mode, c->drafter, c->k_text());
     rule += "---|---|";
   }
   md += "\n" + rule + "\n";
@@ -102,7 +116,7 @@ std::string category_matrix(const std::vector<std::string>& names,
     BenchTable t = tables[i];  // row() creates: work on a copy
     const double ar = t.ar_tps();
     for (const BenchRow* c : configs) {
-      const BenchRow& r = t.row(c->mode, c->drafter, c->k);
+      const BenchRow& r = t.row(c->mode, c->drafter, c->k, c->auto_k);
       md += fmt::format(" {:.2f} | {} |", r.mal(),
                         ar > 0 && r.tps() > 0 ? fmt::format("{:.2f}x", r.tps() / ar) : "-");
     }

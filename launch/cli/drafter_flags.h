@@ -6,17 +6,29 @@
 #include <string>
 
 #include "actors/roles/drafter_factory.h"
+#include "runtime/core/error.h"
 
 namespace ssd {
+
+// A --k value: a fixed speculation length, or auto (runtime/spec/spec_length.h) over 0..k.
+struct KChoice {
+  int32_t k = 4;  // fixed: the length; automatic: the top of the range (--k-max)
+  bool automatic = false;
+  std::string text() const { return automatic ? "auto" : std::to_string(k); }
+};
 
 struct DrafterFlags {
   bool online_learning = false;
   std::string domino_head = "on", domino_block = "trim";
   int64_t suffix_cache_tokens = int64_t{1} << 20;
   double suffix_min_prob = 0.1;
+  int32_t k_max = 8;
 
   template <class V>
   void visit(V&& v) {
+    v(k_max, "k-max",
+      "--k auto: the longest speculation the per-round choice may take (it picks 0..k-max)",
+      {.min = 1, .max = 32});
     v(online_learning, "online-learning", "early-exit drafter: train its head online (DVI)");
     v(domino_head, "domino-head", "domino drafter: on, or off for the backbone alone",
       {.choices = {"on", "off"}});
@@ -32,6 +44,21 @@ struct DrafterFlags {
       "suffix drafter: a draft branch stops when the empirical probability of its path falls "
       "below this",
       {.min = 1e-6, .max = 1});
+  }
+
+  // "auto", or a length 1..32; throws ssd::Error naming --k otherwise.
+  KChoice k_choice(const std::string& text) const {
+    if (text == "auto") return {k_max, true};
+    int32_t v = 0;
+    size_t used = 0;
+    try {
+      v = std::stoi(text, &used);
+    } catch (...) {
+      used = 0;
+    }
+    SSD_CHECK(used == text.size() && !text.empty() && v >= 1 && v <= 32,
+              "--k '{}' is not auto or a length between 1 and 32", text);
+    return {v, false};
   }
 
   // The options for a drafter whose own models run on `threads` CPU threads.

@@ -35,7 +35,7 @@ struct GenerateArgs {
   std::filesystem::path model;
   std::string mode = "ar";
   std::string drafter = "ngram";
-  int32_t k = 4;
+  std::string k = "auto";
   int32_t width = 1;
   DrafterFlags drafter_flags;
   std::string prompt;
@@ -66,7 +66,10 @@ struct GenerateArgs {
       {.choices = {"ar", "sd", "ssd"}});
     v(drafter, "drafter",
       "sd drafter: ngram[:MIN-MAX], model:PATH, early-exit:L, domino:PATH, oracle:ALPHA (research)");
-    v(k, "k", "sd: draft tokens per round", {.min = 1, .max = 32});
+    v(k, "k",
+      "sd/ssd: draft tokens per round (1..32), or auto: per sequence and round the length in "
+      "0..--k-max with the most expected tokens per second, from this run's measured costs and "
+      "acceptance");
     v(width, "width", "sd: first-level draft branches verified as a tree (1 = a chain)",
       {.min = 1, .max = 16});
     drafter_flags.visit(v);
@@ -142,7 +145,9 @@ int run_generate(const GenerateArgs& args, Cluster& cluster) {
   JobSpec spec;
   spec.mode = args.mode;
   spec.drafter = args.drafter;
-  spec.k = args.k;
+  const KChoice kc = args.drafter_flags.k_choice(args.k);
+  spec.k = kc.k;
+  spec.auto_k = kc.automatic;
   spec.sampler = SamplerConfig{args.temp, args.top_k, args.top_p, args.min_p, args.seed};
   spec.drafter_options = args.drafter_flags.options(args.threads);
   spec.dist = args.dist;
@@ -160,12 +165,13 @@ int run_generate(const GenerateArgs& args, Cluster& cluster) {
   req.max_new_tokens = args.n_predict;
   req.sampler = spec.sampler;
   if (!args.ignore_eos) req.stop_ids = tok.spec().eog_ids;
-  check_context(job.target(), req, args.mode == "ar" ? 0 : args.k);
+  check_context(job.target(), req, args.mode == "ar" ? 0 : kc.k);
   WarmupPlan plan;  // CUDA graphs of this run's forward sizes, before its first token
-  if (args.mode != "ar") plan.ks = {args.k};
+  if (args.mode != "ar") plan.ks = {kc.k};
+  for (int32_t k = 1; kc.automatic && k < kc.k; ++k) plan.ks.push_back(k);
   plan.width = args.width;
   job.warm_up(plan, req.prefill_chunk);
-  const SdOptions sd{args.k, args.width};
+  const SdOptions sd{.k = kc.k, .width = args.width, .auto_k = kc.automatic};
   SSD_CHECK(args.width == 1 || !job.remote() || args.mode == "ar",
             "--width {} (tree drafts) is not supported with drafter ranks yet; use --width 1",
             args.width);
@@ -182,7 +188,7 @@ int run_generate(const GenerateArgs& args, Cluster& cluster) {
     return true;
   };
   RunReport r = job.remote() && args.mode != "ar"
-                    ? run_remote_request(*job.remote(), args.mode, args.drafter, req, args.k,
+                    ? run_remote_request(*job.remote(), args.mode, args.drafter, req, kc.k, kc.automatic,
                                          on_token)
                     : run_request(job.target(), job.local_drafter(), req, sd, on_token);
   job.finish();

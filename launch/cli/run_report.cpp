@@ -26,7 +26,7 @@ std::string RunReport::figures_line() const {
       gen.prompt_tokens, prefill_tokens_per_s(), gen.tokens.size(), decode_tokens_per_s());
   if (mode != "ar")
     s += fmt::format(" | {} {} k={}: {} rounds, mean acceptance length {:.2f}, draft {:.3f} s, verify {:.3f} s",
-                     mode, drafter, k, sd.rounds, sd.mean_acceptance_length(), sd.draft_s, sd.verify_s);
+                     mode, drafter, k_text(), sd.rounds, sd.mean_acceptance_length(), sd.draft_s, sd.verify_s);
   if (split) {
     const DrafterStatsMsg& d = split_figures.drafter;
     s += fmt::format(" | target waited {:.3f} s, drafter busy {:.3f} s, {} bytes exchanged",
@@ -44,16 +44,34 @@ std::string RunReport::figures_line() const {
   return s;
 }
 
+namespace {
+
+// One bar per entry, the longest 40 characters.
+std::string histogram_text(const std::vector<int64_t>& h) {
+  std::string s;
+  if (h.empty()) return s;
+  const int64_t peak = std::max<int64_t>(1, *std::max_element(h.begin(), h.end()));
+  for (size_t a = 0; a < h.size(); ++a) {
+    const int bar = static_cast<int>(40.0 * h[a] / peak + 0.5);
+    s += fmt::format("  {:>2} | {:<40} {}\n", a, std::string(bar, '#'), h[a]);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string RunReport::k_text() const {
+  return auto_k ? fmt::format("auto<={}", k) : std::to_string(k);
+}
+
 std::string RunReport::sd_summary() const {
   if (mode == "ar" || sd.rounds == 0) return {};
   std::string s = "acceptance rate per draft position:";
   for (double r : sd.acceptance_rate_per_position()) s += fmt::format(" {:.2f}", r);
-  s += "\naccepted tokens per round (histogram):\n";
-  const int64_t peak = std::max<int64_t>(1, *std::max_element(sd.accept_hist.begin(), sd.accept_hist.end()));
-  for (size_t a = 0; a < sd.accept_hist.size(); ++a) {
-    const int bar = static_cast<int>(40.0 * sd.accept_hist[a] / peak + 0.5);
-    s += fmt::format("  {:>2} | {:<40} {}\n", a, std::string(bar, '#'), sd.accept_hist[a]);
-  }
+  s += "\naccepted tokens per round (histogram):\n" + histogram_text(sd.accept_hist);
+  if (auto_k)
+    s += "chosen speculation length k per round (histogram, --k auto):\n" +
+         histogram_text(sd.chosen_k_hist);
   return s;
 }
 
@@ -62,6 +80,8 @@ nlohmann::json RunReport::to_json() const {
   j["mode"] = mode;
   j["drafter"] = mode != "ar" ? nlohmann::json(drafter) : nlohmann::json(nullptr);
   j["k"] = k;
+  j["k_auto"] = auto_k;
+  j["chosen_k_histogram"] = sd.chosen_k_hist;
   j["prompt_tokens"] = gen.prompt_tokens;
   j["tokens_generated"] = gen.tokens.size();
   j["prefill_s"] = gen.prefill_s;
@@ -116,6 +136,7 @@ RunReport run_request(TargetModel& target, Drafter* drafter, const GenerationReq
   r.mode = "sd";
   r.drafter = drafter->name();
   r.k = sd.k;
+  r.auto_k = sd.auto_k;
   SdResult res = generate_sd(target, *drafter, req, sd, on_token);
   r.gen = std::move(res.gen);
   r.sd = std::move(res.stats);
@@ -124,11 +145,12 @@ RunReport run_request(TargetModel& target, Drafter* drafter, const GenerationReq
 
 RunReport run_remote_request(RemoteDecoder& remote, const std::string& mode,
                              const std::string& drafter, const GenerationRequest& req, int32_t k,
-                             const TokenCallback& on_token) {
+                             bool auto_k, const TokenCallback& on_token) {
   RunReport r;
   r.mode = mode;
   r.drafter = drafter;
   r.k = k;
+  r.auto_k = auto_k;
   r.split = true;
   const DrafterStatsMsg before = remote.drafter_stats();
   RemoteDecodeResult res = remote.run({&req, 1}, mode == "ssd", [&](size_t, int32_t tok) {

@@ -14,7 +14,8 @@ namespace ssd {
 struct RunReport {
   std::string mode;     // "ar" or "sd"
   std::string drafter;  // empty for ar
-  int32_t k = 0;
+  int32_t k = 0;        // the speculation length, or with auto_k the top of its range
+  bool auto_k = false;  // --k auto
   GenerationResult gen;
   SdStats sd;  // rounds == 0 for ar
   bool split = false;   // the drafter ran on drafter ranks (sd / ssd under mpirun)
@@ -25,7 +26,9 @@ struct RunReport {
   double mean_acceptance_length() const;  // 1 for ar (one token per target forward)
 
   std::string figures_line() const;  // one line: prompt, prefill, generated, decode, acceptance
-  std::string sd_summary() const;    // multi-line: rounds, per-position rates, histogram
+  std::string sd_summary() const;    // multi-line: per-position rates, accepted and chosen-k
+                                     // histograms
+  std::string k_text() const;        // "4", or "auto<=8"
   nlohmann::json to_json() const;    // mode, drafter, k, rounds, ... (names as documented)
 };
 
@@ -35,6 +38,6 @@ RunReport run_request(TargetModel& target, Drafter* drafter, const GenerationReq
 // Runs `req` with the drafter on the drafter ranks (`mode` sd or ssd, as they were started).
 RunReport run_remote_request(RemoteDecoder& remote, const std::string& mode,
                              const std::string& drafter, const GenerationRequest& req, int32_t k,
-                             const TokenCallback& on_token = {});
+                             bool auto_k, const TokenCallback& on_token = {});
 
 }  // namespace ssd

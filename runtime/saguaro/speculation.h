@@ -44,6 +44,9 @@ struct RoundOutcome {
   int32_t seq = 0;
   int32_t accepted = 0;          // k: speculation tokens accepted
   std::vector<int32_t> emitted;  // [k + 1] the accepted tokens, then the bonus/correction
+  // The length of the sequence's next speculation, chosen by the target leader (--k auto): the
+  // answer is cut to it (0: an empty speculation, a plain decode step). -1: the full K.
+  int32_t next_k = -1;
   // Optional, for online-learning drafters (Drafter::observe): the target's verification rows
   // [K' + 1, vocab] (verify.h's row convention). Null when the drafter rank does not have them.
   const float* target_logits = nullptr;

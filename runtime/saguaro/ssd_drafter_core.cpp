@@ -133,15 +133,20 @@ void SsdDrafterCore::set_features(int32_t seq, int64_t from, std::span<const flo
 }
 
 DraftRequest SsdDrafterCore::request(int32_t seq, const SeqState& s, std::vector<int32_t> suffix,
-                                     uint32_t position, const std::vector<int32_t>& fan_out) const {
+                                     uint32_t position, const std::vector<int32_t>& fan_out,
+                                     int32_t k) const {
   DraftRequest r;
   r.seq = seq;
   r.suffix = std::move(suffix);
-  r.k = opts_.k + 1;  // the (K + 1)-th position's ranking predicts the bonus at k = K
   r.width = 1;
   r.sampler = opts_.sampler;
   r.stream = s.stream;
   r.position = position;
+  if (opts_.plain) {  // as single-process SD asks (sd_generation.cpp)
+    r.k = k;
+    return r;
+  }
+  r.k = k + 1;  // the (k + 1)-th position's ranking predicts the bonus at k
   r.predict_top = predict_top_;
   if (opts_.saguaro_c < 1 && !is_greedy(opts_.sampler)) {
     const size_t n = std::min(fan_out.size(), static_cast<size_t>(opts_.k));
@@ -173,25 +178,37 @@ Speculation SsdDrafterCore::from_tree(int32_t seq, DraftTree tree, SpecSource so
   return s;
 }
 
-std::vector<Speculation> SsdDrafterCore::first_speculations(std::span<const int32_t> seqs) {
+void SsdDrafterCore::cut(Speculation& spec, int32_t k, bool after_hit) const {
+  const size_t n = static_cast<size_t>(k);
+  if (k < 0 || spec.tokens.size() <= n) return;  // -1: K
+  spec.tokens.resize(n);
+  spec.q.resize(n);
+  if (spec.predicted.size() > n + 1) spec.predicted.resize(n + 1);
+  spec.fan_out = opts_.plain ? std::vector<int32_t>{} : planner_.plan(k, after_hit);
+}
+
+std::vector<Speculation> SsdDrafterCore::first_speculations(std::span<const int32_t> seqs,
+                                                            std::span<const int32_t> ks) {
+  SSD_CHECK(ks.empty() || ks.size() == seqs.size(),
+            "ssd drafter: {} speculation lengths for {} sequences", ks.size(), seqs.size());
   const double t0 = now_s();
-  const std::vector<int32_t> plan = planner_.plan(opts_.k, false);
-  std::vector<DraftRequest> reqs;
-  for (int32_t seq : seqs) {
-    const SeqState& s = state(seq);
-    SSD_CHECK(!s.has_spec, "ssd drafter: sequence {} already has a speculation", seq);
-    reqs.push_back(request(seq, s, {}, static_cast<uint32_t>(s.emitted), plan));
+  std::vector<RoundOutcome> wanted(seqs.size());  // only seq and next_k are read
+  std::vector<size_t> all(seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    SSD_CHECK(!state(seqs[i]).has_spec, "ssd drafter: sequence {} already has a speculation",
+              seqs[i]);
+    wanted[i].seq = seqs[i];
+    wanted[i].next_k = ks.empty() ? -1 : ks[i];
+    all[i] = i;
   }
-  std::vector<DraftTree> trees = primary_.draft(reqs);
-  SSD_CHECK(trees.size() == reqs.size(), "ssd drafter: {} returned {} drafts for {} requests",
-            primary_.name(), trees.size(), reqs.size());
-  std::vector<Speculation> out;
+  std::vector<Speculation> out(seqs.size());
+  fallback(wanted, all, out, /*initial=*/true);
   for (size_t i = 0; i < seqs.size(); ++i) {
     SeqState& s = state(seqs[i]);
-    s.spec = from_tree(seqs[i], std::move(trees[i]), SpecSource::kInitial, plan, false);
-    s.spec.id = 0;
+    out[i].source = SpecSource::kInitial;
+    out[i].id = 0;
+    s.spec = out[i];
     s.has_spec = true;
-    out.push_back(s.spec);
   }
   stats_.initial_s += now_s() - t0;
   return out;
@@ -284,39 +301,9 @@ std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome
     out[i].id = spec.id + 1;
   }
 
-  if (!missed.empty()) {
-    trace::Span span("fallback draft", "drafter", trace::round(),
-                     static_cast<int64_t>(missed.size()));
-    const double t0 = now_s();
-    const bool use_primary =
-        !backup_ || miss_.choose(static_cast<int32_t>(outcomes.size())) == Fallback::kPrimary;
-    Drafter& d = use_primary ? primary_ : *backup_;
-    const std::vector<int32_t> plan = planner_.plan(opts_.k, false);
-    std::vector<DraftRequest> reqs;
-    for (size_t i : missed) {
-      const SeqState& s = state(outcomes[i].seq);
-      reqs.push_back(request(outcomes[i].seq, s, {}, static_cast<uint32_t>(s.emitted), plan));
-    }
-    std::vector<DraftTree> trees = d.draft(reqs);
-    SSD_CHECK(trees.size() == reqs.size(), "ssd drafter: {} returned {} drafts for {} requests",
-              d.name(), trees.size(), reqs.size());
-    const double dt = now_s() - t0;
-    stats_.fallback_s += dt;
-    if (use_primary) {
-      miss_.observe_primary_draft(static_cast<int32_t>(missed.size()), dt);
-      stats_.fallback_primary += static_cast<int64_t>(missed.size());
-    } else {
-      stats_.fallback_backup += static_cast<int64_t>(missed.size());
-    }
-    for (size_t j = 0; j < missed.size(); ++j) {
-      const size_t i = missed[j];
-      const uint64_t id = out[i].id;
-      out[i] = from_tree(outcomes[i].seq, std::move(trees[j]),
-                         use_primary ? SpecSource::kPrimary : SpecSource::kBackup, plan, false);
-      out[i].id = id;
-    }
-  }
+  if (!missed.empty()) fallback(outcomes, missed, out);
   for (size_t i = 0; i < outcomes.size(); ++i) {
+    if (out[i].source == SpecSource::kCache) cut(out[i], outcomes[i].next_k, true);
     SeqState& s = state(outcomes[i].seq);
     s.spec = out[i];
     s.has_spec = true;
@@ -324,6 +311,55 @@ std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome
   stats_.fan_out_after_hit = planner_.plan(opts_.k, true);
   stats_.fan_out_after_miss = planner_.plan(opts_.k, false);
   return out;
+}
+
+void SsdDrafterCore::fallback(std::span<const RoundOutcome> outcomes,
+                              std::span<const size_t> missed, std::vector<Speculation>& out,
+                              bool initial) {
+  trace::Span span(initial ? "first draft" : "fallback draft", "drafter", trace::round(),
+                   static_cast<int64_t>(missed.size()));
+  const double t0 = now_s();
+  const bool use_primary = initial || opts_.plain || !backup_ ||
+                           miss_.choose(static_cast<int32_t>(outcomes.size())) == Fallback::kPrimary;
+  Drafter& d = use_primary ? primary_ : *backup_;
+  const SpecSource source = use_primary ? SpecSource::kPrimary : SpecSource::kBackup;
+  const std::vector<int32_t> plan = planner_.plan(opts_.k, false);
+  std::vector<DraftRequest> reqs;
+  std::vector<size_t> drafted;  // outcome index of each request
+  for (size_t i : missed) {
+    const RoundOutcome& o = outcomes[i];
+    SSD_CHECK(o.next_k >= -1 && o.next_k <= opts_.k,
+              "ssd drafter: speculation length {} for sequence {} is outside 0..{}", o.next_k,
+              o.seq, opts_.k);
+    const int32_t k = o.next_k < 0 ? opts_.k : o.next_k;
+    const uint64_t id = out[i].id;
+    out[i] = Speculation{};
+    out[i].seq = o.seq;
+    out[i].id = id;
+    out[i].source = source;
+    if (opts_.plain && k == 0) continue;  // a plain decode step: nothing to draft
+    const SeqState& s = state(o.seq);
+    reqs.push_back(request(o.seq, s, {}, static_cast<uint32_t>(s.emitted), plan, k));
+    drafted.push_back(i);
+  }
+  if (reqs.empty()) return;
+  std::vector<DraftTree> trees = d.draft(reqs);
+  SSD_CHECK(trees.size() == reqs.size(), "ssd drafter: {} returned {} drafts for {} requests",
+            d.name(), trees.size(), reqs.size());
+  const double dt = now_s() - t0;
+  if (!initial) {  // round 0 is not a miss: its time is initial_s, counted by the caller
+    stats_.fallback_s += dt;
+    (use_primary ? stats_.fallback_primary : stats_.fallback_backup) +=
+        static_cast<int64_t>(drafted.size());
+    if (use_primary) miss_.observe_primary_draft(static_cast<int32_t>(drafted.size()), dt);
+  }
+  for (size_t j = 0; j < drafted.size(); ++j) {
+    const size_t i = drafted[j];
+    const uint64_t id = out[i].id;
+    out[i] = from_tree(outcomes[i].seq, std::move(trees[j]), source, plan, false);
+    out[i].id = id;
+    cut(out[i], outcomes[i].next_k < 0 ? opts_.k : outcomes[i].next_k, false);
+  }
 }
 
 void SsdDrafterCore::adopt(std::span<const RoundOutcome> outcomes,
@@ -422,7 +458,7 @@ std::vector<CacheEntry> SsdDrafterCore::draft_branches(std::span<const Branch> b
               "ssd drafter: branch of sequence {} has a fan-out of {} entries for K = {}", b.seq,
               b.fan_out.size(), opts_.k);
     plans.push_back(b.fan_out.empty() ? &own_plan : &b.fan_out);
-    reqs.push_back(request(b.seq, s, b.suffix, b.position, *plans.back()));
+    reqs.push_back(request(b.seq, s, b.suffix, b.position, *plans.back(), opts_.k));
   }
   std::vector<DraftTree> trees = primary_.draft(reqs);
   SSD_CHECK(trees.size() == reqs.size(), "ssd drafter: {} returned {} drafts for {} requests",

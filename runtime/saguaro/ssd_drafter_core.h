@@ -34,6 +34,13 @@
 // Round 0: start() each sequence (prompt + the tokens emitted so far, i.e. the target's first
 // token), first_speculations() drafts synchronously, then prespeculate().
 //
+// Speculation length (--k auto, runtime/spec/spec_length.h): the target leader chooses each
+// sequence's next length k' in 0..K and sends it with the outcome (RoundOutcome::next_k; round 0:
+// first_speculations' ks). The answer, from the cache or a fallback, is cut to k' tokens (a
+// chain's prefix keeps every q, so it verifies exactly) with its ranking up to position k', and
+// its fan-out re-planned for k'; a fallback drafts k' + 1 tokens. Pre-speculated branches keep
+// drafting K (+ 1), since the next round's k' is not known while they are drafted.
+//
 // Speculations carry K tokens and the q of each (verification needs q when sampling). The drafter
 // is asked for K + 1 tokens: the (K + 1)-th node's ranking (DraftTree::predicted) predicts the
 // bonus at k = K; only K tokens go to the target. Every draft request asks for predict_top =
@@ -94,6 +101,10 @@ struct SsdDrafterOptions {
   int32_t predict_top = 0;  // alternatives asked per position; 0 = max F_k + 1
   int32_t prespec_chunk = 0;  // branches per draft call when pre-speculating; 0 = all at once
                               // (never cut short); see "Cut-short pre-speculation" above
+  // The SD baseline on a drafter rank (no pre-speculation): every answer is the primary's plain
+  // draft of exactly the requested length, asked as single-process SD asks it (no ranking of
+  // alternatives, no Saguaro reshaping, no cache, no backup); a length of 0 drafts nothing.
+  bool plain = false;
 };
 
 // One branch to pre-speculate: the outcome (k, bonus) of speculation `parent` of `seq`.
@@ -154,8 +165,10 @@ class SsdDrafterCore {
   // Target features for drafters that need them (forwarded to the primary).
   void set_features(int32_t seq, int64_t from, std::span<const float> features);
 
-  // Round 0: a synchronous draft for each of `seqs` (started, without a speculation yet).
-  std::vector<Speculation> first_speculations(std::span<const int32_t> seqs);
+  // Round 0: a synchronous draft for each of `seqs` (started, without a speculation yet), of
+  // ks[i] tokens each (empty: K).
+  std::vector<Speculation> first_speculations(std::span<const int32_t> seqs,
+                                              std::span<const int32_t> ks = {});
   // The next speculation of each outcome's sequence, in the outcomes' order (see the top).
   std::vector<Speculation> on_outcome(std::span<const RoundOutcome> outcomes);
   // For a secondary drafter rank: commit the outcomes (which must match the current speculations),
@@ -195,8 +208,15 @@ class SsdDrafterCore {
   };
   SeqState& state(int32_t seq);
   const SeqState& state(int32_t seq) const;
+  // A request for a speculation of k tokens (K + 1 drafted for the ranking; plain: k).
   DraftRequest request(int32_t seq, const SeqState& s, std::vector<int32_t> suffix,
-                       uint32_t position, const std::vector<int32_t>& fan_out) const;
+                       uint32_t position, const std::vector<int32_t>& fan_out, int32_t k) const;
+  // Cuts `spec` to k tokens (no-op when it is not longer, or k = -1), re-planning its fan-out.
+  void cut(Speculation& spec, int32_t k, bool after_hit) const;
+  // Drafts the speculations of outcomes[i] for i in `missed` (a miss, or plain SD; initial:
+  // round 0, with the primary and not counted as a fallback): see the top.
+  void fallback(std::span<const RoundOutcome> outcomes, std::span<const size_t> missed,
+                std::vector<Speculation>& out, bool initial = false);
   // fan_out: [K + 1] the plan the draft was asked with; a draft cut short (K' < K) is re-planned
   // for K'.
   Speculation from_tree(int32_t seq, DraftTree tree, SpecSource source,

@@ -1,6 +1,7 @@
 #include "runtime/spec/sd_generation.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "runtime/core/error.h"
 #include "runtime/generate/token_picker.h"
@@ -47,20 +48,30 @@ void size_stats(SdStats& s, int32_t k) {
   s.accept_hist.assign(k + 1, 0);
   s.pos_accepted.assign(k, 0);
   s.pos_offered.assign(k, 0);
+  s.chosen_k_hist.assign(k + 1, 0);
 }
 
-void count_round(SdStats& s, const DraftTree& tree, const VerifyResult& v, int32_t k) {
+namespace {
+
+int32_t max_depth(const DraftTree& tree) {
+  int32_t d = 0;
+  for (size_t i = 0; i < tree.size(); ++i) d = std::max(d, tree.depth(static_cast<int32_t>(i)));
+  return d;
+}
+
+}  // namespace
+
+void count_round(SdStats& s, const DraftTree& tree, const VerifyResult& v, int32_t k,
+                 int32_t chosen_k) {
   s.rounds++;
+  s.chosen_k_hist[std::clamp(chosen_k, 0, k)]++;
   s.accepted += v.accepted();
   s.drafted += static_cast<int64_t>(tree.size());
   s.verified_rows += 1 + static_cast<int64_t>(tree.size());
   s.empty_drafts += tree.empty() ? 1 : 0;
   s.full_accepts += v.all_accepted ? 1 : 0;
   s.accept_hist[std::min<int32_t>(v.accepted(), k)]++;
-  int32_t max_depth = 0;
-  for (size_t i = 0; i < tree.size(); ++i)
-    max_depth = std::max(max_depth, tree.depth(static_cast<int32_t>(i)));
-  for (int32_t j = 0; j < max_depth; ++j) s.pos_offered[j]++;
+  for (int32_t j = 0; j < max_depth(tree); ++j) s.pos_offered[j]++;
   for (int32_t j = 0; j < v.accepted(); ++j) s.pos_accepted[j]++;
 }
 
@@ -115,6 +126,12 @@ SdBatchResult generate_sd_batch(TargetModel& target, Drafter& drafter,
   out.requests.resize(n_req);
   size_stats(out.stats, opts.k);
   for (SdResult& r : out.requests) size_stats(r.stats, opts.k);
+  std::optional<SpecLengthController> own_length;
+  if (!opts.length) own_length.emplace(SpecLengthOptions{.k_max = opts.k, .automatic = opts.auto_k});
+  SpecLengthController& length = opts.length ? *opts.length : *own_length;
+  SSD_CHECK(length.options().k_max == opts.k && length.options().automatic == opts.auto_k,
+            "sd: the shared length policy (k_max {}, auto {}) does not match k {}, auto {}",
+            length.options().k_max, length.options().automatic, opts.k, opts.auto_k);
   TargetSeqs tseqs(target);
   DrafterSeqs dseqs(drafter);
   std::vector<SdSeq> seqs(n_req);
@@ -143,6 +160,7 @@ SdBatchResult generate_sd_batch(TargetModel& target, Drafter& drafter,
     const double td = monotonic_seconds();
     dseqs.finish(static_cast<int32_t>(i));
     drafter_time(i, td);
+    length.finish(static_cast<int32_t>(i));
   };
   // Emits one token of request i: streams it, checks stop conditions. Returns false when the
   // request's generation ends.
@@ -182,17 +200,26 @@ SdBatchResult generate_sd_batch(TargetModel& target, Drafter& drafter,
     if (active.empty()) break;
 
     // One drafter call for every active request that still has room for a draft: the depth is
-    // clipped so that the round cannot decide more tokens than the request has left.
-    std::vector<int32_t> depth(active.size());
+    // clipped so that the round cannot decide more tokens than the request has left, and chosen
+    // by the length policy under --k auto (0: a plain decode step for that request).
+    std::vector<int32_t> depth(active.size()), ids(active.size());
+    for (size_t a = 0; a < active.size(); ++a) {
+      const size_t i = active[a];
+      const int64_t emitted = static_cast<int64_t>(out.requests[i].gen.tokens.size());
+      ids[a] = static_cast<int32_t>(i);
+      depth[a] = static_cast<int32_t>(
+          std::clamp<int64_t>(reqs[i].max_new_tokens - emitted - 1, 0, opts.k));
+    }
+    depth = length.choose(ids, depth);
     std::vector<DraftRequest> drs;
     std::vector<size_t> drafted_by;  // active index of each draft request
+    int64_t asked = 0;               // tokens asked of the drafter this round
     for (size_t a = 0; a < active.size(); ++a) {
       const size_t i = active[a];
       const GenerationRequest& req = reqs[i];
       const int64_t emitted = static_cast<int64_t>(out.requests[i].gen.tokens.size());
-      depth[a] = static_cast<int32_t>(
-          std::clamp<int64_t>(req.max_new_tokens - emitted - 1, 0, opts.k));
       if (depth[a] == 0) continue;
+      asked += depth[a];
       DraftRequest dr;
       dr.seq = static_cast<int32_t>(i);
       dr.k = depth[a];
@@ -212,6 +239,7 @@ SdBatchResult generate_sd_batch(TargetModel& target, Drafter& drafter,
       for (size_t d = 0; d < got.size(); ++d) trees[drafted_by[d]] = std::move(got[d]);
     }
     const double draft_dt = monotonic_seconds() - td;
+    length.observe_draft(asked, drs.empty() ? 0.0 : draft_dt);
     out.stats.draft_s += draft_dt;
     for (size_t i : active) out.requests[i].stats.draft_s += draft_dt;
 
@@ -238,6 +266,9 @@ SdBatchResult generate_sd_batch(TargetModel& target, Drafter& drafter,
     const VerifyRoundResult round =
         verify_round(target, inputs, layers, drafter.observes_target_logits());
     const double verify_dt = monotonic_seconds() - tv;
+    int64_t rows = 0;
+    for (const DraftTree& t : trees) rows += 1 + static_cast<int64_t>(t.size());
+    length.observe_verify(rows, verify_dt);
     out.stats.verify_s += verify_dt;
     out.stats.target_forward_s += round.forward_s;
     out.stats.forwards++;
@@ -251,8 +282,9 @@ SdBatchResult generate_sd_batch(TargetModel& target, Drafter& drafter,
       r.stats.target_forward_s += round.forward_s;
       r.stats.forwards++;
       r.gen.forwards++;
-      count_round(r.stats, trees[a], v, opts.k);
-      count_round(out.stats, trees[a], v, opts.k);
+      count_round(r.stats, trees[a], v, opts.k, depth[a]);
+      count_round(out.stats, trees[a], v, opts.k, depth[a]);
+      length.observe_outcome(static_cast<int32_t>(i), max_depth(trees[a]), v.accepted());
 
       // Emit accepted tokens and the correction/bonus, stopping early at EOG or the budget.
       std::vector<int32_t> emitted;

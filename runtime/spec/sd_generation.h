@@ -20,13 +20,19 @@
 
 #include "runtime/generate/generation.h"
 #include "runtime/spec/drafter.h"
+#include "runtime/spec/spec_length.h"
 #include "runtime/spec/verify.h"
 
 namespace ssd {
 
 struct SdOptions {
-  int32_t k = 4;      // draft depth (tokens per branch), 1..32
+  int32_t k = 4;      // draft depth (tokens per branch), 1..32; with auto_k the top of the range
   int32_t width = 1;  // first-level branches asked of the drafter (1 = chain)
+  bool auto_k = false;  // choose k in 0..k per sequence and round (spec_length.h)
+  // The length policy to use (and keep learning in) across calls, e.g. one per benchmark
+  // configuration so its cost lines carry over prompts; null: a fresh one for this call. Its
+  // k_max and automatic must match k and auto_k.
+  SpecLengthController* length = nullptr;
 };
 
 // Counters of one request, or of a whole batch (then the counters are summed over its requests
@@ -42,6 +48,7 @@ struct SdStats {
   std::vector<int64_t> accept_hist;      // [k + 1]: rounds that accepted 0..k tokens
   std::vector<int64_t> pos_accepted;     // [k]: rounds whose path reached depth j + 1
   std::vector<int64_t> pos_offered;      // [k]: rounds whose draft had depth >= j + 1
+  std::vector<int64_t> chosen_k_hist;    // [k + 1]: rounds whose chosen draft length was 0..k
   double draft_s = 0;   // wall time inside the drafter (draft, commit, observe)
   double verify_s = 0;  // wall time of the target's verification forwards and the verifier
   double target_forward_s = 0;  // the verification forwards alone (part of verify_s)
@@ -58,7 +65,9 @@ struct SdStats {
 // distributed target leader): size the per-K counters, and count one sequence-round (the caller
 // adds the times).
 void size_stats(SdStats& s, int32_t k);
-void count_round(SdStats& s, const DraftTree& tree, const VerifyResult& v, int32_t k);
+// chosen_k: the length the round asked of the drafter (the tree may be shorter).
+void count_round(SdStats& s, const DraftTree& tree, const VerifyResult& v, int32_t k,
+                 int32_t chosen_k);
 
 struct SdResult {
   GenerationResult gen;

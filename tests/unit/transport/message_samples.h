@@ -67,10 +67,11 @@ inline auto sample_messages() {
   start.feature_dim = 1152;
   start.prespeculate = false;
   JoinSeqs join{{7}, {{5, 6}}, {{2}}, {11}, {2}, 576};
+  start.first_k = {4, 0};
   Features features{2, 100, 3, 8};
   Outcome outcome;
   outcome.round = 41;
-  outcome.seqs = {SeqOutcome{0, 2, {11, 12, 40}, 17, 3}, SeqOutcome{5, 0, {17}, 9, 1}};
+  outcome.seqs = {SeqOutcome{0, 2, {11, 12, 40}, 17, 3, 4}, SeqOutcome{5, 0, {17}, 9, 1, 0}};
   outcome.feature_dim = 576;
   outcome.verify_s = 0.0125;
   SpeculationMsg spec;

@@ -1,0 +1,189 @@
+#include "runtime/spec/spec_length.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "runtime/core/error.h"
+
+namespace ssd {
+
+double expected_tokens(std::span<const double> a, int32_t k) {
+  double e = 1, p = 1;
+  for (int32_t i = 0; i < k && i < static_cast<int32_t>(a.size()); ++i) {
+    p *= a[i];
+    e += p;
+  }
+  return e;
+}
+
+void CostLine::observe(int64_t x, double seconds) {
+  SSD_CHECK(x >= 0 && std::isfinite(seconds) && seconds >= 0,
+            "cost line: bad observation ({}, {} s)", x, seconds);
+  Point& p = points_[x];
+  p.weight = std::min(p.weight + 1, kWindow);
+  p.mean += (seconds - p.mean) / p.weight;
+  ++n_;
+}
+
+int32_t CostLine::distinct_positive() const {
+  int32_t n = 0;
+  for (const auto& [x, p] : points_) n += x > 0 ? 1 : 0;
+  return n;
+}
+
+double CostLine::predict(int64_t x) const {
+  if (x <= 0) {
+    const auto it = points_.find(0);
+    return it == points_.end() ? 0.0 : it->second.mean;
+  }
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [px, p] : points_) {
+    if (px <= 0) continue;
+    const double xd = static_cast<double>(px);
+    sw += p.weight;
+    sx += p.weight * xd;
+    sy += p.weight * p.mean;
+    sxx += p.weight * xd * xd;
+    sxy += p.weight * xd * p.mean;
+  }
+  if (sw == 0) return 0.0;
+  const double xd = static_cast<double>(x);
+  const double den = sw * sxx - sx * sx;
+  if (distinct_positive() < 2 || den <= 0) return sxy / sxx * xd;  // through the origin
+  double slope = (sw * sxy - sx * sy) / den;
+  double icept = (sy - slope * sx) / sw;
+  if (slope < 0) {  // time falling with x is noise: a flat line at the mean
+    slope = 0;
+    icept = sy / sw;
+  } else if (icept < 0) {  // a negative fixed cost is noise too: the line through the origin
+    slope = sxy / sxx;
+    icept = 0;
+  }
+  return icept + slope * xd;
+}
+
+std::vector<int32_t> choose_lengths(std::span<const std::vector<double>> accept,
+                                    std::span<const int32_t> limit, const RoundCosts& costs) {
+  SSD_CHECK(accept.size() == limit.size(), "choose_lengths: {} rate lists for {} limits",
+            accept.size(), limit.size());
+  const int64_t B = static_cast<int64_t>(limit.size());
+  struct Gain {
+    double g;
+    int32_t i;  // draft position, 1-based
+    size_t b;
+  };
+  std::vector<Gain> gains;
+  for (size_t b = 0; b < limit.size(); ++b) {
+    SSD_CHECK(limit[b] >= 0 && limit[b] <= static_cast<int32_t>(accept[b].size()),
+              "choose_lengths: limit {} of sequence {} outside 0..{}", limit[b], b,
+              accept[b].size());
+    double p = 1;
+    for (int32_t i = 1; i <= limit[b]; ++i) {
+      p *= std::clamp(accept[b][i - 1], 0.0, 1.0);
+      gains.push_back({p, i, b});
+    }
+  }
+  // Largest gains first; equal gains by position, so each sequence's picks stay a prefix.
+  std::stable_sort(gains.begin(), gains.end(), [](const Gain& x, const Gain& y) {
+    return x.g != y.g ? x.g > y.g : x.i < y.i;
+  });
+  size_t best_n = 0;
+  double best_rate = -1, tokens = static_cast<double>(B);
+  for (size_t n = 0; n <= gains.size(); ++n) {
+    if (n > 0) tokens += gains[n - 1].g;
+    const int64_t N = static_cast<int64_t>(n);
+    const double cost = costs.draft.predict(N) + costs.verify.predict(B + N);
+    const double rate = cost > 0 ? tokens / cost : (n == 0 ? 1.0 : 0.0);
+    if (rate > best_rate) {
+      best_rate = rate;
+      best_n = n;
+    }
+  }
+  std::vector<int32_t> k(limit.size(), 0);
+  for (size_t n = 0; n < best_n; ++n) k[gains[n].b] = std::max(k[gains[n].b], gains[n].i);
+  return k;
+}
+
+PositionAcceptance::PositionAcceptance(int32_t k_max) : trials_(k_max, 0.0), successes_(k_max, 0.0) {}
+
+void PositionAcceptance::observe(int32_t offered, int32_t accepted) {
+  offered = std::min<int32_t>(offered, static_cast<int32_t>(trials_.size()));
+  if (offered <= 0) return;
+  SSD_CHECK(accepted >= 0 && accepted <= offered, "acceptance: {} accepted of {} offered",
+            accepted, offered);
+  const double keep = std::exp2(-1.0 / kHalfLife);
+  for (size_t j = 0; j < trials_.size(); ++j) {
+    trials_[j] *= keep;
+    successes_[j] *= keep;
+  }
+  for (int32_t j = 0; j < std::min(accepted + 1, offered); ++j) trials_[j] += 1;
+  for (int32_t j = 0; j < accepted; ++j) successes_[j] += 1;
+}
+
+std::vector<double> PositionAcceptance::rates(double prior) const {
+  std::vector<double> r(trials_.size());
+  for (size_t j = 0; j < r.size(); ++j)
+    r[j] = (successes_[j] + kPriorTrials * prior) / (trials_[j] + kPriorTrials);
+  return r;
+}
+
+SpecLengthController::SpecLengthController(const SpecLengthOptions& opts)
+    : opts_(opts), pooled_(opts.prior_accept, /*r_default=*/0.5), hist_(opts.k_max + 1, 0) {
+  SSD_CHECK(opts.k_max >= 1 && opts.k_max <= 32, "--k-max {} must be between 1 and 32",
+            opts.k_max);
+  SSD_CHECK(opts.prior_accept > 0 && opts.prior_accept < 1,
+            "speculation length: prior acceptance {} must be in (0, 1)", opts.prior_accept);
+  SSD_CHECK(opts.probe_every >= 1, "speculation length: probe_every {} must be >= 1",
+            opts.probe_every);
+}
+
+SpecLengthController::Seq& SpecLengthController::seq(int32_t id) {
+  return seqs_.try_emplace(id, opts_.k_max).first->second;
+}
+
+std::vector<int32_t> SpecLengthController::choose(std::span<const int32_t> seqs,
+                                                  std::span<const int32_t> limit) {
+  SSD_CHECK(seqs.size() == limit.size(), "speculation length: {} sequences, {} limits",
+            seqs.size(), limit.size());
+  std::vector<int32_t> cap(limit.size());
+  for (size_t i = 0; i < limit.size(); ++i) cap[i] = std::clamp(limit[i], 0, opts_.k_max);
+  std::vector<int32_t> k = cap;
+  if (opts_.automatic && !costs_.ready()) {
+    // Warm-up: K and 1 in turn, so the verify line sees two row counts.
+    if (warmup_rounds_++ % 2 == 1)
+      for (int32_t& x : k) x = std::min(x, 1);
+  } else if (opts_.automatic) {
+    std::vector<std::vector<double>> rates;
+    for (int32_t id : seqs) rates.push_back(seq(id).accept.rates(pooled_.a_p()));
+    k = choose_lengths(rates, cap, costs_);
+    for (size_t i = 0; i < k.size(); ++i) {
+      Seq& s = seq(seqs[i]);
+      s.idle = k[i] == 0 ? s.idle + 1 : 0;
+      if (s.idle > opts_.probe_every && cap[i] > 0) {
+        k[i] = 1;
+        s.idle = 0;
+      }
+    }
+  }
+  for (int32_t x : k) hist_[x]++;
+  return k;
+}
+
+void SpecLengthController::observe_draft(int64_t tokens, double seconds) {
+  costs_.draft.observe(tokens, seconds);
+}
+
+void SpecLengthController::observe_verify(int64_t rows, double seconds) {
+  costs_.verify.observe(rows, seconds);
+}
+
+void SpecLengthController::observe_outcome(int32_t id, int32_t offered, int32_t accepted) {
+  if (offered <= 0) return;
+  pooled_.observe_round(offered, accepted);
+  seq(id).accept.observe(offered, accepted);
+}
+
+void SpecLengthController::finish(int32_t id) { seqs_.erase(id); }
+
+}  // namespace ssd

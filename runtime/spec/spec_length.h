@@ -1,0 +1,140 @@
+// Speculation length chosen per sequence and round (`--k auto`): the k in 0..K that maximises the
+// expected tokens per second of the round, from what this run has measured so far.
+//
+// Model. Sequence b drafts k_b tokens; with per-position acceptance rates a_1..a_K (the chance
+// that draft position j is accepted once positions 1..j-1 were), the round emits
+//     E_b(k) = 1 + sum_{i=1..k} prod_{j<=i} a_j          (the correction/bonus token included)
+// tokens for it. The round costs
+//     draft(N) + verify(B + N)        N = sum_b k_b drafted tokens, B + N verified rows,
+// where both costs are fitted online from this run's own rounds (CostLine): verify(R) a line in
+// the rows of the forward (the whole round but the drafter, so the verifier and the bookkeeping
+// count too), draft(N) a line in the drafted tokens for N > 0 plus a separate mean for N = 0
+// (a drafter call has a fixed part that a round without drafts does not pay; on drafter ranks the
+// leader's wait for the answer has one even then). k = 0 is a plain decode step: one row, no
+// draft, so the chooser never plans a round slower than autoregressive decoding by its model.
+//
+// Chooser. The marginal gain of sequence b's i-th draft token, g_b(i) = prod_{j<=i} a_{b,j}, falls
+// with i (every a_j <= 1) and every drafted token costs the same, so for a given total N the best
+// split takes the N largest gains. choose_lengths() evaluates every N in 0..sum K_b and keeps the
+// best rate (B + G(N)) / (draft(N) + verify(B + N)); ties go to the smaller N.
+//
+// Estimates. Acceptance per sequence and draft position: successes / trials of that position
+// (a round that offered K' tokens and accepted k is a trial at positions 1..min(k + 1, K'), a
+// success at 1..k), with old rounds decaying (half-life kHalfLife rounds) and a prior of
+// kPriorTrials pseudo-trials at the run's pooled geometric rate: runtime/saguaro's
+// FanOutEstimator, the same estimate the geometric fan-out plans with, fed by every sequence.
+// Costs: CostLine keeps a recency-weighted mean time per x (its window is kWindow rounds, so a
+// machine whose load changes is followed) and fits a weighted least-squares line through them.
+//
+// Warm-up and probes. Until the verify line has two row counts (and the draft line a point), the
+// controller alternates k = K and k = 1 (sum over the batch, different row counts). A sequence
+// whose chosen k stays 0 gets no new acceptance data, so after kProbeEvery such rounds it drafts
+// one token (a probe): the estimate can recover when the text turns predictable.
+//
+// Exactness: the choice depends only on rounds already verified, and any k verifies exactly
+// (k = 0 is the plain decode step), so greedy output stays the target's token for token and
+// sampled output keeps the target's law.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <vector>
+
+#include "runtime/saguaro/fan_out.h"
+
+namespace ssd {
+
+// Expected tokens emitted by a round that drafts k tokens under acceptance rates a[0..k-1]
+// (a[j] = the rate of draft position j + 1), bonus included: 1 + sum_i prod_{j<=i} a_j.
+double expected_tokens(std::span<const double> a, int32_t k);
+
+// y(x) >= 0 fitted online; x >= 0. x = 0 is kept apart from x > 0 (see the top).
+class CostLine {
+ public:
+  static constexpr double kWindow = 16;  // observations per x weighed in its mean
+  void observe(int64_t x, double seconds);
+  // Predicted seconds at x: the fitted line for x > 0 (with one x observed, a line through the
+  // origin and that point), the x = 0 mean for x = 0 (0 when never observed).
+  double predict(int64_t x) const;
+  int32_t distinct_positive() const;  // x > 0 values observed
+  int64_t observations() const { return n_; }
+
+ private:
+  struct Point {
+    double weight = 0;  // min(observations, kWindow)
+    double mean = 0;
+  };
+  std::map<int64_t, Point> points_;  // x -> recency-weighted mean seconds
+  int64_t n_ = 0;
+};
+
+// The fitted costs of one round.
+struct RoundCosts {
+  CostLine draft;   // x = tokens drafted in the round (all sequences)
+  CostLine verify;  // x = rows verified in the round (all sequences: B + N)
+  bool ready() const { return verify.distinct_positive() >= 2 && draft.distinct_positive() >= 1; }
+};
+
+// The lengths that maximise the round's expected tokens per second (see the top). accept[b]: the
+// rates of sequence b's positions 1..; limit[b]: the most tokens it may draft (<= accept[b].size()).
+std::vector<int32_t> choose_lengths(std::span<const std::vector<double>> accept,
+                                    std::span<const int32_t> limit, const RoundCosts& costs);
+
+// Per-position acceptance of one sequence (see the top).
+class PositionAcceptance {
+ public:
+  static constexpr double kHalfLife = 32;    // rounds
+  static constexpr double kPriorTrials = 4;  // pseudo-trials at the prior rate
+  explicit PositionAcceptance(int32_t k_max);
+  void observe(int32_t offered, int32_t accepted);
+  // [k_max]: the rates of positions 1..k_max, each pulled toward `prior`.
+  std::vector<double> rates(double prior) const;
+
+ private:
+  std::vector<double> trials_, successes_;  // [k_max] decayed counts
+};
+
+struct SpecLengthOptions {
+  int32_t k_max = 8;    // K: the top of the range
+  bool automatic = true;  // false: every round drafts k_max (capped by the sequence's limit)
+  double prior_accept = 0.6;  // the pooled estimate's prior before any round
+  int32_t probe_every = 16;   // rounds at k = 0 before a one-token probe
+};
+
+// The per-run policy: one per generation loop (in-process SD, or the leader of a split run);
+// sequences are named by the caller's ids. Also counts the chosen lengths.
+class SpecLengthController {
+ public:
+  explicit SpecLengthController(const SpecLengthOptions& opts);
+
+  // This round's lengths for `seqs` (in order); limit[i] caps sequence i (tokens it has left).
+  std::vector<int32_t> choose(std::span<const int32_t> seqs, std::span<const int32_t> limit);
+  void observe_draft(int64_t tokens, double seconds);
+  void observe_verify(int64_t rows, double seconds);
+  void observe_outcome(int32_t seq, int32_t offered, int32_t accepted);
+  void finish(int32_t seq);
+
+  const SpecLengthOptions& options() const { return opts_; }
+  const RoundCosts& costs() const { return costs_; }
+  double pooled_accept() const { return pooled_.a_p(); }
+  // [k_max + 1]: how many sequence-rounds chose each k.
+  const std::vector<int64_t>& histogram() const { return hist_; }
+
+ private:
+  struct Seq {
+    explicit Seq(int32_t k_max) : accept(k_max) {}
+    PositionAcceptance accept;
+    int32_t idle = 0;  // consecutive rounds at k = 0
+  };
+  Seq& seq(int32_t id);
+
+  SpecLengthOptions opts_;
+  RoundCosts costs_;
+  FanOutEstimator pooled_;
+  std::map<int32_t, Seq> seqs_;
+  std::vector<int64_t> hist_;
+  int64_t warmup_rounds_ = 0;
+};
+
+}  // namespace ssd

@@ -1,0 +1,169 @@
+// The speculation-length chooser (runtime/spec/spec_length.h) on synthetic costs and rates:
+//   - expected tokens and the cost lines' fits, to 1e-9;
+//   - high acceptance with cheap drafts drafts the whole range, low acceptance or expensive drafts
+//     decode plainly (k = 0), a middle case stops in between; in a batch each sequence gets its
+//     own length; and on random cases the chosen lengths reach the best rate over every
+//     combination (exhaustive search, K = 3, three sequences) to 1e-12 relative;
+//   - per-position acceptance tracks the positions separately and falls back to the prior where
+//     nothing was offered;
+//   - the controller warms up with k = K and 1 in turn, then follows the measured costs, probes a
+//     sequence stuck at k = 0, and counts every choice in its histogram.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "runtime/core/error.h"
+#include "runtime/spec/spec_length.h"
+
+namespace ssd {
+namespace {
+
+// draft(N) = d0 + d1 N for N > 0 (0 at N = 0); verify(R) = v0 + v1 R.
+RoundCosts costs(double d0, double d1, double v0, double v1) {
+  RoundCosts c;
+  for (int64_t n : {1, 4, 8}) c.draft.observe(n, d0 + d1 * static_cast<double>(n));
+  for (int64_t r : {1, 5, 9, 20}) c.verify.observe(r, v0 + v1 * static_cast<double>(r));
+  return c;
+}
+
+double rate(std::span<const std::vector<double>> a, std::span<const int32_t> k,
+            const RoundCosts& c) {
+  double e = 0;
+  int64_t n = 0;
+  for (size_t b = 0; b < k.size(); ++b) {
+    e += expected_tokens(a[b], k[b]);
+    n += k[b];
+  }
+  return e / (c.draft.predict(n) + c.verify.predict(static_cast<int64_t>(k.size()) + n));
+}
+
+TEST(SpecLength, ExpectedTokensIncludeTheBonus) {
+  const std::vector<double> a = {0.5, 0.5, 0.8};
+  EXPECT_NEAR(expected_tokens(a, 0), 1.0, 1e-12);
+  EXPECT_NEAR(expected_tokens(a, 2), 1.75, 1e-12);
+  EXPECT_NEAR(expected_tokens(a, 3), 1.75 + 0.2, 1e-12);
+}
+
+TEST(SpecLength, CostLineFitsALineAndKeepsZeroApart) {
+  CostLine c;
+  EXPECT_EQ(c.predict(3), 0.0);
+  c.observe(2, 4.0);
+  EXPECT_NEAR(c.predict(4), 8.0, 1e-9);  // one x: through the origin
+  c.observe(6, 6.0);
+  EXPECT_NEAR(c.predict(4), 5.0, 1e-9);  // 3 + 0.5 x
+  EXPECT_NEAR(c.predict(0), 0.0, 1e-12);
+  c.observe(0, 0.25);
+  EXPECT_NEAR(c.predict(0), 0.25, 1e-12);
+  EXPECT_NEAR(c.predict(4), 5.0, 1e-9);  // x = 0 stays out of the line
+  CostLine falling;
+  falling.observe(1, 3.0);
+  falling.observe(3, 1.0);
+  EXPECT_NEAR(falling.predict(10), 2.0, 1e-9);  // noise, not a negative slope: the mean
+}
+
+TEST(SpecLength, CheapDraftsAndHighAcceptanceDraftTheWholeRange) {
+  const std::vector<std::vector<double>> a = {std::vector<double>(8, 0.9)};
+  const std::vector<int32_t> limit = {8};
+  EXPECT_EQ(choose_lengths(a, limit, costs(1e-4, 1e-5, 0.010, 0.001)),
+            std::vector<int32_t>{8});
+}
+
+TEST(SpecLength, LowAcceptanceOrExpensiveDraftsDecodePlainly) {
+  const std::vector<int32_t> limit = {8};
+  const std::vector<std::vector<double>> low = {std::vector<double>(8, 0.1)};
+  EXPECT_EQ(choose_lengths(low, limit, costs(1e-4, 1e-5, 0.010, 0.002)),
+            std::vector<int32_t>{0});
+  const std::vector<std::vector<double>> high = {std::vector<double>(8, 0.9)};
+  EXPECT_EQ(choose_lengths(high, limit, costs(0.005, 0.020, 0.010, 0.001)),
+            std::vector<int32_t>{0});
+  // Verification dearer per row than its fixed cost: extra rows never pay at 0.5 acceptance.
+  const std::vector<std::vector<double>> half = {std::vector<double>(8, 0.5)};
+  EXPECT_EQ(choose_lengths(half, limit, costs(0, 0, 0.010, 0.012)), std::vector<int32_t>{0});
+}
+
+TEST(SpecLength, AMiddleCaseStopsWhereTheNextTokenNoLongerPays) {
+  // Position rates fall: 0.9, 0.8, 0.3, ... With verify 10 ms + 2 ms per row and free drafts,
+  // k = 2 gives (1 + 0.9 + 0.72) / 16 ms = 0.164/ms; k = 3 adds 0.216 tokens for 2 ms more:
+  // 2.836 / 18 = 0.158/ms (worse); k = 1: 1.9 / 14 = 0.136/ms.
+  const std::vector<std::vector<double>> a = {{0.9, 0.8, 0.3, 0.3, 0.3}};
+  const std::vector<int32_t> limit = {5};
+  EXPECT_EQ(choose_lengths(a, limit, costs(0, 0, 0.010, 0.002)), std::vector<int32_t>{2});
+}
+
+TEST(SpecLength, EachSequenceOfABatchGetsItsOwnLength) {
+  const std::vector<std::vector<double>> a = {std::vector<double>(4, 0.95),
+                                              std::vector<double>(4, 0.05)};
+  const std::vector<int32_t> limit = {4, 4};
+  EXPECT_EQ(choose_lengths(a, limit, costs(0, 1e-5, 0.010, 0.001)),
+            (std::vector<int32_t>{4, 0}));
+  // A limit caps the length (the request's last tokens).
+  const std::vector<int32_t> capped = {2, 4};
+  EXPECT_EQ(choose_lengths(a, capped, costs(0, 1e-5, 0.010, 0.001)),
+            (std::vector<int32_t>{2, 0}));
+}
+
+TEST(SpecLength, ChoiceIsTheBestOverEveryCombination) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<std::vector<double>> a(3, std::vector<double>(3));
+    for (auto& v : a)
+      for (double& x : v) x = u(rng);
+    const RoundCosts c = costs(0.002 * u(rng), 0.004 * u(rng), 0.010, 0.004 * u(rng));
+    const std::vector<int32_t> limit = {3, 3, 3};
+    const std::vector<int32_t> k = choose_lengths(a, limit, c);
+    double best = 0;
+    for (int32_t x = 0; x < 64; ++x) {
+      const std::vector<int32_t> kk = {x % 4, x / 4 % 4, x / 16};
+      best = std::max(best, rate(a, kk, c));
+    }
+    EXPECT_NEAR(rate(a, k, c), best, 1e-12 * best) << "trial " << trial;
+  }
+}
+
+TEST(SpecLength, PositionAcceptanceSeparatesPositions) {
+  PositionAcceptance p(4);
+  for (int i = 0; i < 200; ++i) p.observe(3, 2);  // positions 1, 2 accepted; 3 rejected
+  const std::vector<double> r = p.rates(0.5);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_GT(r[0], 0.9);
+  EXPECT_GT(r[1], 0.9);
+  EXPECT_LT(r[2], 0.1);
+  EXPECT_EQ(r[3], 0.5);  // never offered: the prior
+}
+
+TEST(SpecLength, ControllerWarmsUpThenFollowsCostsAndProbes) {
+  SpecLengthController c(SpecLengthOptions{.k_max = 4, .automatic = true, .prior_accept = 0.6,
+                                           .probe_every = 3});
+  const std::vector<int32_t> seqs = {7};
+  const std::vector<int32_t> limit = {4};
+  EXPECT_EQ(c.choose(seqs, limit), std::vector<int32_t>{4});  // warm-up: K, then 1
+  c.observe_draft(4, 1e-4);
+  c.observe_verify(5, 0.030);
+  EXPECT_EQ(c.choose(seqs, limit), std::vector<int32_t>{1});
+  c.observe_draft(1, 1e-4);
+  c.observe_verify(2, 0.024);
+  // Verify: 0.020 + 0.002 per row. Drafts are never accepted here: plain decoding pays.
+  for (int i = 0; i < 20; ++i) c.observe_outcome(7, 4, 0);
+  int probes = 0;
+  for (int round = 0; round < 12; ++round) {
+    const int32_t k = c.choose(seqs, limit)[0];
+    EXPECT_TRUE(k == 0 || k == 1) << "round " << round;
+    probes += k == 1 ? 1 : 0;
+  }
+  EXPECT_EQ(probes, 3);  // one probe after every 3 rounds at 0
+  EXPECT_EQ(c.histogram(), (std::vector<int64_t>{9, 4, 0, 0, 1}));
+  // The same costs, a sequence whose drafts are always accepted: the whole range.
+  for (int i = 0; i < 40; ++i) c.observe_outcome(8, 4, 4);
+  EXPECT_EQ(c.choose(std::vector<int32_t>{8}, limit), std::vector<int32_t>{4});
+}
+
+TEST(SpecLength, FixedLengthIsTheCappedRange) {
+  SpecLengthController c(SpecLengthOptions{.k_max = 5, .automatic = false});
+  EXPECT_EQ(c.choose(std::vector<int32_t>{1, 2}, std::vector<int32_t>{9, 3}),
+            (std::vector<int32_t>{5, 3}));
+  EXPECT_THROW(SpecLengthController(SpecLengthOptions{.k_max = 0}), Error);
+}
+
+}  // namespace
+}  // namespace ssd
