@@ -65,7 +65,7 @@ struct Split {
   RemoteDecodeResult ssd, sd;
 };
 Split run_split(World& w, Drafter& primary, std::span<const GenerationRequest> reqs, int32_t k,
-                const SsdDrafterOptions& opts) {
+                const SsdDrafterOptions& opts, bool auto_k = false) {
   LoopbackHub hub(2);
   const RankLayout leader = RankLayout::make(2, 0, 1), drafter = RankLayout::make(2, 1, 1);
   std::string failure;
@@ -85,7 +85,7 @@ Split run_split(World& w, Drafter& primary, std::span<const GenerationRequest> r
     Envelope ready = hub.endpoint(0).recv(std::chrono::seconds(30));
     EXPECT_EQ(ready.kind, MsgKind::kDrafterReady);
     LocalTarget target(*w.target->model, *w.target->kv);
-    RemoteDecoder dec(target, hub.endpoint(0), leader, {}, k, dog0, 30);
+    RemoteDecoder dec(target, hub.endpoint(0), leader, {}, k, dog0, 30, auto_k);
     out.ssd = dec.run(reqs, true);
     out.ssd.split.drafter = dec.drafter_stats();
     out.sd = dec.run(reqs, false);
@@ -142,6 +142,34 @@ TEST(RemoteDecode, GreedyNgramWithListFanOutEqualsAr) {
   o.fan_out.after_miss = {3, 1, 0, 0, 1};
   const Split s = run_split(w, primary, reqs, 4, o);
   for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(s.ssd.gen[i].tokens, ar[i].tokens);
+}
+
+// --k auto: the leader chooses each sequence's length every round and sends it with the outcome;
+// the drafter's answers follow it (in sd exactly, through the plain path), output stays AR's.
+TEST(RemoteDecode, KAutoEqualsArAndCountsEveryChoice) {
+  World w;
+  const auto reqs = requests(3);
+  LocalTarget target(*w.target->model, *w.target->kv);
+  const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+  auto primary = w.self_drafter();
+  const Split s = run_split(w, *primary, reqs, 4, options(4), /*auto_k=*/true);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(s.ssd.gen[i].tokens, ar[i].tokens) << "ssd, request " << i;
+    EXPECT_EQ(s.sd.gen[i].tokens, ar[i].tokens) << "sd, request " << i;
+    for (const RemoteDecodeResult* r : {&s.ssd, &s.sd}) {
+      const SdStats& st = r->sd[i];
+      ASSERT_EQ(st.chosen_k_hist.size(), 5u);
+      int64_t chosen = 0;
+      for (int64_t c : st.chosen_k_hist) chosen += c;
+      EXPECT_EQ(chosen, st.rounds) << "request " << i;
+      EXPECT_GT(st.chosen_k_hist[4], 0) << "the warm-up drafts K";
+      // No round verified more tokens than its chosen length (drafted <= sum of chosen k).
+      int64_t budget = 0;
+      for (size_t k = 0; k < st.chosen_k_hist.size(); ++k)
+        budget += static_cast<int64_t>(k) * st.chosen_k_hist[k];
+      EXPECT_LE(st.drafted, budget) << "request " << i;
+    }
+  }
 }
 
 // A drafter far slower at pre-speculating than the tiny target is at verifying: each draft of

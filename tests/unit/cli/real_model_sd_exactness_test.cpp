@@ -66,9 +66,10 @@ TEST(RealModelSd, GreedyOutputEqualsArForEveryDrafterKind) {
     ASSERT_FALSE(ar.gen.tokens.empty());
     for (const auto& spec : drafters) {
       auto d = make_drafter(parse_drafter_spec(spec), s, DrafterOptions{});
-      for (int32_t k : {2, 5}) {
-        const RunReport sd = run_request(target, d.get(), req, SdOptions{k, 1});
-        EXPECT_EQ(sd.gen.tokens, ar.gen.tokens) << spec << " k=" << k << " prompt " << p;
+      for (const SdOptions o : {SdOptions{2, 1}, SdOptions{5, 1}, SdOptions{.k = 5, .auto_k = true}}) {
+        const RunReport sd = run_request(target, d.get(), req, o);
+        EXPECT_EQ(sd.gen.tokens, ar.gen.tokens)
+            << spec << " k=" << sd.k_text() << " prompt " << p;
         EXPECT_GE(sd.sd.rounds, 1);
       }
     }

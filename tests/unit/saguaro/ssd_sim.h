@@ -50,6 +50,9 @@ struct SimOptions {
   // answers; and, when set, the pre-speculation instead of core.prespeculate().
   std::function<void(std::span<const RoundOutcome>, std::span<const Speculation>)> mirror;
   std::function<void(SsdDrafterCore&)> prespeculate;
+  // When set: the length of each sequence's next speculation (RoundOutcome::next_k; round 0 is
+  // round index 0), as the target leader sends it under --k auto.
+  std::function<int32_t(int32_t seq, int64_t round)> next_k;
 };
 
 inline double seconds_now() {
@@ -87,7 +90,10 @@ inline SimResult run_ssd(Transformer& target, KvCache& kv, SsdDrafterCore& core,
   };
   std::map<int32_t, Speculation> specs;
   {
-    const std::vector<Speculation> first = core.first_speculations(active);
+    std::vector<int32_t> ks;
+    for (int32_t seq : active)
+      if (o.next_k) ks.push_back(o.next_k(seq, 0));
+    const std::vector<Speculation> first = core.first_speculations(active, ks);
     if (o.mirror) o.mirror({}, first);
     for (const Speculation& s : first) specs[s.seq] = s;
   }
@@ -126,6 +132,7 @@ inline SimResult run_ssd(Transformer& target, KvCache& kv, SsdDrafterCore& core,
         continue;
       }
       RoundOutcome r{seq, v.accepted(), v.emitted};
+      if (o.next_k) r.next_k = o.next_k(seq, res.rounds);
       if (o.pass_logits) {
         logits[seq] = std::move(fr.logits);
         r.target_logits = logits[seq].data();

@@ -156,8 +156,11 @@ std::vector<GenerationRequest> requests(const SamplerConfig& s) {
 struct GreedyCase {
   std::string drafter;
   int32_t k;
+  bool auto_k = false;  // --k auto over 0..k (lengths from this run's timings: any is exact)
 };
-void PrintTo(const GreedyCase& c, std::ostream* os) { *os << c.drafter << " K = " << c.k; }
+void PrintTo(const GreedyCase& c, std::ostream* os) {
+  *os << c.drafter << (c.auto_k ? " auto K <= " : " K = ") << c.k;
+}
 
 class SdBatchGreedy : public testing::TestWithParam<GreedyCase> {};
 
@@ -176,7 +179,8 @@ TEST_P(SdBatchGreedy, EveryRequestEqualsItsArRun) {
     SCOPED_TRACE("B = " + std::to_string(b));
     TrackingDrafter d(*inner);
     CountingTarget target(*w.target);
-    const auto res = generate_sd_batch(target, d, {reqs.data(), b}, SdOptions{k, 1});
+    const SdOptions opts{.k = k, .width = 1, .auto_k = GetParam().auto_k};
+    const auto res = generate_sd_batch(target, d, {reqs.data(), b}, opts);
     ASSERT_EQ(res.requests.size(), b);
     int64_t rounds = 0, most = 0, accepted = 0;
     for (size_t i = 0; i < b; ++i) {
@@ -192,7 +196,11 @@ TEST_P(SdBatchGreedy, EveryRequestEqualsItsArRun) {
       std::vector<int32_t> ctx = reqs[i].prompt;
       ctx.insert(ctx.end(), r.gen.tokens.begin(), r.gen.tokens.end());
       EXPECT_EQ(d.finished.at(static_cast<int32_t>(i)), ctx) << "request " << i;
-      if (GetParam().drafter == "ngram") {  // deterministic: the same rounds as alone
+      int64_t chosen = 0;
+      for (int64_t c : r.stats.chosen_k_hist) chosen += c;
+      EXPECT_EQ(chosen, r.stats.rounds) << "one chosen length per round";
+      if (!opts.auto_k) EXPECT_GT(r.stats.chosen_k_hist.at(k), 0) << "fixed k: k asked";
+      if (GetParam().drafter == "ngram" && !opts.auto_k) {  // deterministic: as alone
         const SdResult alone = generate_sd(*w.target, *inner, reqs[i], SdOptions{k, 1});
         EXPECT_EQ(r.stats.rounds, alone.stats.rounds) << "request " << i;
         EXPECT_EQ(r.stats.accepted, alone.stats.accepted) << "request " << i;
@@ -228,9 +236,12 @@ INSTANTIATE_TEST_SUITE_P(Drafters, SdBatchGreedy,
                          testing::Values(GreedyCase{"ngram", 2}, GreedyCase{"ngram", 4},
                                          GreedyCase{"suffix", 2}, GreedyCase{"suffix", 4},
                                          GreedyCase{"self", 2}, GreedyCase{"self", 4},
-                                         GreedyCase{"draft", 2}, GreedyCase{"draft", 4}),
+                                         GreedyCase{"draft", 2}, GreedyCase{"draft", 4},
+                                         GreedyCase{"ngram", 6, true}, GreedyCase{"self", 6, true},
+                                         GreedyCase{"draft", 6, true}),
                          [](const testing::TestParamInfo<GreedyCase>& p) {
-                           return p.param.drafter + "_K" + std::to_string(p.param.k);
+                           return p.param.drafter + (p.param.auto_k ? "_Auto" : "_K") +
+                                  std::to_string(p.param.k);
                          });
 
 TEST(SdBatchSampled, EveryRequestEqualsItsSingleRun) {
@@ -310,12 +321,20 @@ TEST(SdBatchSampled, OutputLawFitsTheTarget) {
   World w;
   auto d = w.drafter("draft");
   constexpr int kTrials = 1000;
-  for (const SdOptions opts : {SdOptions{2, 1}, SdOptions{2, 2}}) {
+  // --k auto: one length policy over all batches (its costs carry over), lengths 0..3.
+  SpecLengthController length(SpecLengthOptions{.k_max = 3, .automatic = true});
+  for (const SdOptions opts : {SdOptions{2, 1}, SdOptions{2, 2},
+                               SdOptions{.k = 3, .auto_k = true, .length = &length}}) {
     const spec_test::Fit f = fit_four_tokens(w, *d, opts, kTrials);
-    EXPECT_TRUE(f.pass()) << "width " << opts.width << ": " << f.describe();
+    EXPECT_TRUE(f.pass()) << "width " << opts.width << ", auto " << opts.auto_k << ": "
+                          << f.describe();
     EXPECT_GE(f.min_expected, 5.0) << "chi-square approximation needs expected counts >= 5";
-    std::cout << "  width " << opts.width << ": " << f.describe() << "\n";
+    std::cout << "  width " << opts.width << (opts.auto_k ? ", k auto" : "") << ": "
+              << f.describe() << "\n";
   }
+  int64_t drafted_rounds = 0;
+  for (size_t k = 1; k < length.histogram().size(); ++k) drafted_rounds += length.histogram()[k];
+  EXPECT_GT(drafted_rounds, 0) << "k auto drafted in some rounds (the warm-up at least)";
   // The suffix drafter: one-hot drafts of what earlier requests of the same prompt emitted
   // most often (its cache fills as the batches finish), as a chain and as two branches.
   for (const SdOptions opts : {SdOptions{3, 1}, SdOptions{2, 2}}) {
