@@ -398,6 +398,11 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
     n_prompts += set.prompts.size();
   }
   job.finish();
+  for (size_t d = 0; d < s.drafters.size(); ++d)  // the local --k auto policies' fitted costs
+    for (size_t ki = 0; ki < ks.size(); ++ki)
+      if (ks[ki].automatic)
+        fmt::print(stderr, "cost model at the end, sd {} k=auto: {}\n", s.drafters[d]->name(),
+                   s.lengths[d * ks.size() + ki]->describe());
 
   const std::string context = fmt::format(
       "{} prompts{} x {} tokens, batch {}, temperature {}, {} threads, {} | {} | {}", n_prompts,

@@ -1,5 +1,7 @@
 #include "runtime/spec/spec_length.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -185,5 +187,16 @@ void SpecLengthController::observe_outcome(int32_t id, int32_t offered, int32_t 
 }
 
 void SpecLengthController::finish(int32_t id) { seqs_.erase(id); }
+
+std::string SpecLengthController::describe() const {
+  const CostLine& v = costs_.verify;
+  const CostLine& d = costs_.draft;
+  const double v1 = v.predict(1), d1 = d.predict(1);
+  return fmt::format(
+      "verify {:.2f} ms + {:.3f} ms/row, draft {:.2f} ms + {:.3f} ms/token ({:.2f} ms without "
+      "a draft), pooled acceptance {:.2f}",
+      1e3 * (2 * v1 - v.predict(2)), 1e3 * (v.predict(2) - v1), 1e3 * (2 * d1 - d.predict(2)),
+      1e3 * (d.predict(2) - d1), 1e3 * d.predict(0), pooled_.a_p());
+}
 
 }  // namespace ssd

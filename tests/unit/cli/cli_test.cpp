@@ -67,6 +67,21 @@ TEST_F(Cli, GeneratesAndWritesStats) {
   EXPECT_GT(j["decode_tokens_per_s"].get<double>(), 0.0);
 }
 
+// --k auto (the default) reports its chosen lengths: one count per round, k = 0..--k-max.
+TEST_F(Cli, KAutoWritesTheChosenLengthHistogram) {
+  const nlohmann::json j = stats("-p 'one two one two one two' -n 16 --ignore-eos --mode sd "
+                                 "--drafter ngram --k-max 5 --quiet");
+  EXPECT_EQ(j["k"], 5);
+  EXPECT_EQ(j["k_auto"], true);
+  ASSERT_EQ(j["chosen_k_histogram"].size(), 6u);
+  int64_t chosen = 0;
+  for (const auto& c : j["chosen_k_histogram"]) chosen += c.get<int64_t>();
+  EXPECT_EQ(chosen, j["rounds"].get<int64_t>());
+  const nlohmann::json fixed = stats("-p hi -n 8 --mode sd --drafter ngram --k 3 --quiet");
+  EXPECT_EQ(fixed["k_auto"], false);
+  EXPECT_EQ(fixed["chosen_k_histogram"].size(), 4u);
+}
+
 TEST_F(Cli, SeedReproducesSampledRunsAtOneAndTwoThreads) {
   const std::string flags = "-p 'hello there' -n 24 --ignore-eos -q --temp 1.0 --top-k 50 --seed 1234";
   auto a = stats(flags + " -t 1")["output_token_ids"];
@@ -97,6 +112,9 @@ TEST_F(Cli, BadInputIsOneClearLineAndNonZeroExit) {
       {"-p hi --system x", "--chat"},
       {"-p hi --backup medusa", "--backup"},         // not ngram or suffix
       {"-p hi --suffix-min-prob 0", "--suffix-min-prob"},
+      {"-p hi --mode sd --k banana", "--k 'banana'"},  // neither auto nor a length
+      {"-p hi --mode sd --k 0", "--k '0'"},
+      {"-p hi --mode sd --k-max 40", "--k-max"},
   };
   for (const auto& c : cases) {
     auto r = generate(c.flags);
