@@ -23,9 +23,22 @@ void CostLine::observe(int64_t x, double seconds) {
   SSD_CHECK(x >= 0 && std::isfinite(seconds) && seconds >= 0,
             "cost line: bad observation ({}, {} s)", x, seconds);
   Point& p = points_[x];
-  p.weight = std::min(p.weight + 1, kWindow);
-  p.mean += (seconds - p.mean) / p.weight;
+  if (p.latest.size() < kWindow) {
+    p.latest.push_back(seconds);
+  } else {
+    p.latest[p.next] = seconds;
+    p.next = (p.next + 1) % kWindow;
+  }
   ++n_;
+}
+
+double CostLine::Point::median() const {
+  std::vector<double> v = latest;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  if (v.size() % 2 == 1) return v[mid];
+  const double hi = v[mid];
+  return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + hi) / 2;
 }
 
 int32_t CostLine::distinct_positive() const {
@@ -37,17 +50,18 @@ int32_t CostLine::distinct_positive() const {
 double CostLine::predict(int64_t x) const {
   if (x <= 0) {
     const auto it = points_.find(0);
-    return it == points_.end() ? 0.0 : it->second.mean;
+    return it == points_.end() ? 0.0 : it->second.median();
   }
   double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const auto& [px, p] : points_) {
     if (px <= 0) continue;
-    const double xd = static_cast<double>(px);
-    sw += p.weight;
-    sx += p.weight * xd;
-    sy += p.weight * p.mean;
-    sxx += p.weight * xd * xd;
-    sxy += p.weight * xd * p.mean;
+    const double xd = static_cast<double>(px), w = static_cast<double>(p.latest.size());
+    const double y = p.median();
+    sw += w;
+    sx += w * xd;
+    sy += w * y;
+    sxx += w * xd * xd;
+    sxy += w * xd * y;
   }
   if (sw == 0) return 0.0;
   const double xd = static_cast<double>(x);
@@ -151,7 +165,7 @@ std::vector<int32_t> SpecLengthController::choose(std::span<const int32_t> seqs,
   std::vector<int32_t> cap(limit.size());
   for (size_t i = 0; i < limit.size(); ++i) cap[i] = std::clamp(limit[i], 0, opts_.k_max);
   std::vector<int32_t> k = cap;
-  if (opts_.automatic && !costs_.ready()) {
+  if (opts_.automatic && (!costs_.ready() || warmup_rounds_ < kWarmupRounds)) {
     // Warm-up: K and 1 in turn, so the verify line sees two row counts.
     if (warmup_rounds_++ % 2 == 1)
       for (int32_t& x : k) x = std::min(x, 1);

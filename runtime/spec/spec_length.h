@@ -23,11 +23,13 @@
 // success at 1..k), with old rounds decaying (half-life kHalfLife rounds) and a prior of
 // kPriorTrials pseudo-trials at the run's pooled geometric rate: runtime/saguaro's
 // FanOutEstimator, the same estimate the geometric fan-out plans with, fed by every sequence.
-// Costs: CostLine keeps a recency-weighted mean time per x (its window is kWindow rounds, so a
-// machine whose load changes is followed) and fits a weighted least-squares line through them.
+// Costs: CostLine keeps the last kWindow times per x and fits a least-squares line through their
+// medians, each weighted by its count: the median shrugs off the rounds a loaded machine stalls,
+// the window follows a load that changes.
 //
-// Warm-up and probes. Until the verify line has two row counts (and the draft line a point), the
-// controller alternates k = K and k = 1 (sum over the batch, different row counts). A sequence
+// Warm-up and probes. For at least kWarmupRounds rounds, and until the verify line has two row
+// counts (and the draft line a point), the controller alternates k = K and k = 1 (different row
+// counts, each seen several times). A sequence
 // whose chosen k stays 0 gets no new acceptance data, so after kProbeEvery such rounds it drafts
 // one token (a probe): the estimate can recover when the text turns predictable.
 //
@@ -53,7 +55,7 @@ double expected_tokens(std::span<const double> a, int32_t k);
 // y(x) >= 0 fitted online; x >= 0. x = 0 is kept apart from x > 0 (see the top).
 class CostLine {
  public:
-  static constexpr double kWindow = 16;  // observations per x weighed in its mean
+  static constexpr size_t kWindow = 16;  // latest observations kept per x
   void observe(int64_t x, double seconds);
   // Predicted seconds at x: the fitted line for x > 0 (with one x observed, a line through the
   // origin and that point), the x = 0 mean for x = 0 (0 when never observed).
@@ -63,10 +65,11 @@ class CostLine {
 
  private:
   struct Point {
-    double weight = 0;  // min(observations, kWindow)
-    double mean = 0;
+    std::vector<double> latest;  // ring of the last kWindow times
+    size_t next = 0;             // where the next time goes once the ring is full
+    double median() const;
   };
-  std::map<int64_t, Point> points_;  // x -> recency-weighted mean seconds
+  std::map<int64_t, Point> points_;  // x -> its latest times
   int64_t n_ = 0;
 };
 
@@ -138,6 +141,7 @@ class SpecLengthController {
   std::map<int32_t, Seq> seqs_;
   std::vector<int64_t> hist_;
   int64_t warmup_rounds_ = 0;
+  static constexpr int64_t kWarmupRounds = 6;
 };
 
 }  // namespace ssd

@@ -6,8 +6,10 @@
 //     combination (exhaustive search, K = 3, three sequences) to 1e-12 relative;
 //   - per-position acceptance tracks the positions separately and falls back to the prior where
 //     nothing was offered;
-//   - the controller warms up with k = K and 1 in turn, then follows the measured costs, probes a
-//     sequence stuck at k = 0, and counts every choice in its histogram.
+//   - a cost line's median ignores a stalled round;
+//   - the controller warms up with k = K and 1 in turn, then follows the measured costs (one
+//     stalled warm-up round does not move them), probes a sequence stuck at k = 0, and counts
+//     every choice in its histogram.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -55,6 +57,9 @@ TEST(SpecLength, CostLineFitsALineAndKeepsZeroApart) {
   c.observe(0, 0.25);
   EXPECT_NEAR(c.predict(0), 0.25, 1e-12);
   EXPECT_NEAR(c.predict(4), 5.0, 1e-9);  // x = 0 stays out of the line
+  CostLine stalled;  // a stalled observation moves the median, not the cost
+  for (double t : {1.0, 1.0, 50.0, 1.0}) stalled.observe(1, t);
+  EXPECT_NEAR(stalled.predict(1), 1.0, 1e-12);
   CostLine falling;
   falling.observe(1, 3.0);
   falling.observe(3, 1.0);
@@ -137,12 +142,12 @@ TEST(SpecLength, ControllerWarmsUpThenFollowsCostsAndProbes) {
                                            .probe_every = 3});
   const std::vector<int32_t> seqs = {7};
   const std::vector<int32_t> limit = {4};
-  EXPECT_EQ(c.choose(seqs, limit), std::vector<int32_t>{4});  // warm-up: K, then 1
-  c.observe_draft(4, 1e-4);
-  c.observe_verify(5, 0.030);
-  EXPECT_EQ(c.choose(seqs, limit), std::vector<int32_t>{1});
-  c.observe_draft(1, 1e-4);
-  c.observe_verify(2, 0.024);
+  for (int round = 0; round < 6; ++round) {  // warm-up: K and 1 in turn, six rounds
+    const int32_t k = round % 2 == 0 ? 4 : 1;
+    EXPECT_EQ(c.choose(seqs, limit), std::vector<int32_t>{k}) << "round " << round;
+    c.observe_draft(k, 1e-4);
+    c.observe_verify(k + 1, round == 2 ? 0.5 : 0.020 + 0.002 * (k + 1));  // one stall
+  }
   // Verify: 0.020 + 0.002 per row. Drafts are never accepted here: plain decoding pays.
   for (int i = 0; i < 20; ++i) c.observe_outcome(7, 4, 0);
   int probes = 0;
@@ -152,7 +157,7 @@ TEST(SpecLength, ControllerWarmsUpThenFollowsCostsAndProbes) {
     probes += k == 1 ? 1 : 0;
   }
   EXPECT_EQ(probes, 3);  // one probe after every 3 rounds at 0
-  EXPECT_EQ(c.histogram(), (std::vector<int64_t>{9, 4, 0, 0, 1}));
+  EXPECT_EQ(c.histogram(), (std::vector<int64_t>{9, 6, 0, 0, 3}));
   // The same costs, a sequence whose drafts are always accepted: the whole range.
   for (int i = 0; i < 40; ++i) c.observe_outcome(8, 4, 4);
   EXPECT_EQ(c.choose(std::vector<int32_t>{8}, limit), std::vector<int32_t>{4});
