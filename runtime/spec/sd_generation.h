@@ -7,6 +7,10 @@
 // decoding, and has the target's distribution under sampling, whatever the drafter does; each
 // request uses its own Philox stream, so its tokens do not depend on the batch it ran in.
 //
+// Speculation length: a fixed K, or under --k auto (SdOptions::auto_k) a length in 0..K chosen
+// per request and round by the length policy (spec_length.h) from this run's measured costs and
+// acceptance; 0 makes that request's round a plain decode step.
+//
 // Batches: every request is prefilled (one after the other) and started on the drafter, then the
 // rounds run over the requests still generating: one drafter call (every request of the round)
 // and one target forward per round. A request leaves the batch when it reaches its
