@@ -58,8 +58,9 @@ std::vector<std::byte> build_frame(MsgKind kind, std::span<const std::byte> head
                                    std::span<const std::byte> bulk) {
   SSD_CHECK(head.size() <= UINT32_MAX, "{} head of {} bytes is larger than a frame allows",
             kind_name(kind), head.size());
-  SSD_CHECK(bulk.size() < (uint64_t{1} << 48), "{} bulk of {} bytes is larger than a frame allows",
-            kind_name(kind), bulk.size());
+  SSD_CHECK(bulk_offset(head.size()) + bulk.size() <= kMaxFrameBytes,
+            "{} of {} head and {} bulk bytes is larger than a frame allows ({} bytes)",
+            kind_name(kind), head.size(), bulk.size(), kMaxFrameBytes);
   WireHeader h;
   h.kind = static_cast<uint16_t>(kind);
   h.head_bytes = static_cast<uint32_t>(head.size());

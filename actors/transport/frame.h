@@ -16,6 +16,7 @@
 #include <streambuf>
 #include <vector>
 
+#include "actors/transport/bounded_archive.h"
 #include "actors/transport/protocol.h"
 #include "runtime/core/error.h"
 
@@ -66,16 +67,6 @@ class ByteSink : public std::streambuf {
   std::vector<std::byte>& out_;
 };
 
-// std::streambuf reading a byte span in place; remaining() tells what Cereal did not consume.
-class ByteSource : public std::streambuf {
- public:
-  explicit ByteSource(std::span<const std::byte> in) {
-    char* p = const_cast<char*>(reinterpret_cast<const char*>(in.data()));
-    setg(p, p, p + in.size());
-  }
-  size_t remaining() const { return static_cast<size_t>(egptr() - gptr()); }
-};
-
 // Throws the error for a head that failed to decode (names kind, peer, and the cause).
 [[noreturn]] void throw_bad_head(const Envelope& env, const char* cause);
 [[noreturn]] void throw_trailing_head(const Envelope& env, size_t left);
@@ -93,18 +84,18 @@ template <class T> std::vector<std::byte> encode_head(const T& msg) {
   return out;
 }
 
+// Every head is read through BoundedInputArchive (bounded_archive.h): size prefixes bounded by the
+// bytes left, bools and enums checked.
 template <class T> T decode_head(const Envelope& env, bool check_version) {
   check_decodable(env, T::kKind, check_version);
-  ByteSource src(env.head());
-  std::istream is(&src);
+  BoundedInputArchive ar(env.head());
   T msg;
   try {
-    cereal::BinaryInputArchive ar(is);
     ar(msg);
-  } catch (const std::exception& e) {  // cereal::Exception, or a corrupted size
+  } catch (const std::exception& e) {  // cereal::Exception: truncated, oversized, out of range
     throw_bad_head(env, e.what());
   }
-  if (src.remaining() != 0) throw_trailing_head(env, src.remaining());
+  if (ar.remaining() != 0) throw_trailing_head(env, ar.remaining());
   return msg;
 }
 

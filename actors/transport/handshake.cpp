@@ -61,11 +61,13 @@ std::string judge(const Hello& root, const std::vector<Hello>& all) {
       problems.push_back(fmt::format("configuration mismatch: rank 0 has config digest {:#018x}, "
                                      "rank {} has {:#018x} (start every rank with the same flags)",
                                      root.config_digest, h.rank, h.config_digest));
-    const Hello& ref = h.role == Role::kTarget ? root : *drafter_lead;
-    if (&h != &ref && h.model_digest != ref.model_digest)
+    // The model is compared with the first rank of the same role (decoding guarantees a role is
+    // one of the two; without a drafter lead there is no drafter model to compare with).
+    const Hello* ref = h.role == Role::kTarget ? &root : drafter_lead;
+    if (ref && &h != ref && h.model_digest != ref->model_digest)
       problems.push_back(fmt::format("model mismatch: {} rank {} has model digest {:#018x}, "
                                      "rank {} has {:#018x}",
-                                     role_name(h.role), ref.rank, ref.model_digest, h.rank,
+                                     role_name(h.role), ref->rank, ref->model_digest, h.rank,
                                      h.model_digest));
   }
   std::string out;

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/saguaro/speculation_cache.h"
@@ -92,6 +93,10 @@ struct WireHeader {
 };
 static_assert(sizeof(WireHeader) == 32, "WireHeader is a wire format: 32 bytes, no padding");
 
+// The largest frame a rank builds or accepts, header included. A length read from a peer (the TP
+// group's frame length, an NCCL frame's payload) is checked against it before any allocation.
+inline constexpr uint64_t kMaxFrameBytes = uint64_t{1} << 32;
+
 // Offset of the bulk inside a frame with a head of `head_bytes`.
 inline constexpr uint64_t bulk_offset(uint64_t head_bytes) {
   return sizeof(WireHeader) + (head_bytes + 7) / 8 * 8;
@@ -99,6 +104,26 @@ inline constexpr uint64_t bulk_offset(uint64_t head_bytes) {
 
 enum class Role : uint8_t { kTarget = 0, kDrafter = 1 };
 std::string_view role_name(Role role);  // "target" / "drafter"
+
+// An enum (or a small integer code) on the wire: its underlying integer, checked on load to be at
+// most kLast, so a corrupted head never yields a value outside the enumerators. Serialize a field
+// as wire_enum<kLast>(field).
+template <class T, auto kLast> struct WireEnum {
+  T& value;
+  template <class A> void serialize(A& a) {
+    using U = std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>,
+                                 std::type_identity<T>>::type;
+    U v = static_cast<U>(value);
+    a(v);
+    if constexpr (A::is_loading::value) {
+      if (v > static_cast<U>(kLast))
+        throw cereal::Exception("enum value " + std::to_string(v) + " is past the last (" +
+                                std::to_string(static_cast<U>(kLast)) + ")");
+      value = static_cast<T>(v);
+    }
+  }
+};
+template <auto kLast, class T> WireEnum<T, kLast> wire_enum(T& value) { return {value}; }
 
 // Message structs: a kKind, a Cereal serialize() listing every field (the wire order), and a
 // field-wise operator== (round-trip tests compare every field through it).
@@ -118,7 +143,8 @@ struct Hello {
   uint64_t config_digest = 0;  // digest64 of the resolved configuration string
   uint64_t model_digest = 0;   // digest of the model(s) the rank loaded
   template <class A> void serialize(A& a) {
-    a(magic, version, world, rank, role, tp, n_drafters, config_digest, model_digest);
+    a(magic, version, world, rank, wire_enum<Role::kDrafter>(role), tp, n_drafters, config_digest,
+      model_digest);
   }
   friend bool operator==(const Hello&, const Hello&) = default;
 };
@@ -192,7 +218,7 @@ struct TargetShutdown {
 template <class A> void serialize(A& a, TokenProb& t) { a(t.id, t.prob); }
 template <class A> void serialize(A& a, ProcessedDist& d) { a(d.tokens); }
 template <class A> void serialize(A& a, Speculation& s) {
-  a(s.seq, s.id, s.tokens, s.q, s.predicted, s.fan_out, s.source);
+  a(s.seq, s.id, s.tokens, s.q, s.predicted, s.fan_out, wire_enum<SpecSource::kBackup>(s.source));
 }
 template <class A> void serialize(A& a, CacheEntry& e) { a(e.seq, e.parent, e.k, e.bonus, e.spec); }
 inline bool operator==(const TokenProb& x, const TokenProb& y) {
@@ -307,7 +333,9 @@ struct SeqSpeculation {
   uint8_t source = 0;                // SpecSource: initial, cache (a hit), primary, backup
   std::vector<int32_t> tokens;       // [nodes]
   std::vector<ProcessedDist> q;      // [nodes] exact distributions (verification needs them)
-  template <class A> void serialize(A& a) { a(seq, source, tokens, q); }
+  template <class A> void serialize(A& a) {
+    a(seq, wire_enum<static_cast<uint8_t>(SpecSource::kBackup)>(source), tokens, q);
+  }
   friend bool operator==(const SeqSpeculation&, const SeqSpeculation&) = default;
 };
 
@@ -398,7 +426,7 @@ struct ErrorMsg {
   int32_t rank = 0;
   Role role = Role::kTarget;
   std::string what;
-  template <class A> void serialize(A& a) { a(rank, role, what); }
+  template <class A> void serialize(A& a) { a(rank, wire_enum<Role::kDrafter>(role), what); }
   friend bool operator==(const ErrorMsg&, const ErrorMsg&) = default;
 };
 

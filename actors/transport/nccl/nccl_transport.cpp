@@ -320,9 +320,10 @@ void NcclTransport::progress_locked() {
       r.over_nccl = c.payload_follows;
       r.done = !r.over_nccl;
       if (r.over_nccl) {
-        SSD_CHECK(c.header.payload_bytes < (uint64_t{1} << 40),
-                  "NCCL transport: frame header from rank {} announces {} payload bytes",
-                  r.peer, c.header.payload_bytes);
+        SSD_CHECK(c.header.payload_bytes <= kMaxFrameBytes - sizeof(WireHeader),
+                  "NCCL transport: frame header from rank {} announces {} payload bytes, more "
+                  "than a frame may hold ({} bytes)",
+                  r.peer, c.header.payload_bytes, kMaxFrameBytes);
         r.frame.resize(sizeof(WireHeader) + c.header.payload_bytes);
       }
     }
