@@ -191,6 +191,10 @@ void LeaderJob::finish() {
 }
 
 LeaderJob::~LeaderJob() {
+  // Unwinding from an error: shutting the drafters and the TP group down runs blocking
+  // collectives that may never complete (a worker stuck in the failed forward's all-reduce); the
+  // error is reported and the job ended by run_on_cluster, which ends these ranks too.
+  if (std::uncaught_exceptions() > uncaught_at_start_) return;
   try {
     finish();
   } catch (...) {

@@ -12,6 +12,7 @@
 // with the same placement); --mode ssd needs a drafter rank.
 #pragma once
 
+#include <exception>
 #include <functional>
 #include <span>
 #include <memory>
@@ -94,6 +95,7 @@ class LeaderJob {
   std::unique_ptr<Drafter> drafter_;
   std::unique_ptr<RemoteDecoder> remote_;
   bool finished_ = false;
+  int uncaught_at_start_ = std::uncaught_exceptions();  // the destructor knows it is unwinding
 };
 
 }  // namespace ssd

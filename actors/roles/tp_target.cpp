@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <exception>
+
 #include "actors/transport/frame.h"
 #include "runtime/core/error.h"
 #include "runtime/core/trace.h"
@@ -31,10 +33,15 @@ Batch from_wire(TargetForward f) {
   return b;
 }
 
-// Receives the leader's next frame (length, then bytes) over the group.
+// Receives the leader's next frame (length, then bytes) over the group. The wait for the length
+// is idle (no deadline: the leader's next call may come after any time); the frame follows at
+// once, so its wait keeps the group's deadline.
 Envelope receive_frame(Collective& group) {
   uint64_t n = 0;
-  group.broadcast(&n, sizeof n, 0);
+  group.broadcast_idle(&n, sizeof n, 0);
+  SSD_CHECK(n >= sizeof(WireHeader) && n <= kMaxFrameBytes,
+            "TP rank {}: the leader announced a frame of {} bytes (a frame holds {} to {} bytes)",
+            group.rank(), n, sizeof(WireHeader), kMaxFrameBytes);
   Envelope env;
   env.peer = 0;
   env.bytes.resize(n);
@@ -52,6 +59,10 @@ TpLeaderTarget::TpLeaderTarget(TargetModel& shard, Collective& group)
 }
 
 TpLeaderTarget::~TpLeaderTarget() {
+  // Unwinding from an error: the workers may be inside the collective of the call that failed,
+  // so a shutdown broadcast would block forever before the error is reported. The error path
+  // ends the job (and the workers with it).
+  if (std::uncaught_exceptions() > uncaught_at_start_) return;
   try {
     shutdown();
   } catch (...) {

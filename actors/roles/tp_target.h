@@ -15,6 +15,8 @@
 // are the leader's.
 #pragma once
 
+#include <exception>
+
 #include <memory>
 
 #include "actors/transport/watchdog.h"
@@ -51,6 +53,7 @@ class TpLeaderTarget final : public TargetModel {
   Collective& group_;
   bool shut_ = false;
   int64_t bytes_ = 0;
+  int uncaught_at_start_ = std::uncaught_exceptions();  // the destructor knows it is unwinding
 };
 
 // A TP worker (group rank >= 1): replays the leader's calls on `shard` until kTargetShutdown.

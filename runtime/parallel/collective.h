@@ -26,6 +26,11 @@ class Collective {
   virtual void allgatherv(const float* in, const int64_t* counts, float* out) = 0;
   // bytes of `data` from `root` to every rank.
   virtual void broadcast(void* data, int64_t bytes, int root) = 0;
+  // broadcast() for receivers that are idle until the root has work for them (a TP worker waiting
+  // for the leader's next call): where waits have deadlines (NCCL), this one has none, since the
+  // root may be busy elsewhere for as long as it takes (loading, capturing graphs, waiting for a
+  // drafter). The root's side is an ordinary broadcast.
+  virtual void broadcast_idle(void* data, int64_t bytes, int root) { broadcast(data, bytes, root); }
 };
 
 }  // namespace ssd

@@ -147,6 +147,15 @@ void NcclCollective::allgatherv(const float* in, const int64_t* counts, float* o
 }
 
 void NcclCollective::broadcast(void* data, int64_t bytes, int root) {
+  broadcast_within(data, bytes, root, opt_.timeout);
+}
+
+void NcclCollective::broadcast_idle(void* data, int64_t bytes, int root) {
+  broadcast_within(data, bytes, root, rank_ == root ? opt_.timeout : kNoDeadline);
+}
+
+void NcclCollective::broadcast_within(void* data, int64_t bytes, int root,
+                                      std::chrono::milliseconds timeout) {
   use_device();
   SSD_CHECK(root >= 0 && root < size_, "NCCL broadcast from rank {} of a group of {}", root,
             size_);
@@ -160,7 +169,7 @@ void NcclCollective::broadcast(void* data, int64_t bytes, int root) {
                                comm_.get(), s));
   const std::string what = fmt::format("broadcast of {} bytes from group rank {}", bytes, root);
   enqueued(what);
-  wait(what);  // under the deadline first: see copy_to_host
+  comm_.wait_stream(what, timeout);  // under the deadline first: see copy_to_host
   if (!on_device && rank_ != root) copy_to_host(data, buf, static_cast<size_t>(bytes), s);
 }
 

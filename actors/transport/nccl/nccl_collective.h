@@ -57,6 +57,7 @@ class NcclCollective final : public Collective, public StreamCollective {
   void allreduce_sum(float* data, int64_t count) override;
   void allgatherv(const float* in, const int64_t* counts, float* out) override;
   void broadcast(void* data, int64_t bytes, int root) override;
+  void broadcast_idle(void* data, int64_t bytes, int root) override;  // no deadline (collective.h)
 
   // StreamCollective (device memory, enqueued on `stream`, no wait).
   int device() const override { return device_; }
@@ -77,6 +78,7 @@ class NcclCollective final : public Collective, public StreamCollective {
   // Device-to-host copy after wait() (never before: a pageable copy cannot be abandoned).
   void copy_to_host(void* dst, const void* src, size_t bytes, cudaStream_t s);
   void use_device() const;  // cudaSetDevice(device_), first in every entry point
+  void broadcast_within(void* data, int64_t bytes, int root, std::chrono::milliseconds timeout);
   // allgatherv's grouped broadcasts of device blocks (in: this rank's, out: every rank's).
   void enqueue_allgatherv(const float* in, const int64_t* counts, float* out, cudaStream_t s);
 

@@ -25,7 +25,9 @@ void wait_until_done(const WaitStatusFn& status, std::chrono::milliseconds timeo
                      const WaitSubject& subject, const WaitFailFn& fail,
                      std::chrono::microseconds max_sleep) {
   const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + timeout;
+  // start + milliseconds::max() would overflow into the past: no deadline is the clock's end.
+  const auto deadline = timeout == kNoDeadline ? std::chrono::steady_clock::time_point::max()
+                                               : start + timeout;
   std::chrono::microseconds sleep(0);
   for (;;) {
     const WaitStatus st = status();

@@ -37,9 +37,15 @@ std::string wait_failure_message(const WaitSubject& s, const WaitStatus& last, d
 using WaitStatusFn = std::function<WaitStatus()>;
 using WaitFailFn = std::function<void(const std::string& message)>;  // must not return normally
 
+// The timeout of a wait that has no deadline: an idle rank waiting for its next piece of work
+// (a TP worker waiting for the leader's next call), which may come after any time (the leader
+// loads, captures CUDA graphs, waits for a drafter). It still ends on kError.
+inline constexpr std::chrono::milliseconds kNoDeadline = std::chrono::milliseconds::max();
+
 // Polls `status` (sleeping 0 .. max_sleep between polls, growing) until it reports kDone, then
 // returns. On kError, or when `timeout` passes while kPending, calls fail(message); if fail
-// returns (a test's recorder), throws ssd::Error with the same message.
+// returns (a test's recorder), throws ssd::Error with the same message. timeout == kNoDeadline:
+// only kError ends the wait early.
 void wait_until_done(const WaitStatusFn& status, std::chrono::milliseconds timeout,
                      const WaitSubject& subject, const WaitFailFn& fail,
                      std::chrono::microseconds max_sleep = std::chrono::microseconds(100));

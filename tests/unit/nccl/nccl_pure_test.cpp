@@ -183,6 +183,28 @@ TEST(NcclWait, TimeoutCallsFailAfterTheDeadline) {
       << failed;
 }
 
+// An idle wait (a TP worker waiting for the leader's next call) has no deadline: it outlasts any
+// step deadline and returns when the work comes. 300 polls take far longer than 0 ms would allow.
+TEST(NcclWait, IdleWaitHasNoDeadline) {
+  int polls = 0;
+  std::string failed;
+  wait_until_done(
+      [&] { return WaitStatus{++polls < 300 ? WaitState::kPending : WaitState::kDone, ""}; },
+      kNoDeadline, {1, -1, "target TP group", "the leader's next call"},
+      [&](const std::string& m) { failed = m; }, std::chrono::microseconds(1000));
+  EXPECT_EQ(polls, 300);
+  EXPECT_EQ(failed, "");
+}
+
+TEST(NcclWait, IdleWaitStillEndsOnAnError) {
+  std::string failed;
+  EXPECT_THROW(wait_until_done([] { return WaitStatus{WaitState::kError, "remote process exited"}; },
+                               kNoDeadline, {1, -1, "target TP group", "the leader's next call"},
+                               [&](const std::string& m) { failed = m; }),
+               Error);
+  EXPECT_NE(failed.find("remote process exited"), std::string::npos) << failed;
+}
+
 TEST(NcclCollectiveMath, RankOrderSumIsTheDocumentedOrder) {
   // Float addition is not associative: with 1e8 (spacing 8) and two 5s,
   // (1e8 + 5) + 5 = 100000016 but 1e8 + (5 + 5) = 100000008. Rank order must give the first,
