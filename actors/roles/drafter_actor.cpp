@@ -188,7 +188,8 @@ class DrafterActor {
     SSD_CHECK(layout_.is_drafter_lead(), "drafter rank {} got an outcome; only the lead does",
               layout_.rank);
     const Outcome m = decode<Outcome>(env);
-    const std::vector<RoundOutcome> outs = round_outcomes(m, env.bulk_as<float>());
+    const std::vector<RoundOutcome> outs =
+        round_outcomes(m, env.bulk_as<float>(), core_->feature_dim());
     Watchdog::Scope scope(dog_, fmt::format("answering round {}", m.round), opts_.step_s);
     if (m.verify_s > 0)
       core_->miss_policy().observe_verify(static_cast<int32_t>(outs.size()), m.verify_s);
@@ -235,7 +236,8 @@ class DrafterActor {
   // A secondary rank: adopt the lead's answers, draft this rank's share, send it to the lead.
   void on_work(const Envelope& env) {
     const PrespecWork w = decode<PrespecWork>(env);
-    const std::vector<RoundOutcome> outs = work_outcomes(w, env.bulk_as<float>());
+    const std::vector<RoundOutcome> outs =
+        work_outcomes(w, env.bulk_as<float>(), core_->feature_dim());
     core_->adopt(outs, w.next);
     round_ = w.round;
     trace::set_round(round_);

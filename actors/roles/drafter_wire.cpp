@@ -5,26 +5,42 @@
 namespace ssd {
 namespace {
 
-// Splits the bulk into per-sequence row blocks of `dim` floats; rows[i] rows for sequence i.
+// Splits the bulk into per-sequence row blocks of `dim` floats; rows[i] rows for sequence i. The
+// counts come from a peer: each must be >= 0 (only their sum is seen in the bulk's size, so
+// {2, -1} with one row would send sequence 0 reading past the buffer), their sum times dim must
+// be the bulk's size without overflowing, and rows must be as wide as the drafter reads them.
 std::vector<const float*> row_blocks(std::span<const float> bulk, const std::vector<int64_t>& rows,
-                                     int64_t dim) {
+                                     int64_t dim, int64_t drafter_dim) {
+  int64_t total = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    SSD_CHECK(rows[i] >= 0, "drafter link: sequence {} of the message has {} feature rows", i,
+              rows[i]);
+    SSD_CHECK(!__builtin_add_overflow(total, rows[i], &total),
+              "drafter link: the feature row counts overflow");
+  }
+  SSD_CHECK(total == 0 || dim == drafter_dim,
+            "drafter link: feature rows of {} floats announced; the drafter reads rows of {}",
+            dim, drafter_dim);
+  int64_t floats = 0;
+  SSD_CHECK(dim >= 0 && !__builtin_mul_overflow(total, dim, &floats) &&
+                floats == static_cast<int64_t>(bulk.size()),
+            "drafter link: {} feature rows of {} floats announced, {} floats received", total, dim,
+            bulk.size());
   std::vector<const float*> out;
   int64_t at = 0;
   for (int64_t r : rows) {
     out.push_back(r > 0 ? bulk.data() + at * dim : nullptr);
     at += r;
   }
-  SSD_CHECK(at * dim == static_cast<int64_t>(bulk.size()),
-            "drafter link: {} feature rows of {} floats announced, {} floats received", at, dim,
-            bulk.size());
   return out;
 }
 
 std::vector<RoundOutcome> to_round_outcomes(const std::vector<SeqOutcome>& seqs, int64_t dim,
-                                            std::span<const float> features) {
+                                            std::span<const float> features,
+                                            int64_t drafter_dim) {
   std::vector<int64_t> rows;
   for (const auto& s : seqs) rows.push_back(s.feature_rows);
-  const std::vector<const float*> blocks = row_blocks(features, rows, dim);
+  const std::vector<const float*> blocks = row_blocks(features, rows, dim, drafter_dim);
   std::vector<RoundOutcome> out;
   for (size_t i = 0; i < seqs.size(); ++i) {
     RoundOutcome o;
@@ -49,7 +65,8 @@ void start_sequences(SsdDrafterCore& core, const StartSeqs& m, std::span<const f
             "StartSeqs: {} sequences but {} prompts / {} emitted / {} streams / {} feature rows",
             m.seqs.size(), m.prompts.size(), m.emitted.size(), m.streams.size(),
             m.feature_rows.size());
-  const std::vector<const float*> blocks = row_blocks(features, m.feature_rows, m.feature_dim);
+  const std::vector<const float*> blocks =
+      row_blocks(features, m.feature_rows, m.feature_dim, core.feature_dim());
   for (size_t i = 0; i < m.seqs.size(); ++i) {
     core.start(m.seqs[i], m.prompts[i], m.emitted[i], m.streams[i]);
     if (m.feature_rows[i] > 0)
@@ -58,12 +75,14 @@ void start_sequences(SsdDrafterCore& core, const StartSeqs& m, std::span<const f
   }
 }
 
-std::vector<RoundOutcome> round_outcomes(const Outcome& m, std::span<const float> features) {
-  return to_round_outcomes(m.seqs, m.feature_dim, features);
+std::vector<RoundOutcome> round_outcomes(const Outcome& m, std::span<const float> features,
+                                         int64_t drafter_dim) {
+  return to_round_outcomes(m.seqs, m.feature_dim, features, drafter_dim);
 }
 
-std::vector<RoundOutcome> work_outcomes(const PrespecWork& w, std::span<const float> features) {
-  return to_round_outcomes(w.outcomes, w.feature_dim, features);
+std::vector<RoundOutcome> work_outcomes(const PrespecWork& w, std::span<const float> features,
+                                        int64_t drafter_dim) {
+  return to_round_outcomes(w.outcomes, w.feature_dim, features, drafter_dim);
 }
 
 SpeculationMsg speculation_message(int64_t round, const std::vector<Speculation>& next) {

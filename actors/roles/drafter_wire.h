@@ -12,11 +12,15 @@
 
 namespace ssd {
 
-// Drafter side.
+// Drafter side. Feature row counts come from a peer and are checked before any row is read:
+// none below zero, their total times the row width equal to the bulk's size (no overflow), and
+// rows as wide as the drafter reads them (drafter_dim, SsdDrafterCore::feature_dim()).
 void start_sequences(SsdDrafterCore& core, const StartSeqs& m, std::span<const float> features);
 // Per sequence of the outcome, pointing into `features` (which must outlive the result).
-std::vector<RoundOutcome> round_outcomes(const Outcome& m, std::span<const float> features);
-std::vector<RoundOutcome> work_outcomes(const PrespecWork& w, std::span<const float> features);
+std::vector<RoundOutcome> round_outcomes(const Outcome& m, std::span<const float> features,
+                                         int64_t drafter_dim);
+std::vector<RoundOutcome> work_outcomes(const PrespecWork& w, std::span<const float> features,
+                                        int64_t drafter_dim);
 SpeculationMsg speculation_message(int64_t round, const std::vector<Speculation>& next);
 PrespecWork prespec_work(int64_t round, const Outcome& outcome, std::vector<Speculation> next);
 DrafterStatsMsg stats_message(SsdDrafterCore& core, double busy_s);

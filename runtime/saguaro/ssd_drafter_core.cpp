@@ -223,7 +223,24 @@ void SsdDrafterCore::check_outcomes(std::span<const RoundOutcome> outcomes) cons
       SSD_CHECK(outcomes[j].seq != o.seq, "ssd drafter: two outcomes for sequence {} in one round",
                 o.seq);
     check_outcome(o, s.spec);
+    check_features(o);
   }
+}
+
+// An outcome's feature rows come from a peer: a count below zero, a width other than the
+// drafter's, or a size that overflows would make commit() read outside the rows that arrived.
+void SsdDrafterCore::check_features(const RoundOutcome& o) const {
+  SSD_CHECK(o.feature_rows >= 0, "ssd drafter: outcome of sequence {} has {} feature rows", o.seq,
+            o.feature_rows);
+  if (o.feature_rows == 0 || !o.features) return;
+  SSD_CHECK(o.feature_dim == feature_dim(),
+            "ssd drafter: outcome of sequence {} has feature rows of {} floats; the drafter reads "
+            "rows of {}",
+            o.seq, o.feature_dim, feature_dim());
+  int64_t floats = 0;
+  SSD_CHECK(!__builtin_mul_overflow(o.feature_rows, o.feature_dim, &floats),
+            "ssd drafter: outcome of sequence {}: {} feature rows of {} floats overflow", o.seq,
+            o.feature_rows, o.feature_dim);
 }
 
 void SsdDrafterCore::check_outcome(const RoundOutcome& o, const Speculation& spec) {

@@ -164,6 +164,8 @@ class SsdDrafterCore {
   void finish(int32_t seq);
   // Target features for drafters that need them (forwarded to the primary).
   void set_features(int32_t seq, int64_t from, std::span<const float> features);
+  // Floats per feature row the primary drafter reads (0: it reads none).
+  int64_t feature_dim() const { return primary_.target_feature_dim(); }
 
   // Round 0: a synchronous draft for each of `seqs` (started, without a speculation yet), of
   // ks[i] tokens each (empty: K).
@@ -228,6 +230,7 @@ class SsdDrafterCore {
   // returns whether the outcome was planned. The lead (on_outcome) and every secondary (adopt)
   // call it with the same outcomes, so every rank's plan_branches() is the same list.
   bool learn_plan(const Speculation& spec, int32_t k, int32_t bonus);
+  void check_features(const RoundOutcome& o) const;
   // Observe (with target logits), commit the emitted tokens to the drafters, advance the count.
   void commit(const RoundOutcome& o, const Speculation& spec, SeqState& s);
 

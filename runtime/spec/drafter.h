@@ -68,6 +68,8 @@ class Drafter {
   virtual std::string name() const = 0;
   // Target layers whose hidden states commit() must receive (empty: none).
   virtual std::vector<int32_t> target_feature_layers() const { return {}; }
+  // Floats per row of set_features (layers x the target's hidden size); 0 when it takes none.
+  virtual int64_t target_feature_dim() const { return 0; }
 
   virtual void start(int32_t seq, std::span<const int32_t> prompt) = 0;
   virtual void commit(int32_t seq, std::span<const int32_t> tokens) = 0;

@@ -24,6 +24,8 @@ std::vector<int32_t> DominoDrafter::target_feature_layers() const {
   return ck_.config().target_layers;
 }
 
+int64_t DominoDrafter::target_feature_dim() const { return ck_.config().feature_dim(); }
+
 DominoDrafter::Seq& DominoDrafter::seq_ref(int32_t seq) {
   auto it = seqs_.find(seq);
   SSD_CHECK(it != seqs_.end(), "domino drafter: sequence {} was not started", seq);

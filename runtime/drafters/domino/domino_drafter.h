@@ -50,6 +50,7 @@ class DominoDrafter final : public Drafter {
 
   std::string name() const override;
   std::vector<int32_t> target_feature_layers() const override;
+  int64_t target_feature_dim() const override;
   void start(int32_t seq, std::span<const int32_t> prompt) override;
   void commit(int32_t seq, std::span<const int32_t> tokens) override;
   void set_features(int32_t seq, int64_t from, std::span<const float> features) override;
