@@ -190,21 +190,26 @@ class DrafterActor {
     const Outcome m = decode<Outcome>(env);
     const std::vector<RoundOutcome> outs =
         round_outcomes(m, env.bulk_as<float>(), core_->feature_dim());
-    Watchdog::Scope scope(dog_, fmt::format("answering round {}", m.round), opts_.step_s);
-    if (m.verify_s > 0)
-      core_->miss_policy().observe_verify(static_cast<int32_t>(outs.size()), m.verify_s);
-    const double t0 = monotonic_seconds();
-    trace::set_round(m.round);
-    std::vector<Speculation> next = [&] {
-      trace::Span span("answer outcome", "drafter", m.round, static_cast<int64_t>(outs.size()));
-      return core_->on_outcome(outs);
-    }();
-    if (!joining_.empty()) {
-      std::vector<Speculation> first = core_->first_speculations(joining_);
-      std::move(first.begin(), first.end(), std::back_inserter(next));
-      joining_.clear();
+    std::vector<Speculation> next;
+    {
+      // Scoped to the answer alone: answer() arms the pre-speculation's own phase, which the
+      // scope's end would otherwise replace with the disarmed state it found.
+      Watchdog::Scope scope(dog_, fmt::format("answering round {}", m.round), opts_.step_s);
+      if (m.verify_s > 0)
+        core_->miss_policy().observe_verify(static_cast<int32_t>(outs.size()), m.verify_s);
+      const double t0 = monotonic_seconds();
+      trace::set_round(m.round);
+      {
+        trace::Span span("answer outcome", "drafter", m.round, static_cast<int64_t>(outs.size()));
+        next = core_->on_outcome(outs);
+      }
+      if (!joining_.empty()) {
+        std::vector<Speculation> first = core_->first_speculations(joining_);
+        std::move(first.begin(), first.end(), std::back_inserter(next));
+        joining_.clear();
+      }
+      busy_s_ += monotonic_seconds() - t0;
     }
-    busy_s_ += monotonic_seconds() - t0;
     if (trace::active()) {
       const auto hits = std::count_if(next.begin(), next.end(), [](const Speculation& s) {
         return s.source == SpecSource::kCache;

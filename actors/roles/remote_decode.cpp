@@ -65,6 +65,7 @@ struct RemoteDecoder::Run {
     int32_t id = 0;  // the drafter's sequence id (unique over the job)
     int32_t root = 0, root_pos = 0;
     bool running = false;
+    bool has_spec = false;  // spec holds this round's speculation (taken, not yet verified)
     SeqSpeculation spec;
   };
   Run(TargetModel& target, std::span<const GenerationRequest> r, const BatchTokenCallback& cb,
@@ -205,7 +206,10 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
                            [&](const Run::Seq& s) { return s.id == w.seq; });
     SSD_CHECK(it != run.seqs.end() && it->running,
               "drafter sent a speculation for sequence {}, which is not running", w.seq);
+    SSD_CHECK(!it->has_spec, "drafter sent two speculations for sequence {} in round {}", w.seq,
+              round);
     it->spec = std::move(w);
+    it->has_spec = true;
   }
 }
 
@@ -215,8 +219,11 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
 // and sampled runs draw what sampled SD draws), checked against the vocabulary and --k.
 VerifyInput RemoteDecoder::verify_input(Run& run, size_t i, int64_t round, DraftTree& tree) const {
   Run::Seq& s = run.seqs[i];
-  SSD_CHECK(s.spec.seq == s.id, "the drafter sent no speculation for sequence {} in round {}",
-            s.id, round);
+  // Not s.spec.seq == s.id: a default SeqSpeculation says sequence 0, and a spec left from an
+  // earlier round has the right id.
+  SSD_CHECK(s.has_spec, "the drafter sent no speculation for sequence {} in round {}", s.id,
+            round);
+  s.has_spec = false;
   const int64_t left =
       run.reqs[i].max_new_tokens - static_cast<int64_t>(run.out.gen[i].tokens.size());
   const size_t depth = static_cast<size_t>(std::clamp<int64_t>(left - 1, 0, run.chosen[i]));
