@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <utility>
 
 #include "actors/transport/mpi_check.h"
@@ -143,8 +144,31 @@ const MpiComm& MpiWorld::drafters() const {
 
 // ---- abort --------------------------------------------------------------------------------------
 
+namespace {
+
+std::mutex g_abort_hook_mutex;
+std::function<void(std::string_view)> g_abort_hook;
+
+}  // namespace
+
+void set_abort_hook(std::function<void(std::string_view)> hook) {
+  std::lock_guard<std::mutex> lock(g_abort_hook_mutex);
+  g_abort_hook = std::move(hook);
+}
+
 void abort_job(int code, std::string_view message) {
   if (code == 0) code = 1;
+  std::function<void(std::string_view)> hook;
+  {
+    std::lock_guard<std::mutex> lock(g_abort_hook_mutex);
+    hook.swap(g_abort_hook);  // once: a second abort (another thread) finds none
+  }
+  if (hook) {
+    try {
+      hook(message);
+    } catch (...) {
+    }
+  }
   std::fprintf(stderr, "%.*s\n", static_cast<int>(message.size()), message.data());
   std::fflush(stderr);
   if (MpiSession::initialized()) MPI_Abort(MPI_COMM_WORLD, code);

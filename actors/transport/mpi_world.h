@@ -17,6 +17,8 @@
 
 #include <mpi.h>
 
+#include <functional>
+
 #include <memory>
 #include <string_view>
 
@@ -86,6 +88,11 @@ class MpiWorld {
 // Ends the whole job: prints `message` (one line, to stderr) and calls MPI_Abort(MPI_COMM_WORLD,
 // code) when MPI is initialised, so that mpirun kills every rank; without MPI, std::_Exit(code).
 // code must be non-zero. Safe to call from any thread.
+// Before it prints, abort_job runs the abort hook (if one is set), once, with the message: the
+// target leader writes there what it still can (--stats-json with "status": "failed").
 [[noreturn]] void abort_job(int code, std::string_view message);
+// Sets (or, with an empty function, clears) the abort hook. It runs on whichever thread aborts
+// (a watchdog's), so it must be thread-safe, quick, and not throw (exceptions are swallowed).
+void set_abort_hook(std::function<void(std::string_view message)> hook);
 
 }  // namespace ssd

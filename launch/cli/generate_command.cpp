@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -12,6 +13,7 @@
 #include "actors/roles/drafter_factory.h"
 #include "actors/roles/job.h"
 #include "actors/roles/model_session.h"
+#include "actors/transport/mpi_world.h"
 #include "launch/cli/backend_flags.h"
 #include "launch/cli/build_info.h"
 #include "launch/cli/distributed_flags.h"
@@ -118,7 +120,37 @@ std::vector<int32_t> build_prompt(const GenerateArgs& a, const Tokenizer& tok) {
   return tok.encode(tmpl.render(msgs, /*add_generation_prompt=*/true), true, true);
 }
 
-int run_generate(const GenerateArgs& args, Cluster& cluster);
+// What the leader produced before a failure, for the --stats-json written then ("status":
+// "failed"). A watchdog's thread may write it while the leader streams tokens: behind a mutex.
+struct PartialRun {
+  std::mutex mutex;
+  std::string text;
+  std::vector<int32_t> tokens;
+  std::string ranks;
+  bool written = false;  // the stats file was written (success or failure): write it once
+};
+
+// Best effort: a failure report must not fail in turn.
+void write_failure_json(const GenerateArgs& args, PartialRun& p, std::string_view cause) {
+  if (!args.stats_json) return;
+  std::lock_guard<std::mutex> lock(p.mutex);
+  if (p.written) return;
+  p.written = true;
+  nlohmann::json j;
+  j["status"] = "failed";
+  j["cause"] = std::string(cause);
+  j["model"] = args.model.string();
+  j["ranks"] = p.ranks;
+  j["output_token_ids"] = p.tokens;
+  j["output_text"] = p.text;
+  j["commit"] = build_commit();
+  j["build"] = build_description();
+  j["config"] = resolved_json(args);
+  std::ofstream out(*args.stats_json);
+  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+int run_generate(const GenerateArgs& args, Cluster& cluster, PartialRun& partial);
 
 }  // namespace
 
@@ -131,13 +163,33 @@ int run_generate_command(int argc, const char* const* argv) {
   SSD_CHECK(args.prompt.empty() != !args.prompt_file.has_value(),
             "give exactly one of --prompt and --prompt-file");
 
-  return run_on_cluster(args.dist, args.backend.backend, resolved_text(args), args.model.string(),
-                        [&](Cluster& cluster) { return run_generate(args, cluster); });
+  // On failure the leader still writes --stats-json ("status": "failed", the cause, the tokens
+  // streamed so far): from the error's unwinding, or from the abort hook when a watchdog ends
+  // the job (other ranks never write the file).
+  PartialRun partial;
+  return run_on_cluster(
+      args.dist, args.backend.backend, resolved_text(args), args.model.string(),
+      [&](Cluster& cluster) {
+        const bool leader = cluster.layout().is_target_leader();
+        if (leader) {
+          partial.ranks = cluster.layout().summary();
+          set_abort_hook([&](std::string_view why) { write_failure_json(args, partial, why); });
+        }
+        try {
+          const int code = run_generate(args, cluster, partial);
+          set_abort_hook({});
+          return code;
+        } catch (const std::exception& e) {
+          set_abort_hook({});
+          if (leader) write_failure_json(args, partial, e.what());
+          throw;
+        }
+      });
 }
 
 namespace {
 
-int run_generate(const GenerateArgs& args, Cluster& cluster) {
+int run_generate(const GenerateArgs& args, Cluster& cluster, PartialRun& partial) {
   const RankLayout& layout = cluster.layout();
   SessionOptions so =
       session_options(cluster, args.model.string(), args.threads, args.ctx_size, args.dist);
@@ -181,6 +233,11 @@ int run_generate(const GenerateArgs& args, Cluster& cluster) {
   auto on_token = [&](int32_t id) {
     const std::string piece = stream.push(id);
     text += piece;
+    {
+      std::lock_guard<std::mutex> lock(partial.mutex);
+      partial.tokens.push_back(id);
+      partial.text += piece;
+    }
     if (!args.quiet) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
@@ -204,7 +261,10 @@ int run_generate(const GenerateArgs& args, Cluster& cluster) {
              build_description());
 
   if (args.stats_json) {
+    std::lock_guard<std::mutex> lock(partial.mutex);
+    partial.written = true;
     nlohmann::json j = r.to_json();
+    j["status"] = "ok";
     j["model"] = args.model.string();
     j["model_summary"] = session.file().summary();
     j["backend"] = session.backend().name();

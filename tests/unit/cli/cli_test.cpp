@@ -56,8 +56,25 @@ TEST_F(Cli, HelpListsEveryFlagWithDefault) {
   EXPECT_THAT(r.out, HasSubstr("128"));  // the default of -n
 }
 
+// A run that fails on the leader still writes --stats-json, saying it failed and why (the
+// failure's one line on stderr is unchanged, and the exit is non-zero).
+TEST_F(Cli, FailedRunWritesStatsWithStatusAndCause) {
+  const std::string path = tmp_.file("failed.json");
+  auto r = generate("-p hi --ctx-size 4 -n 8 --stats-json " + shell_quote(path));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("context"));
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << "no stats file after a failed run";
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j.at("status"), "failed");
+  EXPECT_THAT(j.at("cause").get<std::string>(), HasSubstr("context"));
+  EXPECT_EQ(j.at("output_token_ids").size(), 0u);
+  EXPECT_EQ(j.at("model"), model_);
+}
+
 TEST_F(Cli, GeneratesAndWritesStats) {
   auto j = stats("-p 'the cat' -n 12 --ignore-eos -q");
+  EXPECT_EQ(j.at("status"), "ok");
   for (const char* key : {"mode", "tokens_generated", "prefill_tokens_per_s", "decode_tokens_per_s",
                           "output_token_ids", "output_text", "commit", "threads"})
     EXPECT_TRUE(j.contains(key)) << key;
