@@ -102,6 +102,256 @@ double SdStats::mean_batch() const {
   return forwards == 0 ? 0.0 : static_cast<double>(rounds) / forwards;
 }
 
+namespace {
+
+// One generate_sd_batch call: the requests, their sequences on the target and the drafter, the
+// length policy, and the results so far. run() is prefill, then rounds of draft (one drafter
+// call for every active request), verify (one target forward) and emit, until every request
+// has finished.
+class SdBatchRun {
+ public:
+  SdBatchRun(TargetModel& target, Drafter& drafter, std::span<const GenerationRequest> reqs,
+             const SdOptions& opts, const BatchTokenCallback& on_token)
+      : target_(target),
+        drafter_(drafter),
+        reqs_(reqs),
+        opts_(opts),
+        on_token_(on_token),
+        vocab_(static_cast<int32_t>(target.config().vocab)),
+        layers_(drafter.target_feature_layers()),
+        tseqs_(target),
+        dseqs_(drafter),
+        seqs_(reqs.size()) {
+    for (int32_t l : layers_)
+      SSD_CHECK(l >= 0 && l < target.config().n_layers,
+                "drafter {} asks for target layer {}, but the target has layers 0..{}",
+                drafter.name(), l, target.config().n_layers - 1);
+    out_.requests.resize(reqs.size());
+    size_stats(out_.stats, opts.k);
+    for (SdResult& r : out_.requests) size_stats(r.stats, opts.k);
+    if (!opts.length)
+      own_length_.emplace(SpecLengthOptions{.k_max = opts.k, .automatic = opts.auto_k});
+    length_ = opts.length ? opts.length : &*own_length_;
+    SSD_CHECK(length_->options().k_max == opts.k && length_->options().automatic == opts.auto_k,
+              "sd: the shared length policy (k_max {}, auto {}) does not match k {}, auto {}",
+              length_->options().k_max, length_->options().automatic, opts.k, opts.auto_k);
+  }
+
+  SdBatchResult run() {
+    start();
+    std::vector<size_t> active;
+    for (;;) {
+      active.clear();
+      for (size_t i = 0; i < seqs_.size(); ++i)
+        if (seqs_[i].running) active.push_back(i);
+      if (active.empty()) break;
+      std::vector<int32_t> depth = choose_depths(active);
+      std::vector<DraftTree> trees = draft(active, depth);
+      verify_and_emit(active, depth, trees);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  // Prefill exactly as AR does (collecting the drafter's features of the prompt), start the
+  // drafter's sequences, and emit each request's first token from the prefill's logits.
+  void start() {
+    std::vector<PrefillResult> pre(reqs_.size());
+    for (size_t i = 0; i < reqs_.size(); ++i) {
+      seqs_[i].kv = tseqs_.create();
+      pre[i] = prefill(target_, seqs_[i].kv, reqs_[i].prompt, reqs_[i].prefill_chunk, layers_);
+      out_.requests[i].gen.prompt_tokens = static_cast<int64_t>(reqs_[i].prompt.size());
+      out_.requests[i].gen.prefill_s = pre[i].seconds;
+    }
+    t_decode_ = monotonic_seconds();
+    for (size_t i = 0; i < reqs_.size(); ++i) {
+      const double td = monotonic_seconds();
+      dseqs_.start(static_cast<int32_t>(i), reqs_[i].prompt);
+      if (!layers_.empty()) drafter_.set_features(static_cast<int32_t>(i), 0, pre[i].features);
+      drafter_time(i, td);
+    }
+    for (size_t i = 0; i < reqs_.size(); ++i) {
+      const GenerationRequest& req = reqs_[i];
+      SdSeq& s = seqs_[i];
+      if (req.max_new_tokens == 0) {
+        leave(i);
+        continue;
+      }
+      s.root = target_.picker().sample(pre[i].last, 0, req.sampler, req.stream, 0);
+      s.root_pos = static_cast<int32_t>(req.prompt.size());
+      s.running = emit(i, s.root);
+      const double td = monotonic_seconds();
+      drafter_.commit(static_cast<int32_t>(i), {&s.root, 1});
+      drafter_time(i, td);
+      if (!s.running) leave(i);
+    }
+  }
+
+  // Each active request's draft depth this round: clipped so that the round cannot decide more
+  // tokens than the request has left, and chosen by the length policy under --k auto (0: a
+  // plain decode step for that request).
+  std::vector<int32_t> choose_depths(const std::vector<size_t>& active) {
+    std::vector<int32_t> depth(active.size()), ids(active.size());
+    for (size_t a = 0; a < active.size(); ++a) {
+      const size_t i = active[a];
+      ids[a] = static_cast<int32_t>(i);
+      depth[a] = static_cast<int32_t>(
+          std::clamp<int64_t>(reqs_[i].max_new_tokens - emitted(i) - 1, 0, opts_.k));
+    }
+    return length_->choose(ids, depth);
+  }
+
+  // One drafter call for every active request with a non-zero depth.   returns [active.size()]
+  // trees (empty for depth 0)
+  std::vector<DraftTree> draft(const std::vector<size_t>& active,
+                               const std::vector<int32_t>& depth) {
+    std::vector<DraftRequest> drs;
+    std::vector<size_t> drafted_by;  // active index of each draft request
+    int64_t asked = 0;               // tokens asked of the drafter this round
+    for (size_t a = 0; a < active.size(); ++a) {
+      if (depth[a] == 0) continue;
+      const size_t i = active[a];
+      asked += depth[a];
+      DraftRequest dr;
+      dr.seq = static_cast<int32_t>(i);
+      dr.k = depth[a];
+      dr.width = opts_.width;
+      dr.sampler = reqs_[i].sampler;
+      dr.stream = reqs_[i].stream;
+      dr.position = static_cast<uint32_t>(emitted(i));
+      drs.push_back(std::move(dr));
+      drafted_by.push_back(a);
+    }
+    std::vector<DraftTree> trees(active.size());
+    const double td = monotonic_seconds();
+    if (!drs.empty()) {
+      std::vector<DraftTree> got = drafter_.draft(drs);
+      SSD_CHECK(got.size() == drs.size(), "drafter {} returned {} trees for {} requests",
+                drafter_.name(), got.size(), drs.size());
+      for (size_t d = 0; d < got.size(); ++d) trees[drafted_by[d]] = std::move(got[d]);
+    }
+    const double draft_dt = monotonic_seconds() - td;
+    length_->observe_draft(asked, drs.empty() ? 0.0 : draft_dt);
+    out_.stats.draft_s += draft_dt;
+    for (size_t i : active) out_.requests[i].stats.draft_s += draft_dt;
+    return trees;
+  }
+
+  // Verifies every active request's tree in one target forward, then emits each request's
+  // accepted tokens and correction/bonus and tells the drafter the outcome.
+  void verify_and_emit(const std::vector<size_t>& active, const std::vector<int32_t>& depth,
+                       const std::vector<DraftTree>& trees) {
+    std::vector<VerifyInput> inputs(active.size());
+    for (size_t a = 0; a < active.size(); ++a)
+      inputs[a] = verify_input(active[a], trees[a], depth[a]);
+    const double tv = monotonic_seconds();
+    const VerifyRoundResult round =
+        verify_round(target_, inputs, layers_, drafter_.observes_target_logits());
+    const double verify_dt = monotonic_seconds() - tv;
+    int64_t rows = 0;
+    for (const DraftTree& t : trees) rows += 1 + static_cast<int64_t>(t.size());
+    length_->observe_verify(rows, verify_dt);
+    out_.stats.verify_s += verify_dt;
+    out_.stats.target_forward_s += round.forward_s;
+    out_.stats.forwards++;
+    for (size_t a = 0; a < active.size(); ++a) {
+      const size_t i = active[a];
+      SdResult& r = out_.requests[i];
+      const VerifyResult& v = round.seqs[a].result;
+      r.stats.verify_s += verify_dt;
+      r.stats.target_forward_s += round.forward_s;
+      r.stats.forwards++;
+      r.gen.forwards++;
+      count_round(r.stats, trees[a], v, opts_.k, depth[a]);
+      count_round(out_.stats, trees[a], v, opts_.k, depth[a]);
+      length_->observe_outcome(static_cast<int32_t>(i), max_depth(trees[a]), v.accepted());
+      apply(i, trees[a], v, round.logits(a), round.seqs[a].features);
+    }
+  }
+
+  // Request i's verification input, its tree checked against the vocabulary and its depth.
+  VerifyInput verify_input(size_t i, const DraftTree& tree, int32_t depth) const {
+    tree.validate(vocab_);
+    for (size_t n = 0; n < tree.size(); ++n)
+      SSD_CHECK(tree.depth(static_cast<int32_t>(n)) <= depth,
+                "drafter {} returned a node at depth {} beyond k = {}", drafter_.name(),
+                tree.depth(static_cast<int32_t>(n)), depth);
+    VerifyInput in;
+    in.kv_seq = seqs_[i].kv;
+    in.root = seqs_[i].root;
+    in.root_pos = seqs_[i].root_pos;
+    in.tree = &tree;
+    in.sampler = reqs_[i].sampler;
+    in.stream = reqs_[i].stream;
+    in.step = static_cast<uint32_t>(emitted(i));
+    return in;
+  }
+
+  // Emits request i's tokens of verification `v` (stopping early at EOG or the budget), tells
+  // the drafter what happened, and moves the root; the request leaves when it has finished.
+  void apply(size_t i, const DraftTree& tree, const VerifyResult& v, const float* logits,
+             std::span<const float> features) {
+    SdSeq& s = seqs_[i];
+    std::vector<int32_t> emitted_now;
+    for (int32_t tok : v.emitted) {
+      emitted_now.push_back(tok);
+      s.running = emit(i, tok);
+      if (!s.running) break;
+    }
+    const double td = monotonic_seconds();
+    const int32_t dseq = static_cast<int32_t>(i);
+    drafter_.observe(DraftOutcome{dseq, &tree, v.path, v.emitted, logits, vocab_});
+    drafter_.commit(dseq, emitted_now);
+    if (!layers_.empty()) drafter_.set_features(dseq, s.root_pos, features);
+    drafter_time(i, td);
+    s.root = v.emitted.back();
+    s.root_pos += 1 + v.accepted();
+    if (!s.running) leave(i);
+  }
+
+  int64_t emitted(size_t i) const {
+    return static_cast<int64_t>(out_.requests[i].gen.tokens.size());
+  }
+  // Adds drafter time to the request and to the batch.
+  void drafter_time(size_t i, double since) {
+    const double dt = monotonic_seconds() - since;
+    out_.requests[i].stats.draft_s += dt;
+    out_.stats.draft_s += dt;
+  }
+  // Emits one token of request i: streams it, checks stop conditions. Returns false when the
+  // request's generation ends.
+  bool emit(size_t i, int32_t tok) {
+    return emit_token(reqs_[i], out_.requests[i].gen, i, tok, on_token_);
+  }
+  // The request is done: its sequences are released at once.
+  void leave(size_t i) {
+    seqs_[i].running = false;
+    out_.requests[i].gen.decode_s = monotonic_seconds() - t_decode_;
+    tseqs_.release(seqs_[i].kv);
+    const double td = monotonic_seconds();
+    dseqs_.finish(static_cast<int32_t>(i));
+    drafter_time(i, td);
+    length_->finish(static_cast<int32_t>(i));
+  }
+
+  TargetModel& target_;
+  Drafter& drafter_;
+  std::span<const GenerationRequest> reqs_;
+  const SdOptions& opts_;
+  const BatchTokenCallback& on_token_;
+  const int32_t vocab_;
+  const std::vector<int32_t> layers_;  // target layers the drafter reads
+  std::optional<SpecLengthController> own_length_;
+  SpecLengthController* length_ = nullptr;
+  TargetSeqs tseqs_;
+  DrafterSeqs dseqs_;
+  std::vector<SdSeq> seqs_;
+  SdBatchResult out_;
+  double t_decode_ = 0;  // when decoding began (after the prefills)
+};
+
+}  // namespace
+
 SdBatchResult generate_sd_batch(TargetModel& target, Drafter& drafter,
                                 std::span<const GenerationRequest> reqs, const SdOptions& opts,
                                 const BatchTokenCallback& on_token) {
@@ -114,197 +364,7 @@ SdBatchResult generate_sd_batch(TargetModel& target, Drafter& drafter,
   // (k, as before, for widths 1 and 2). A larger tree that overflows the cache fails its forward
   // with "KV cache full", the caches unchanged.
   check_batch_context(target, reqs, static_cast<int64_t>(opts.k) * std::max(1, opts.width - 1));
-
-  const int32_t vocab = static_cast<int32_t>(target.config().vocab);
-  const std::vector<int32_t> layers = drafter.target_feature_layers();
-  for (int32_t l : layers)
-    SSD_CHECK(l >= 0 && l < target.config().n_layers,
-              "drafter {} asks for target layer {}, but the target has layers 0..{}",
-              drafter.name(), l, target.config().n_layers - 1);
-  const size_t n_req = reqs.size();
-  SdBatchResult out;
-  out.requests.resize(n_req);
-  size_stats(out.stats, opts.k);
-  for (SdResult& r : out.requests) size_stats(r.stats, opts.k);
-  std::optional<SpecLengthController> own_length;
-  if (!opts.length) own_length.emplace(SpecLengthOptions{.k_max = opts.k, .automatic = opts.auto_k});
-  SpecLengthController& length = opts.length ? *opts.length : *own_length;
-  SSD_CHECK(length.options().k_max == opts.k && length.options().automatic == opts.auto_k,
-            "sd: the shared length policy (k_max {}, auto {}) does not match k {}, auto {}",
-            length.options().k_max, length.options().automatic, opts.k, opts.auto_k);
-  TargetSeqs tseqs(target);
-  DrafterSeqs dseqs(drafter);
-  std::vector<SdSeq> seqs(n_req);
-
-  // Prefill exactly as AR does, collecting the drafter's features of the prompt.
-  std::vector<PrefillResult> pre(n_req);
-  for (size_t i = 0; i < n_req; ++i) {
-    seqs[i].kv = tseqs.create();
-    pre[i] = prefill(target, seqs[i].kv, reqs[i].prompt, reqs[i].prefill_chunk, layers);
-    out.requests[i].gen.prompt_tokens = static_cast<int64_t>(reqs[i].prompt.size());
-    out.requests[i].gen.prefill_s = pre[i].seconds;
-  }
-
-  const double t1 = monotonic_seconds();
-  // Adds drafter time to the request and to the batch.
-  auto drafter_time = [&](size_t i, double since) {
-    const double dt = monotonic_seconds() - since;
-    out.requests[i].stats.draft_s += dt;
-    out.stats.draft_s += dt;
-  };
-  // The request is done: its sequences are released at once.
-  auto leave = [&](size_t i) {
-    seqs[i].running = false;
-    out.requests[i].gen.decode_s = monotonic_seconds() - t1;
-    tseqs.release(seqs[i].kv);
-    const double td = monotonic_seconds();
-    dseqs.finish(static_cast<int32_t>(i));
-    drafter_time(i, td);
-    length.finish(static_cast<int32_t>(i));
-  };
-  // Emits one token of request i: streams it, checks stop conditions. Returns false when the
-  // request's generation ends.
-  auto emit = [&](size_t i, int32_t tok) {
-    return emit_token(reqs[i], out.requests[i].gen, i, tok, on_token);
-  };
-
-  for (size_t i = 0; i < n_req; ++i) {
-    const double td = monotonic_seconds();
-    dseqs.start(static_cast<int32_t>(i), reqs[i].prompt);
-    if (!layers.empty()) drafter.set_features(static_cast<int32_t>(i), 0, pre[i].features);
-    drafter_time(i, td);
-  }
-  for (size_t i = 0; i < n_req; ++i) {
-    const GenerationRequest& req = reqs[i];
-    SdSeq& s = seqs[i];
-    if (req.max_new_tokens == 0) {
-      leave(i);
-      continue;
-    }
-    // The first token comes from the prefill's logits, as in AR.
-    s.root = target.picker().sample(pre[i].last, 0, req.sampler, req.stream, 0);
-    s.root_pos = static_cast<int32_t>(req.prompt.size());
-    s.running = emit(i, s.root);
-    const double td = monotonic_seconds();
-    drafter.commit(static_cast<int32_t>(i), {&s.root, 1});
-    drafter_time(i, td);
-    if (!s.running) leave(i);
-  }
-  pre.clear();
-
-  std::vector<size_t> active;
-  for (;;) {
-    active.clear();
-    for (size_t i = 0; i < n_req; ++i)
-      if (seqs[i].running) active.push_back(i);
-    if (active.empty()) break;
-
-    // One drafter call for every active request that still has room for a draft: the depth is
-    // clipped so that the round cannot decide more tokens than the request has left, and chosen
-    // by the length policy under --k auto (0: a plain decode step for that request).
-    std::vector<int32_t> depth(active.size()), ids(active.size());
-    for (size_t a = 0; a < active.size(); ++a) {
-      const size_t i = active[a];
-      const int64_t emitted = static_cast<int64_t>(out.requests[i].gen.tokens.size());
-      ids[a] = static_cast<int32_t>(i);
-      depth[a] = static_cast<int32_t>(
-          std::clamp<int64_t>(reqs[i].max_new_tokens - emitted - 1, 0, opts.k));
-    }
-    depth = length.choose(ids, depth);
-    std::vector<DraftRequest> drs;
-    std::vector<size_t> drafted_by;  // active index of each draft request
-    int64_t asked = 0;               // tokens asked of the drafter this round
-    for (size_t a = 0; a < active.size(); ++a) {
-      const size_t i = active[a];
-      const GenerationRequest& req = reqs[i];
-      const int64_t emitted = static_cast<int64_t>(out.requests[i].gen.tokens.size());
-      if (depth[a] == 0) continue;
-      asked += depth[a];
-      DraftRequest dr;
-      dr.seq = static_cast<int32_t>(i);
-      dr.k = depth[a];
-      dr.width = opts.width;
-      dr.sampler = req.sampler;
-      dr.stream = req.stream;
-      dr.position = static_cast<uint32_t>(emitted);
-      drs.push_back(std::move(dr));
-      drafted_by.push_back(a);
-    }
-    std::vector<DraftTree> trees(active.size());
-    double td = monotonic_seconds();
-    if (!drs.empty()) {
-      std::vector<DraftTree> got = drafter.draft(drs);
-      SSD_CHECK(got.size() == drs.size(), "drafter {} returned {} trees for {} requests",
-                drafter.name(), got.size(), drs.size());
-      for (size_t d = 0; d < got.size(); ++d) trees[drafted_by[d]] = std::move(got[d]);
-    }
-    const double draft_dt = monotonic_seconds() - td;
-    length.observe_draft(asked, drs.empty() ? 0.0 : draft_dt);
-    out.stats.draft_s += draft_dt;
-    for (size_t i : active) out.requests[i].stats.draft_s += draft_dt;
-
-    std::vector<VerifyInput> inputs(active.size());
-    for (size_t a = 0; a < active.size(); ++a) {
-      const size_t i = active[a];
-      const DraftTree& tree = trees[a];
-      tree.validate(vocab);
-      for (size_t n = 0; n < tree.size(); ++n)
-        SSD_CHECK(tree.depth(static_cast<int32_t>(n)) <= depth[a],
-                  "drafter {} returned a node at depth {} beyond k = {}", drafter.name(),
-                  tree.depth(static_cast<int32_t>(n)), depth[a]);
-      VerifyInput& in = inputs[a];
-      in.kv_seq = seqs[i].kv;
-      in.root = seqs[i].root;
-      in.root_pos = seqs[i].root_pos;
-      in.tree = &tree;
-      in.sampler = reqs[i].sampler;
-      in.stream = reqs[i].stream;
-      in.step = static_cast<uint32_t>(out.requests[i].gen.tokens.size());
-    }
-
-    const double tv = monotonic_seconds();
-    const VerifyRoundResult round =
-        verify_round(target, inputs, layers, drafter.observes_target_logits());
-    const double verify_dt = monotonic_seconds() - tv;
-    int64_t rows = 0;
-    for (const DraftTree& t : trees) rows += 1 + static_cast<int64_t>(t.size());
-    length.observe_verify(rows, verify_dt);
-    out.stats.verify_s += verify_dt;
-    out.stats.target_forward_s += round.forward_s;
-    out.stats.forwards++;
-
-    for (size_t a = 0; a < active.size(); ++a) {
-      const size_t i = active[a];
-      SdSeq& s = seqs[i];
-      SdResult& r = out.requests[i];
-      const VerifyResult& v = round.seqs[a].result;
-      r.stats.verify_s += verify_dt;
-      r.stats.target_forward_s += round.forward_s;
-      r.stats.forwards++;
-      r.gen.forwards++;
-      count_round(r.stats, trees[a], v, opts.k, depth[a]);
-      count_round(out.stats, trees[a], v, opts.k, depth[a]);
-      length.observe_outcome(static_cast<int32_t>(i), max_depth(trees[a]), v.accepted());
-
-      // Emit accepted tokens and the correction/bonus, stopping early at EOG or the budget.
-      std::vector<int32_t> emitted;
-      for (int32_t tok : v.emitted) {
-        emitted.push_back(tok);
-        s.running = emit(i, tok);
-        if (!s.running) break;
-      }
-      td = monotonic_seconds();
-      const int32_t dseq = static_cast<int32_t>(i);
-      drafter.observe(DraftOutcome{dseq, &trees[a], v.path, v.emitted, round.logits(a), vocab});
-      drafter.commit(dseq, emitted);
-      if (!layers.empty()) drafter.set_features(dseq, s.root_pos, round.seqs[a].features);
-      drafter_time(i, td);
-      s.root = v.emitted.back();
-      s.root_pos += 1 + v.accepted();
-      if (!s.running) leave(i);
-    }
-  }
-  return out;
+  return SdBatchRun(target, drafter, reqs, opts, on_token).run();
 }
 
 SdResult generate_sd(TargetModel& target, Drafter& drafter, const GenerationRequest& req,
