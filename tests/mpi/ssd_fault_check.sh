@@ -14,12 +14,13 @@ fi
 ROOT=()
 [[ $(id -u) -eq 0 ]] && ROOT=(--allow-run-as-root)
 LOG=$(mktemp)
-trap 'rm -f "$LOG"' EXIT
+OUT=$(mktemp)  # the streamed text: once it grows, the job is in its rounds
+trap 'rm -f "$LOG" "$OUT"' EXIT
 START=$(date +%s)
 ${MPIEXEC:-mpirun} "${ROOT[@]}" --oversubscribe --bind-to none -n 2 "$BIN" generate \
   -m "$SSD_MODEL" -p "Count from one to one thousand in words:" -n 4000 --ctx-size 8192 \
-  --ignore-eos --quiet --threads 1 --mode ssd --drafter "model:$SSD_MODEL" --k 4 \
-  --watchdog-s 3 >"$LOG" 2>&1 &
+  --ignore-eos --threads 1 --mode ssd --drafter "model:$SSD_MODEL" --k 4 \
+  --watchdog-s 3 >"$OUT" 2>"$LOG" &
 MPI_PID=$!
 # Whether process $1 descends from process $2 (walks the parent chain in /proc).
 descends_from() {
@@ -44,7 +45,14 @@ for _ in $(seq 1 200); do
   sleep 0.05
 done
 [[ -n $DRAFTER ]] || { echo "FAIL: the drafter rank never started"; cat "$LOG"; exit 1; }
-sleep 3  # let the job get into its rounds
+# Hit the drafter only once the job is in its rounds (tokens streamed), not while the ranks still
+# load the model: on a loaded machine loading can take longer than any fixed pause.
+for _ in $(seq 1 1200); do
+  (($(stat -c %s "$OUT") > 40)) && break
+  kill -0 $MPI_PID 2>/dev/null || break
+  sleep 0.05
+done
+(($(stat -c %s "$OUT") > 40)) || { echo "FAIL: no tokens streamed within 60 s"; cat "$LOG"; exit 1; }
 if [[ $HOW == kill ]]; then kill -KILL "$DRAFTER"; else kill -STOP "$DRAFTER"; fi
 STATUS=0
 for _ in $(seq 1 600); do
