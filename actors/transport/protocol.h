@@ -111,7 +111,7 @@ std::string_view role_name(Role role);  // "target" / "drafter"
 template <class T, auto kLast> struct WireEnum {
   T& value;
   template <class A> void serialize(A& a) {
-    using U = std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>,
+    using U = typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>,
                                  std::type_identity<T>>::type;
     U v = static_cast<U>(value);
     a(v);
