@@ -24,10 +24,7 @@ Hello make_hello(const RankLayout& layout, uint64_t config_digest, uint64_t mode
   return h;
 }
 
-namespace {
-
-// Every disagreement between rank 0's Hello and the others', one per line.
-std::string judge(const Hello& root, const std::vector<Hello>& all) {
+std::string judge_hellos(const Hello& root, const std::vector<Hello>& all) {
   std::vector<std::string> problems;
   const Hello* drafter_lead = nullptr;
   for (const Hello& h : all)
@@ -75,8 +72,6 @@ std::string judge(const Hello& root, const std::vector<Hello>& all) {
   return out;
 }
 
-}  // namespace
-
 void handshake(Transport& world, const Hello& mine, std::chrono::milliseconds timeout) {
   const int n = world.size();
   SSD_CHECK(mine.rank == world.rank() && mine.world == n,
@@ -103,7 +98,7 @@ void handshake(Transport& world, const Hello& mine, std::chrono::milliseconds ti
     all[env.peer] = h;
   }
   HelloReply reply;
-  reply.what = judge(mine, all);
+  reply.what = judge_hellos(mine, all);
   reply.ok = reply.what.empty();
   for (int r = 1; r < n; ++r) world.send(r, reply);
   SSD_CHECK(reply.ok, "job refused at start-up: {}", reply.what);

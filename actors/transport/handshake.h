@@ -10,7 +10,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "actors/transport/protocol.h"
 #include "actors/transport/rank_layout.h"
@@ -23,6 +25,11 @@ uint64_t digest64(std::string_view text);
 
 // This rank's Hello for `layout`.
 Hello make_hello(const RankLayout& layout, uint64_t config_digest, uint64_t model_digest);
+
+// Rank 0's verdict on every rank's Hello (all[0] is rank 0's own, `root`): every disagreement,
+// joined with "; ", or "" when the job is accepted. Pure, so the wire fuzz target can judge
+// hostile Hellos without a transport.
+std::string judge_hellos(const Hello& root, const std::vector<Hello>& all);
 
 // Runs the handshake over `world` (a transport over every rank of the job; transport rank =
 // layout rank). Returns when the job is accepted; throws ssd::Error (the same message on every
