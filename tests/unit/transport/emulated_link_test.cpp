@@ -12,26 +12,12 @@
 
 #include "actors/transport/loopback_transport.h"
 #include "runtime/core/error.h"
+#include "tests/support/transport_ref.h"
 
 namespace ssd {
 namespace {
 
-class Ref final : public Transport {  // a non-owning view of a hub's endpoint
- public:
-  explicit Ref(Transport& t) : t_(t) {}
-  int rank() const override { return t_.rank(); }
-  int size() const override { return t_.size(); }
-  std::string name() const override { return t_.name(); }
-  std::optional<Envelope> try_recv() override { return t_.try_recv(); }
-  Envelope recv(std::chrono::milliseconds timeout) override { return t_.recv(timeout); }
-  void send_frame(int peer, std::vector<std::byte> frame) override {
-    t_.send_frame(peer, std::move(frame));
-  }
-  size_t pending_sends() override { return t_.pending_sends(); }
-
- private:
-  Transport& t_;
-};
+using Ref = test::TransportRef;
 
 using Clock = std::chrono::steady_clock;
 double us_since(Clock::time_point t0) {
