@@ -155,6 +155,7 @@ class DrafterActor {
     prespeculate_ = m.prespeculate;
     core_ = m.prespeculate ? &ssd_core_ : &sd_core_;
     cut_round_ = cut_sent_round_ = -1;  // rounds count from 0 again
+    core_->set_memory_scope(m.memory_scope);
     start_sequences(*core_, m, env.bulk_as<float>());
     if (!layout_.is_drafter_lead()) return;  // the lead's kPrespecWork brings round 0
     const double t0 = monotonic_seconds();

@@ -101,6 +101,7 @@ struct RemoteDecoder::Run {
   int64_t feature_dim = 0;  // floats of target features per token the drafter conditions on
   double t_decode = 0;      // when decoding began (after the prefills)
   bool prespeculate = false;
+  uint64_t memory_scope = 0;  // the drafters' memory of earlier requests (StartSeqs)
   std::vector<int64_t> last_record;  // index in out.outcomes of each request's latest round
   SpecLengthController& length;  // this mode's length policy (--k auto)
   int32_t k = 0;                 // K
@@ -108,7 +109,7 @@ struct RemoteDecoder::Run {
 };
 
 RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, bool prespeculate,
-                                      const BatchTokenCallback& on_token) {
+                                      const BatchTokenCallback& on_token, uint64_t memory_scope) {
   check_batch_context(target_, reqs, k_);
   Run run(target_, reqs, on_token, prespeculate ? ssd_length_ : sd_length_, k_);
   run.out.gen.resize(reqs.size());
@@ -118,6 +119,7 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
                     static_cast<int64_t>(feature_layers_.size());
   const int64_t bytes0 = bytes_;
   run.prespeculate = prespeculate;
+  run.memory_scope = memory_scope;
   run.last_record.assign(reqs.size(), -1);
   trace::set_track("target");
   trace::set_round(0);
@@ -143,6 +145,7 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
   std::vector<float> features;
   start.feature_dim = run.feature_dim;
   start.prespeculate = prespeculate;
+  start.memory_scope = run.memory_scope;
   for (size_t i = 0; i < run.reqs.size(); ++i) {
     const GenerationRequest& req = run.reqs[i];
     Watchdog::Scope scope(dog_, fmt::format("prefilling request {}", i), step_s_);

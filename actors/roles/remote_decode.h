@@ -86,8 +86,10 @@ class RemoteDecoder {
 
   // Runs the requests together (B = reqs.size()); greedy output equals generate_ar_batch's.
   // prespeculate: ssd (the drafter pre-speculates during verification) or sd (it drafts after).
+  // memory_scope: which memory of earlier requests the drafters use for these
+  // (Drafter::set_memory_scope).
   RemoteDecodeResult run(std::span<const GenerationRequest> reqs, bool prespeculate,
-                         const BatchTokenCallback& on_token = {});
+                         const BatchTokenCallback& on_token = {}, uint64_t memory_scope = 0);
   // The drafter lead's figures so far (one request/answer).
   DrafterStatsMsg drafter_stats();
   // Tells every drafter rank to stop (call once, at the end of the job).

@@ -39,8 +39,9 @@
 namespace ssd {
 
 inline constexpr uint32_t kWireMagic = 0x31445353;  // "SSD1" in memory on a little-endian rank
-inline constexpr uint16_t kProtocolVersion = 4;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs;
-                                                 // 4: speculation lengths (--k auto)
+inline constexpr uint16_t kProtocolVersion = 5;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs;
+                                                 // 4: speculation lengths (--k auto);
+                                                 // 5: StartSeqs::memory_scope
 
 // Every kind of message, one enum; its value is also the MPI tag (tags must stay < 32768).
 enum class MsgKind : uint16_t {
@@ -260,8 +261,11 @@ struct StartSeqs {
   bool prespeculate = true;  // ssd: pre-speculate while the target verifies; false: sd (draft
                              // after each outcome, with the primary drafter)
   std::vector<int32_t> first_k;  // [B] the length of each first speculation (0..K)
+  uint64_t memory_scope = 0;     // the drafters' memory of earlier requests these join
+                                 // (Drafter::set_memory_scope); 0 by default
   template <class A> void serialize(A& a) {
-    a(seqs, prompts, emitted, streams, feature_rows, feature_dim, prespeculate, first_k);
+    a(seqs, prompts, emitted, streams, feature_rows, feature_dim, prespeculate, first_k,
+      memory_scope);
   }
   friend bool operator==(const StartSeqs&, const StartSeqs&) = default;
 };

@@ -139,10 +139,17 @@ struct BenchSetup {
   std::vector<KChoice> ks;
   std::vector<std::string> modes;
   bool remote_drafter = false;
-  std::vector<std::unique_ptr<Drafter>> drafters;  // local drafters (SD in this process)
-  // One length policy per (local drafter, --k) configuration, kept over the run's prompts so
-  // that --k auto's measured costs carry over: lengths[d * ks.size() + ki].
-  std::vector<std::unique_ptr<SpecLengthController>> lengths;
+  // SD in this process: one drafter and one length policy per (drafter spec, --k) configuration,
+  // each kept over the run's prompts. A drafter of its own per configuration means a drafter that
+  // remembers earlier requests (suffix) or learns online (DVI) never sees a prompt's answer from
+  // another configuration's run of the same prompt; --k auto's measured costs carry over the
+  // prompts of its configuration.
+  struct LocalConfig {
+    std::unique_ptr<Drafter> drafter;
+    std::unique_ptr<SpecLengthController> length;
+    KChoice k;
+  };
+  std::vector<LocalConfig> local;
 
   bool has_mode(const char* m) const {
     return std::find(modes.begin(), modes.end(), m) != modes.end();
@@ -248,25 +255,25 @@ void run_batch(BenchSetup& s, const std::string& category, size_t first,
             ar_ids, out);
   }
   if (s.has_mode("sd") && !s.remote_drafter)
-    for (size_t d = 0; d < s.drafters.size(); ++d)
-      for (size_t ki = 0; ki < s.ks.size(); ++ki) {
-        const KChoice k = s.ks[ki];
-        SdOptions opts{.k = k.k, .width = s.args.width, .auto_k = k.automatic};
-        opts.length = s.lengths[d * s.ks.size() + ki].get();  // costs carry over the prompts
-        const double t0 = monotonic_seconds();
-        SdBatchResult res = generate_sd_batch(target, *s.drafters[d], reqs, opts);
-        BatchRun b{"sd", s.drafters[d]->name(), k, {}, {}, monotonic_seconds() - t0, nullptr};
-        for (auto& r : res.requests) {
-          b.gen.push_back(r.gen);
-          b.sd.push_back(r.stats);
-        }
-        account(s, category, first, b, ar_ids, out);
+    for (BenchSetup::LocalConfig& c : s.local) {
+      SdOptions opts{.k = c.k.k, .width = s.args.width, .auto_k = c.k.automatic};
+      opts.length = c.length.get();
+      const double t0 = monotonic_seconds();
+      SdBatchResult res = generate_sd_batch(target, *c.drafter, reqs, opts);
+      BatchRun b{"sd", c.drafter->name(), c.k, {}, {}, monotonic_seconds() - t0, nullptr};
+      for (auto& r : res.requests) {
+        b.gen.push_back(r.gen);
+        b.sd.push_back(r.stats);
       }
+      account(s, category, first, b, ar_ids, out);
+    }
   for (const char* mode : {"sd", "ssd"}) {
     if (!s.remote_drafter || !s.has_mode(mode)) continue;
     const DrafterStatsMsg before = s.job.remote()->drafter_stats();
     const double t0 = monotonic_seconds();
-    RemoteDecodeResult res = s.job.remote()->run(reqs, std::string(mode) == "ssd");
+    // Each mode its own memory of earlier requests: SSD must not find the answers SD just gave.
+    const bool ssd = std::string(mode) == "ssd";
+    RemoteDecodeResult res = s.job.remote()->run(reqs, ssd, {}, ssd ? 2 : 1);
     const double wall = monotonic_seconds() - t0;
     res.split.drafter = since(s.job.remote()->drafter_stats(), before);
     account(s, category, first,
@@ -371,14 +378,14 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
   if (cluster.distributed())
     fmt::print(stderr, "ranks: {}\n{}\n", layout.summary(), cluster.links().summary());
   // Build every local drafter before running anything: a bad spec fails before minutes of work.
-  // A drafter lives for the whole run (the suffix drafter's memory of earlier requests with it).
   if (!remote_drafter && s.has_mode("sd"))
     for (const auto& sp : specs)
-      s.drafters.push_back(make_drafter(sp, session, spec.drafter_options));
-  for (size_t d = 0; d < s.drafters.size(); ++d)
-    for (const KChoice& kc : ks)
-      s.lengths.push_back(std::make_unique<SpecLengthController>(
-          SpecLengthOptions{.k_max = kc.k, .automatic = kc.automatic}));
+      for (const KChoice& kc : ks)
+        s.local.push_back(BenchSetup::LocalConfig{
+            make_drafter(sp, session, spec.drafter_options),
+            std::make_unique<SpecLengthController>(
+                SpecLengthOptions{.k_max = kc.k, .automatic = kc.automatic}),
+            kc});
   {  // CUDA graphs of the run's forward sizes, before the first measured request
     WarmupPlan plan;
     plan.max_batch = args.batch;
@@ -387,7 +394,7 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
         for (int32_t k = kc.automatic ? 1 : kc.k; k <= kc.k; ++k) plan.ks.push_back(k);
     plan.width = args.width;
     std::vector<Drafter*> local;
-    for (const auto& d : s.drafters) local.push_back(d.get());
+    for (const auto& c : s.local) local.push_back(c.drafter.get());
     job.warm_up(plan, GenerationRequest{}.prefill_chunk, local);
   }
 
@@ -398,11 +405,10 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
     n_prompts += set.prompts.size();
   }
   job.finish();
-  for (size_t d = 0; d < s.drafters.size(); ++d)  // the local --k auto policies' fitted costs
-    for (size_t ki = 0; ki < ks.size(); ++ki)
-      if (ks[ki].automatic)
-        fmt::print(stderr, "cost model at the end, sd {} k=auto: {}\n", s.drafters[d]->name(),
-                   s.lengths[d * ks.size() + ki]->describe());
+  for (const auto& c : s.local)  // the local --k auto policies' fitted costs
+    if (c.k.automatic)
+      fmt::print(stderr, "cost model at the end, sd {} k=auto: {}\n", c.drafter->name(),
+                 c.length->describe());
 
   const std::string context = fmt::format(
       "{} prompts{} x {} tokens, batch {}, temperature {}, {} threads, {} | {} | {}", n_prompts,

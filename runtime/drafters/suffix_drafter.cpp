@@ -146,7 +146,8 @@ Candidate grow(const std::vector<Cursor>& cursors, int32_t longest, const DraftR
 }  // namespace
 
 SuffixDrafter::SuffixDrafter(const SuffixDrafterOptions& opts)
-    : opts_(opts), cache_(SuffixCacheOptions{.max_tokens = opts.cache_tokens}) {
+    : opts_(opts) {
+  cache_of(0);
   SSD_CHECK(opts.min_prob > 0 && opts.min_prob <= 1,
             "suffix drafter: --suffix-min-prob {} must be in (0, 1]", opts.min_prob);
   SSD_CHECK(opts.depth_per_match > 0, "suffix drafter: depth per matched token {} must be > 0",
@@ -154,11 +155,34 @@ SuffixDrafter::SuffixDrafter(const SuffixDrafterOptions& opts)
   SSD_CHECK(opts.max_match >= 1, "suffix drafter: max match {} must be >= 1", opts.max_match);
 }
 
+SuffixCache& SuffixDrafter::cache_of(uint64_t scope) {
+  last_used_[scope] = ++tick_;
+  auto it = caches_.find(scope);
+  if (it != caches_.end()) return it->second;
+  if (caches_.size() == kMaxScopes) {  // drop the scope used least recently (not this one)
+    auto oldest = last_used_.end();
+    for (auto u = last_used_.begin(); u != last_used_.end(); ++u)
+      if (u->first != scope && (oldest == last_used_.end() || u->second < oldest->second))
+        oldest = u;
+    caches_.erase(oldest->first);
+    last_used_.erase(oldest);
+  }
+  return caches_.emplace(scope, SuffixCache(SuffixCacheOptions{.max_tokens = opts_.cache_tokens}))
+      .first->second;
+}
+
+void SuffixDrafter::set_memory_scope(uint64_t scope) {
+  scope_ = scope;
+  cache_of(scope);
+}
+
 void SuffixDrafter::start(int32_t seq, std::span<const int32_t> prompt) {
   Sequence& s = seqs_[seq];
   s = Sequence{};
   s.context.assign(prompt.begin(), prompt.end());
   s.own.append(prompt);
+  s.scope = scope_;
+  cache_of(scope_);
 }
 
 void SuffixDrafter::commit(int32_t seq, std::span<const int32_t> tokens) {
@@ -171,7 +195,7 @@ void SuffixDrafter::commit(int32_t seq, std::span<const int32_t> tokens) {
 void SuffixDrafter::finish(int32_t seq) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;
-  cache_.add(it->second.context);
+  cache_of(it->second.scope).add(it->second.context);
   seqs_.erase(it);
 }
 
@@ -189,7 +213,9 @@ DraftTree SuffixDrafter::draft_one(const DraftRequest& r, const Sequence& s) con
   // One candidate from earlier requests (the cache's segments, oldest first), one from the
   // sequence's own text; the larger expected number of accepted tokens wins, the own text ties.
   std::vector<const SuffixAutomaton*> earlier;
-  for (const auto& seg : cache_.segments()) earlier.push_back(&seg);
+  auto mem = caches_.find(s.scope);  // gone only if kMaxScopes newer scopes came since
+  if (mem != caches_.end())
+    for (const auto& seg : mem->second.segments()) earlier.push_back(&seg);
   int32_t longest = 0;
   const std::vector<Cursor> from_cache = longest_matches(earlier, 0, query, longest);
   Candidate cached = grow(from_cache, longest, r, opts_);

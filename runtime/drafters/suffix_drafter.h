@@ -6,7 +6,8 @@
 //   - the sequence's own text: its prompt and its output as it grows (one automaton per
 //     sequence, extended on every commit);
 //   - earlier requests' prompts and outputs in this process (suffix_cache.h), bounded by a token
-//     budget with the oldest requests evicted first.
+//     budget with the oldest requests evicted first; one such memory per memory scope
+//     (Drafter::set_memory_scope), at most kMaxScopes of them.
 // A draft matches the last max_match tokens of context + the request's hypothetical suffix
 // against every source, backing off along suffix links to the longest suffix that has a
 // continuation. Two candidate drafts are grown, one from the cache's segments and one from the
@@ -54,17 +55,26 @@ class SuffixDrafter final : public Drafter {
   std::vector<DraftTree> draft(std::span<const DraftRequest> requests) override;
   void finish(int32_t seq) override;
 
-  const SuffixCache& cache() const { return cache_; }
+  void set_memory_scope(uint64_t scope) override;
+
+  // The current scope's memory of earlier requests.
+  const SuffixCache& cache() const { return caches_.at(scope_); }
+  static constexpr size_t kMaxScopes = 8;  // past it, the scope used least recently is dropped
 
  private:
   struct Sequence {
     std::vector<int32_t> context;  // prompt + committed tokens
     SuffixAutomaton own;
+    uint64_t scope = 0;            // whose memory it reads and, finished, joins
   };
   DraftTree draft_one(const DraftRequest& r, const Sequence& s) const;
+  SuffixCache& cache_of(uint64_t scope);
 
   SuffixDrafterOptions opts_;
-  SuffixCache cache_;
+  std::map<uint64_t, SuffixCache> caches_;  // one memory per scope
+  std::map<uint64_t, int64_t> last_used_;   // scope -> tick of its last start
+  int64_t tick_ = 0;
+  uint64_t scope_ = 0;
   std::map<int32_t, Sequence> seqs_;
 };
 

@@ -102,6 +102,11 @@ const Speculation& SsdDrafterCore::speculation(int32_t seq) const {
   return s.spec;
 }
 
+void SsdDrafterCore::set_memory_scope(uint64_t scope) {
+  primary_.set_memory_scope(scope);
+  if (backup_) backup_->set_memory_scope(scope);
+}
+
 void SsdDrafterCore::start(int32_t seq, std::span<const int32_t> prompt,
                            std::span<const int32_t> emitted, uint64_t stream) {
   SSD_CHECK(!prompt.empty() || !emitted.empty(), "ssd drafter: sequence {} starts empty", seq);

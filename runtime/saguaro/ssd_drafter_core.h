@@ -159,6 +159,8 @@ class SsdDrafterCore {
 
   // A new sequence: the prompt, the tokens the target has emitted so far (at least the first one,
   // from the prefill) and the sequence's Philox stream.
+  // The memory of earlier requests that sequences started from now on share (both drafters).
+  void set_memory_scope(uint64_t scope);
   void start(int32_t seq, std::span<const int32_t> prompt, std::span<const int32_t> emitted,
              uint64_t stream);
   void finish(int32_t seq);

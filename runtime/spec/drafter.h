@@ -89,6 +89,11 @@ class Drafter {
     return {};
   }
   virtual void finish(int32_t seq) = 0;
+  // Which memory the sequences started from now on share. A drafter that remembers earlier
+  // requests (suffix) lets a request inform only later requests of the same scope, so a benchmark
+  // that runs the same prompts under several configurations gives each its own memory. Scope 0
+  // is the default; drafters without such memory ignore it.
+  virtual void set_memory_scope(uint64_t scope) { (void)scope; }
 };
 
 }  // namespace ssd

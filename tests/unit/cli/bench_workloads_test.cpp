@@ -3,6 +3,7 @@
 //     suffix drafters): one table per category, the summary and the category matrix in the
 //     markdown; JSON with every category's rows and the summary, whose token counts are the sums
 //     of the categories'; greedy SD equal to AR in every category;
+//   - configurations do not share a drafter's memory of earlier requests;
 //   - bad input: both or neither of --prompt-file/--workloads, a directory without .txt files,
 //     a category file without prompts: one clear message and a non-zero exit;
 //   - the suite in perf/workloads: the ten categories, at least 20 prompts each, every prompt
@@ -83,6 +84,25 @@ TEST_F(BenchWorkloads, OneTablePerCategoryAndASummary) {
   EXPECT_EQ(j["summary"][2]["greedy_compared"], 4);
   ASSERT_EQ(j["runs"].size(), 12u) << "4 prompts x 3 configurations";
   EXPECT_EQ(j["runs"][0]["category"], "alpha");
+}
+
+// Each configuration measures each prompt once with a drafter of its own: a suffix drafter run
+// twice at the same k must not find the first configuration's answers to the same prompts in
+// its memory of earlier requests (it did when one drafter served every --k), so both runs of a
+// prompt accept exactly as many tokens.
+TEST_F(BenchWorkloads, ConfigurationsDoNotShareADraftersMemory) {
+  const std::string json = tmp_.file("c.json");
+  auto r = bench("--workloads " + shell_quote(dir_) + " -n 12 --modes sd --drafters suffix" +
+                 " --k 3,3 --out-json " + shell_quote(json));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(json);
+  const nlohmann::json runs = nlohmann::json::parse(in)["runs"];
+  ASSERT_EQ(runs.size(), 8u) << "4 prompts x 2 configurations";
+  for (size_t i = 0; i < runs.size(); i += 2) {
+    EXPECT_EQ(runs[i]["prompt_index"], runs[i + 1]["prompt_index"]);
+    EXPECT_EQ(runs[i]["accepted_length_histogram"], runs[i + 1]["accepted_length_histogram"])
+        << "prompt " << runs[i]["prompt_index"];
+  }
 }
 
 TEST_F(BenchWorkloads, BadInputIsNamed) {

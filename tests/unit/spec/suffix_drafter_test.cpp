@@ -2,6 +2,8 @@
 //   - it continues the sequence's own earlier text (prompt and committed output), through the
 //     request's hypothetical suffix, and drafts nothing without a match;
 //   - it continues a finished earlier request's text, and does not when its cache is off;
+//   - earlier requests inform only later requests of the same memory scope, and the scope used
+//     least recently is dropped past the limit;
 //   - branches are the likeliest distinct continuations by frequency, each with a one-hot q,
 //     ties going to the most recent (own text before earlier requests);
 //     predicted lists hold the empirical distribution; branches below --suffix-min-prob are cut;
@@ -63,6 +65,29 @@ TEST(SuffixDrafter, ContinuesAnEarlierRequestAndForgetsWithoutACache) {
     }
     d.finish(1);
   }
+}
+
+TEST(SuffixDrafter, EarlierRequestsInformOnlyTheirOwnMemoryScope) {
+  const Tokens answer = {10, 11, 12, 13, 14, 15, 16, 17};
+  SuffixDrafter d({});
+  d.set_memory_scope(1);
+  d.start(0, Tokens{1, 2});
+  d.commit(0, answer);
+  d.finish(0);
+  d.set_memory_scope(2);  // the same prompt in another configuration: it must not see the answer
+  d.start(1, Tokens{3, 11, 12, 13});
+  EXPECT_TRUE(draft(d, req(1, 3)).empty());
+  EXPECT_EQ(d.cache().tokens(), 0);
+  d.finish(1);
+  d.set_memory_scope(1);  // back in the first scope, the answer is remembered
+  d.start(2, Tokens{3, 11, 12, 13});
+  EXPECT_EQ(draft(d, req(2, 3)).tokens, (Tokens{14, 15, 16}));
+  d.finish(2);
+  // Past kMaxScopes scopes, the one used least recently (scope 2) is dropped, not scope 1.
+  for (uint64_t scope = 3; scope < 3 + SuffixDrafter::kMaxScopes - 1; ++scope)
+    d.set_memory_scope(scope);
+  d.set_memory_scope(1);
+  EXPECT_EQ(d.cache().tokens(), 10 + 4) << "scope 1 kept both of its requests";
 }
 
 TEST(SuffixDrafter, BranchesByFrequencyAndCutsRareOnes) {
