@@ -47,11 +47,9 @@ int32_t CostLine::distinct_positive() const {
   return n;
 }
 
-double CostLine::predict(int64_t x) const {
-  if (x <= 0) {
-    const auto it = points_.find(0);
-    return it == points_.end() ? 0.0 : it->second.median();
-  }
+// The weighted least-squares line through the per-x medians (x > 0), with the noise rules of the
+// header: a falling line is flat at the mean, a negative fixed cost goes through the origin.
+CostLine::Line CostLine::line() const {
   double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const auto& [px, p] : points_) {
     if (px <= 0) continue;
@@ -63,20 +61,55 @@ double CostLine::predict(int64_t x) const {
     sxx += w * xd * xd;
     sxy += w * xd * y;
   }
-  if (sw == 0) return 0.0;
-  const double xd = static_cast<double>(x);
+  if (sw == 0) return {};
   const double den = sw * sxx - sx * sx;
-  if (distinct_positive() < 2 || den <= 0) return sxy / sxx * xd;  // through the origin
-  double slope = (sw * sxy - sx * sy) / den;
-  double icept = (sy - slope * sx) / sw;
-  if (slope < 0) {  // time falling with x is noise: a flat line at the mean
-    slope = 0;
-    icept = sy / sw;
-  } else if (icept < 0) {  // a negative fixed cost is noise too: the line through the origin
-    slope = sxy / sxx;
-    icept = 0;
+  if (distinct_positive() < 2 || den <= 0) return {0, sxy / sxx};  // through the origin
+  const double slope = (sw * sxy - sx * sy) / den;
+  const double icept = (sy - slope * sx) / sw;
+  if (slope < 0) return {sy / sw, 0};
+  if (icept < 0) return {0, sxy / sxx};
+  return {icept, slope};
+}
+
+// Per-x medians made non-decreasing in x (pool adjacent violators, weighted by observations):
+// a larger forward never costs less, and a cost that steps up (a kernel that changes path at some
+// row count) keeps its step instead of being averaged into a line.
+std::vector<CostLine::Knot> CostLine::knots() const {
+  std::vector<Knot> k;
+  for (const auto& [px, p] : points_) {
+    if (px <= 0) continue;
+    Knot n{static_cast<double>(px), static_cast<double>(px), p.median(),
+           static_cast<double>(p.latest.size())};
+    while (!k.empty() && k.back().y > n.y) {  // pool with the block before
+      const Knot& b = k.back();
+      n = Knot{b.x_lo, n.x_hi, (b.y * b.w + n.y * n.w) / (b.w + n.w), b.w + n.w};
+      k.pop_back();
+    }
+    k.push_back(n);
   }
-  return icept + slope * xd;
+  return k;
+}
+
+double CostLine::predict(int64_t x) const {
+  if (x <= 0) {
+    const auto it = points_.find(0);
+    return it == points_.end() ? 0.0 : it->second.median();
+  }
+  const std::vector<Knot> k = knots();
+  if (k.empty()) return 0.0;
+  const Line l = line();
+  const double xd = static_cast<double>(x);
+  if (distinct_positive() < 2) return l.icept + l.slope * xd;  // one x: through the origin
+  if (xd < k.front().x_lo) return std::max(0.0, k.front().y - l.slope * (k.front().x_lo - xd));
+  if (xd > k.back().x_hi) return k.back().y + l.slope * (xd - k.back().x_hi);
+  for (size_t i = 0; i < k.size(); ++i) {
+    if (xd <= k[i].x_hi) return k[i].y;  // inside a pooled block: flat
+    if (i + 1 < k.size() && xd < k[i + 1].x_lo) {  // between two blocks: linear
+      const double t = (xd - k[i].x_hi) / (k[i + 1].x_lo - k[i].x_hi);
+      return k[i].y + t * (k[i + 1].y - k[i].y);
+    }
+  }
+  return k.back().y;
 }
 
 std::vector<int32_t> choose_lengths(std::span<const std::vector<double>> accept,
@@ -166,7 +199,7 @@ std::vector<int32_t> SpecLengthController::choose(std::span<const int32_t> seqs,
   for (size_t i = 0; i < limit.size(); ++i) cap[i] = std::clamp(limit[i], 0, opts_.k_max);
   std::vector<int32_t> k = cap;
   if (opts_.automatic && (!costs_.ready() || warmup_rounds_ < kWarmupRounds)) {
-    // Warm-up: K and 1 in turn, so the verify line sees two row counts.
+    // Warm-up: K and 1 in turn, so the verify curve sees two row counts, each several times.
     if (warmup_rounds_++ % 2 == 1)
       for (int32_t& x : k) x = std::min(x, 1);
   } else if (opts_.automatic) {
@@ -175,10 +208,9 @@ std::vector<int32_t> SpecLengthController::choose(std::span<const int32_t> seqs,
     k = choose_lengths(rates, cap, costs_);
     for (size_t i = 0; i < k.size(); ++i) {
       Seq& s = seq(seqs[i]);
-      s.idle = k[i] == 0 ? s.idle + 1 : 0;
-      if (s.idle > opts_.probe_every && cap[i] > 0) {
-        k[i] = 1;
-        s.idle = 0;
+      if (++s.since_probe > opts_.probe_every && k[i] < cap[i]) {
+        k[i] += 1;
+        s.since_probe = 0;
       }
     }
   }
@@ -205,12 +237,14 @@ void SpecLengthController::finish(int32_t id) { seqs_.erase(id); }
 std::string SpecLengthController::describe() const {
   const CostLine& v = costs_.verify;
   const CostLine& d = costs_.draft;
-  const double v1 = v.predict(1), d1 = d.predict(1);
-  return fmt::format(
-      "verify {:.2f} ms + {:.3f} ms/row, draft {:.2f} ms + {:.3f} ms/token ({:.2f} ms without "
-      "a draft), pooled acceptance {:.2f}",
-      1e3 * (2 * v1 - v.predict(2)), 1e3 * (v.predict(2) - v1), 1e3 * (2 * d1 - d.predict(2)),
-      1e3 * (d.predict(2) - d1), 1e3 * d.predict(0), pooled_.a_p());
+  std::string verify, draft;
+  for (int64_t x = 1; x <= opts_.k_max + 1; ++x)
+    verify += fmt::format("{}{:.2f}", x == 1 ? "" : " ", 1e3 * v.predict(x));
+  for (int64_t x = 0; x <= opts_.k_max; ++x)
+    draft += fmt::format("{}{:.2f}", x == 0 ? "" : " ", 1e3 * d.predict(x));
+  return fmt::format("verify ms at 1..{} rows: {}; draft ms at 0..{} tokens: {}; pooled "
+                     "acceptance {:.2f}",
+                     opts_.k_max + 1, verify, opts_.k_max, draft, pooled_.a_p());
 }
 
 }  // namespace ssd

@@ -23,15 +23,22 @@
 // success at 1..k), with old rounds decaying (half-life kHalfLife rounds) and a prior of
 // kPriorTrials pseudo-trials at the run's pooled geometric rate: runtime/saguaro's
 // FanOutEstimator, the same estimate the geometric fan-out plans with, fed by every sequence.
-// Costs: CostLine keeps the last kWindow times per x and fits a least-squares line through their
-// medians, each weighted by its count: the median shrugs off the rounds a loaded machine stalls,
-// the window follows a load that changes.
+// Costs: CostLine keeps the last kWindow times per x; their medians, made non-decreasing in x,
+// are joined piecewise linearly, and a least-squares line through them (each weighted by its
+// count) extends the curve past the x observed. The median shrugs off the rounds a loaded machine
+// stalls, the window follows a load that changes, and the piecewise curve keeps the step a CPU
+// verification takes where its matrix kernels change path (measured on the default model, 2
+// threads: 1-3 rows about 2.5-3.3 ms, 4-5 rows about 5.8-6.2 ms; a line through them made
+// k = 1..2 look dearer than they are and --k auto decode plainly where drafting paid).
 //
-// Warm-up and probes. For at least kWarmupRounds rounds, and until the verify line has two row
-// counts (and the draft line a point), the controller alternates k = K and k = 1 (different row
-// counts, each seen several times). A sequence
-// whose chosen k stays 0 gets no new acceptance data, so after kProbeEvery such rounds it drafts
-// one token (a probe): the estimate can recover when the text turns predictable.
+// Warm-up and probes. For at least kWarmupRounds rounds, and until the verify curve has two row
+// counts (and the draft line a point), the controller alternates k = K and k = 1 (two row counts,
+// each seen several times, so one stalled round does not move the curve). After that, a sequence
+// drafts one token more than its chosen k once every probe_every
+// rounds (a probe): without it, a position past the chosen k would never be tried again and a
+// row count never re-measured, so the choice could not climb when the text turns predictable
+// (measured on the rewrite prompts of perf/workloads with n-gram: stuck at k = 1 while a fixed
+// k = 4 ran 1.16x faster), nor leave k = 0.
 //
 // Exactness: the choice depends only on rounds already verified, and any k verifies exactly
 // (k = 0 is the plain decode step), so greedy output stays the target's token for token and
@@ -52,7 +59,9 @@ namespace ssd {
 // (a[j] = the rate of draft position j + 1), bonus included: 1 + sum_i prod_{j<=i} a_j.
 double expected_tokens(std::span<const double> a, int32_t k);
 
-// y(x) >= 0 fitted online; x >= 0. x = 0 is kept apart from x > 0 (see the top).
+// y(x) >= 0 fitted online; x >= 0. x = 0 is kept apart from x > 0 (see the top). For x > 0 the
+// per-x medians are made non-decreasing (isotonic regression) and joined piecewise linearly;
+// outside the observed x the weighted line's slope carries on from the nearest end.
 class CostLine {
  public:
   static constexpr size_t kWindow = 16;  // latest observations kept per x
@@ -64,6 +73,15 @@ class CostLine {
   int64_t observations() const { return n_; }
 
  private:
+  struct Line {
+    double icept = 0, slope = 0;
+  };
+  struct Knot {  // a block of x values sharing one cost after pooling
+    double x_lo, x_hi, y, w;
+  };
+  Line line() const;
+  std::vector<Knot> knots() const;
+
   struct Point {
     std::vector<double> latest;  // ring of the last kWindow times
     size_t next = 0;             // where the next time goes once the ring is full
@@ -103,7 +121,7 @@ struct SpecLengthOptions {
   int32_t k_max = 8;    // K: the top of the range
   bool automatic = true;  // false: every round drafts k_max (capped by the sequence's limit)
   double prior_accept = 0.6;  // the pooled estimate's prior before any round
-  int32_t probe_every = 16;   // rounds at k = 0 before a one-token probe
+  int32_t probe_every = 8;    // rounds between a sequence's probes (one token past its k)
 };
 
 // The per-run policy: one per generation loop (in-process SD, or the leader of a split run);
@@ -131,7 +149,7 @@ class SpecLengthController {
   struct Seq {
     explicit Seq(int32_t k_max) : accept(k_max) {}
     PositionAcceptance accept;
-    int32_t idle = 0;  // consecutive rounds at k = 0
+    int32_t since_probe = 0;  // rounds since its last probe
   };
   Seq& seq(int32_t id);
 

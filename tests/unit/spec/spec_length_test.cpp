@@ -6,10 +6,11 @@
 //     combination (exhaustive search, K = 3, three sequences) to 1e-12 relative;
 //   - per-position acceptance tracks the positions separately and falls back to the prior where
 //     nothing was offered;
-//   - a cost line's median ignores a stalled round;
+//   - a cost line's median ignores a stalled round; the cost curve keeps a step, never falls
+//     with x, and extends past the last x with the line's slope;
 //   - the controller warms up with k = K and 1 in turn, then follows the measured costs (one
-//     stalled warm-up round does not move them), probes a sequence stuck at k = 0, and counts
-//     every choice in its histogram.
+//     stalled warm-up round does not move them), probes one token past a sequence's choice (out
+//     of k = 0, and past k = 1), and counts every choice in its histogram.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -64,6 +65,30 @@ TEST(SpecLength, CostLineFitsALineAndKeepsZeroApart) {
   falling.observe(1, 3.0);
   falling.observe(3, 1.0);
   EXPECT_NEAR(falling.predict(10), 2.0, 1e-9);  // noise, not a negative slope: the mean
+}
+
+// A verification whose cost steps up at 4 rows (a kernel changing path): the curve keeps the
+// step where a line would spread it, stays non-decreasing through a noisy dip, and extends past
+// the last x with the line's slope.
+TEST(SpecLength, CostLineKeepsAStepAndNeverFalls) {
+  CostLine c;
+  for (int i = 0; i < 3; ++i) {
+    c.observe(1, 2.5);
+    c.observe(3, 3.3);
+    c.observe(4, 5.8);
+    c.observe(5, 6.2);
+  }
+  c.observe(2, 2.9);
+  EXPECT_NEAR(c.predict(2), 2.9, 1e-12);
+  EXPECT_NEAR(c.predict(3), 3.3, 1e-12) << "a line through all points would say about 3.9";
+  EXPECT_NEAR(c.predict(4), 5.8, 1e-12);
+  for (int i = 0; i < 3; ++i) c.observe(9, 5.0);  // a dip below x = 4..5: pooled, not a fall
+  const double p4 = c.predict(4), p5 = c.predict(5), p9 = c.predict(9);
+  EXPECT_LE(p4, p5);
+  EXPECT_LE(p5, p9);
+  EXPECT_NEAR(p9, (5.8 * 3 + 6.2 * 3 + 5.0 * 3) / 9, 1e-12) << "x = 4, 5 and 9 pooled";
+  EXPECT_GE(c.predict(12), p9) << "past the last x the line's non-negative slope carries on";
+  EXPECT_NEAR(c.predict(7), p9, 1e-12) << "inside a pooled block the cost is flat";
 }
 
 TEST(SpecLength, CheapDraftsAndHighAcceptanceDraftTheWholeRange) {
@@ -158,6 +183,18 @@ TEST(SpecLength, ControllerWarmsUpThenFollowsCostsAndProbes) {
   }
   EXPECT_EQ(probes, 3);  // one probe after every 3 rounds at 0
   EXPECT_EQ(c.histogram(), (std::vector<int64_t>{9, 6, 0, 0, 3}));
+  // A sequence that chose k = 1 probes k = 2 every 4th round, the position past its choice.
+  SpecLengthController u(SpecLengthOptions{.k_max = 4, .automatic = true, .prior_accept = 0.6,
+                                           .probe_every = 3});
+  for (int round = 0; round < 6; ++round) {
+    const int32_t k = u.choose(seqs, limit)[0];
+    u.observe_draft(k, 1e-4);
+    u.observe_verify(k + 1, 0.020 + 0.015 * (k + 1));  // dear rows: one token pays, two do not
+  }
+  for (int i = 0; i < 40; ++i) u.observe_outcome(7, 2, 1);  // position 1 accepted, 2 never
+  std::vector<int32_t> chosen;
+  for (int round = 0; round < 8; ++round) chosen.push_back(u.choose(seqs, limit)[0]);
+  EXPECT_EQ(chosen, (std::vector<int32_t>{1, 1, 1, 2, 1, 1, 1, 2}));
   // The same costs, a sequence whose drafts are always accepted: the whole range.
   for (int i = 0; i < 40; ++i) c.observe_outcome(8, 4, 4);
   EXPECT_EQ(c.choose(std::vector<int32_t>{8}, limit), std::vector<int32_t>{4});
