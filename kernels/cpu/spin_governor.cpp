@@ -13,9 +13,14 @@ SpinGovernor::SpinGovernor(const Params& p) : p_(p) {
   SSD_CHECK(p.calm_min_ns > 0 && p.calm_max_ns >= p.calm_min_ns,
             "spin governor: calm range {}..{} ns is empty", p.calm_min_ns, p.calm_max_ns);
   SSD_CHECK(p.growth >= 1, "spin governor: calm growth {} must be >= 1", p.growth);
+  SSD_CHECK(p.bucket_ns > 0 && p.bucket_ns <= p.window_ns,
+            "spin governor: bucket of {} ns must be positive and within the {} ns window",
+            p.bucket_ns, p.window_ns);
 }
 
 void SpinGovernor::late(int64_t now_ns) {
+  const int64_t bucket = now_ns / p_.bucket_ns;
+  if (last_bucket_.exchange(bucket, std::memory_order_relaxed) == bucket) return;
   int n = 1;
   if (now_ns - window_start_ns_.load(std::memory_order_relaxed) > p_.window_ns) {
     window_start_ns_.store(now_ns, std::memory_order_relaxed);

@@ -21,6 +21,15 @@
 // transient costs milliseconds, and persistent oversubscription converges within a few probes
 // to long calms and rare, cheap probes. A lone late report changes nothing.
 //
+// Late hand-offs are counted once per bucket_ns (1 ms) of time: what signals contention is how
+// much of the time the pool's threads lose their cores, not how many hand-offs one lost
+// millisecond delays (a decode step makes hundreds). Counted by event, another process's short
+// burst every 100 ms (a periodic job using 3% of a core) produced dozens of late hand-offs each
+// time, grew the calm to its maximum and left the pool sleeping most of the run: 2-thread decode
+// runs at 135 tok/s among runs at 300-330 (shared 2-core VM). Counted by millisecond, such a burst
+// is 3-4 late milliseconds, below the threshold, while a thread sharing its core with another
+// runnable one is late in most milliseconds.
+//
 // Thread-safe: reports from several threads are counted with relaxed atomics (a heuristic; any
 // interleaving gives a sensible state).
 #pragma once
@@ -41,6 +50,7 @@ class SpinGovernor {
     int64_t calm_max_ns = 1'024'000'000;  // longest calm: ~1 s (2 ms x 4^4 x 2)
     int growth = 4;                       // calm x growth while contention persists
     int64_t calm_reset_ns = 250'000'000;  // a contention-free spell this long resets the calm
+    int64_t bucket_ns = 1'000'000;        // late hand-offs within one such span count once
   };
   SpinGovernor() : SpinGovernor(Params{}) {}
   explicit SpinGovernor(const Params& p);
@@ -62,6 +72,7 @@ class SpinGovernor {
   Params p_;
   std::atomic<int64_t> window_start_ns_{INT64_MIN / 2};
   std::atomic<int> late_in_window_{0};
+  std::atomic<int64_t> last_bucket_{INT64_MIN};  // bucket of the last late hand-off counted
   std::atomic<int64_t> calm_until_ns_{0};
   std::atomic<int64_t> calm_ns_{0};  // length of the last calm (0: none yet)
   std::atomic<int64_t> calms_{0};

@@ -8,6 +8,9 @@
 //   - with the defaults, a transient burst costs 2 ms of sleeping, not a second, while
 //     persistent contention reaches the longest calm (~1 s) within five probes of two late
 //     hand-offs each;
+//   - late hand-offs count once per millisecond: another process's short burst every 100 ms,
+//     however many hand-offs it delays, never calms the pool, while a thread late in most
+//     milliseconds of a window does;
 //   - impossible parameters are refused.
 #include "kernels/cpu/spin_governor.h"
 
@@ -26,9 +29,9 @@ SpinGovernor::Params params() {
           .calm_reset_ns = 100 * kMs};
 }
 
-// `n` late hand-offs at t, t + 1 us, ...
+// `n` late hand-offs in n consecutive milliseconds: t, t + 1 ms, ...
 void burst(SpinGovernor& g, int n, int64_t t) {
-  for (int i = 0; i < n; ++i) g.late(t + i * 1000);
+  for (int i = 0; i < n; ++i) g.late(t + i * kMs);
 }
 
 TEST(SpinGovernor, FewLateHandOffsNeverStopSpinning) {
@@ -74,10 +77,10 @@ TEST(SpinGovernor, PersistentContentionDoublesTheCalmUpToTheMaximumAndAQuietSpel
 }
 
 TEST(SpinGovernor, DefaultsMakeATransientBurstCostMilliseconds) {
-  SpinGovernor g;  // 8 late in 100 ms; calm 2 ms .. ~1 s
-  burst(g, 8, 5 * kMs);
-  EXPECT_FALSE(g.may_spin(5 * kMs));
-  EXPECT_TRUE(g.may_spin(8 * kMs)) << "back to spinning 2 ms later";
+  SpinGovernor g;  // 8 late milliseconds in 100 ms; calm 2 ms .. ~1 s
+  burst(g, 8, 5 * kMs);  // the 8th at 12 ms
+  EXPECT_FALSE(g.may_spin(13 * kMs));
+  EXPECT_TRUE(g.may_spin(14 * kMs)) << "back to spinning 2 ms later";
   // Then the machine is quiet but for a late hand-off every 20 ms (an interrupt, a vCPU hiccup).
   for (int i = 0; i < 1000; ++i) g.late(8 * kMs + i * 20 * kMs);
   EXPECT_EQ(g.calms(), 1);
@@ -93,10 +96,26 @@ TEST(SpinGovernor, DefaultsReachTheLongestCalmQuicklyUnderPersistentContention) 
     ASSERT_TRUE(g.may_spin(t));
     burst(g, 1, t);
     EXPECT_TRUE(g.may_spin(t)) << "one late hand-off is not enough, even right after a calm";
-    burst(g, 1, t + 1000);
+    g.late(t + 1000);
+    EXPECT_TRUE(g.may_spin(t)) << "nor two within the same millisecond";
+    burst(g, 1, t + kMs);
     EXPECT_EQ(g.last_calm_ns(), want * kMs);
   }
   EXPECT_EQ(g.calms(), 7);
+}
+
+TEST(SpinGovernor, ShortBurstsOfOtherWorkNeverCalmButLosingMostMillisecondsDoes) {
+  SpinGovernor g;
+  for (int period = 0; period < 100; ++period) {  // 10 s: 3 ms of other work every 100 ms,
+    const int64_t t0 = period * 100 * kMs;        // a late hand-off every 10 us during it
+    for (int64_t t = t0; t < t0 + 3 * kMs; t += 10'000) g.late(t);
+  }
+  EXPECT_EQ(g.calms(), 0) << "3-4 late milliseconds per 100 ms is no contention";
+  SpinGovernor h;
+  int64_t t = 0;
+  for (; h.calms() == 0 && t < 100 * kMs; t += 300'000) h.late(t);  // late in every millisecond
+  EXPECT_EQ(h.calms(), 1);
+  EXPECT_LE(t, 8 * kMs) << "the eighth late millisecond calms the pool";
 }
 
 TEST(SpinGovernor, RefusesImpossibleParameters) {
@@ -105,6 +124,7 @@ TEST(SpinGovernor, RefusesImpossibleParameters) {
   EXPECT_THROW(SpinGovernor({.recheck_threshold = 0}), Error);
   EXPECT_THROW(SpinGovernor({.growth = 0}), Error);
   EXPECT_THROW(SpinGovernor({.calm_min_ns = 10, .calm_max_ns = 5}), Error);
+  EXPECT_THROW(SpinGovernor({.bucket_ns = 0}), Error);
 }
 
 }  // namespace
