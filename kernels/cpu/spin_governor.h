@@ -28,7 +28,9 @@
 // time, grew the calm to its maximum and left the pool sleeping most of the run: 2-thread decode
 // runs at 135 tok/s among runs at 300-330 (shared 2-core VM). Counted by millisecond, such a burst
 // is 3-4 late milliseconds, below the threshold, while a thread sharing its core with another
-// runnable one is late in most milliseconds.
+// runnable one is late in about half of them. The thresholds ask for a fifth of the milliseconds
+// of a window (or 4 of the 10 after a calm): a machine whose other work takes a few percent of a
+// core, in many short pieces (processes capped by a CPU quota), stays below them.
 //
 // Thread-safe: reports from several threads are counted with relaxed atomics (a heuristic; any
 // interleaving gives a sensible state).
@@ -42,9 +44,9 @@ namespace ssd::kernels {
 class SpinGovernor {
  public:
   struct Params {
-    int late_threshold = 8;               // late hand-offs ...
+    int late_threshold = 20;              // late milliseconds (see bucket_ns) ...
     int64_t window_ns = 100'000'000;      // ... within 100 ms mean contention
-    int recheck_threshold = 2;            // ... or this many ...
+    int recheck_threshold = 4;            // ... or this many ...
     int64_t recheck_ns = 10'000'000;      // ... within 10 ms of a calm's end
     int64_t calm_min_ns = 2'000'000;      // first calm: 2 ms
     int64_t calm_max_ns = 1'024'000'000;  // longest calm: ~1 s (2 ms x 4^4 x 2)

@@ -6,8 +6,8 @@
 //   - contention found again soon after each calm doubles the calm up to calm_max, and a quiet
 //     spell longer than calm_reset brings it back to calm_min;
 //   - with the defaults, a transient burst costs 2 ms of sleeping, not a second, while
-//     persistent contention reaches the longest calm (~1 s) within five probes of two late
-//     hand-offs each;
+//     persistent contention reaches the longest calm (~1 s) within five probes of four late
+//     milliseconds each;
 //   - late hand-offs count once per millisecond: another process's short burst every 100 ms,
 //     however many hand-offs it delays, never calms the pool, while a thread late in most
 //     milliseconds of a window does;
@@ -77,28 +77,28 @@ TEST(SpinGovernor, PersistentContentionDoublesTheCalmUpToTheMaximumAndAQuietSpel
 }
 
 TEST(SpinGovernor, DefaultsMakeATransientBurstCostMilliseconds) {
-  SpinGovernor g;  // 8 late milliseconds in 100 ms; calm 2 ms .. ~1 s
-  burst(g, 8, 5 * kMs);  // the 8th at 12 ms
-  EXPECT_FALSE(g.may_spin(13 * kMs));
-  EXPECT_TRUE(g.may_spin(14 * kMs)) << "back to spinning 2 ms later";
+  SpinGovernor g;  // 20 late milliseconds in 100 ms; calm 2 ms .. ~1 s
+  burst(g, 20, 5 * kMs);  // the 20th at 24 ms
+  EXPECT_FALSE(g.may_spin(25 * kMs));
+  EXPECT_TRUE(g.may_spin(26 * kMs)) << "back to spinning 2 ms later";
   // Then the machine is quiet but for a late hand-off every 20 ms (an interrupt, a vCPU hiccup).
-  for (int i = 0; i < 1000; ++i) g.late(8 * kMs + i * 20 * kMs);
+  for (int i = 0; i < 1000; ++i) g.late(26 * kMs + i * 20 * kMs);
   EXPECT_EQ(g.calms(), 1);
   EXPECT_TRUE(g.may_spin(30000 * kMs));
 }
 
 TEST(SpinGovernor, DefaultsReachTheLongestCalmQuicklyUnderPersistentContention) {
   SpinGovernor g;
-  burst(g, 8, 0);
+  burst(g, 20, 0);
   int64_t t = 0;
   for (int64_t want : {8, 32, 128, 512, 1024, 1024}) {
     t = g.calm_until_ns() + kMs;
     ASSERT_TRUE(g.may_spin(t));
-    burst(g, 1, t);
-    EXPECT_TRUE(g.may_spin(t)) << "one late hand-off is not enough, even right after a calm";
-    g.late(t + 1000);
-    EXPECT_TRUE(g.may_spin(t)) << "nor two within the same millisecond";
-    burst(g, 1, t + kMs);
+    burst(g, 3, t);
+    EXPECT_TRUE(g.may_spin(t)) << "three late milliseconds are not enough, even after a calm";
+    g.late(t + 2 * kMs + 1000);
+    EXPECT_TRUE(g.may_spin(t)) << "nor a fourth late hand-off within the same millisecond";
+    burst(g, 1, t + 3 * kMs);
     EXPECT_EQ(g.last_calm_ns(), want * kMs);
   }
   EXPECT_EQ(g.calms(), 7);
@@ -115,7 +115,7 @@ TEST(SpinGovernor, ShortBurstsOfOtherWorkNeverCalmButLosingMostMillisecondsDoes)
   int64_t t = 0;
   for (; h.calms() == 0 && t < 100 * kMs; t += 300'000) h.late(t);  // late in every millisecond
   EXPECT_EQ(h.calms(), 1);
-  EXPECT_LE(t, 8 * kMs) << "the eighth late millisecond calms the pool";
+  EXPECT_LE(t, 20 * kMs) << "the twentieth late millisecond calms the pool";
 }
 
 TEST(SpinGovernor, RefusesImpossibleParameters) {
