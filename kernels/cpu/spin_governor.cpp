@@ -18,15 +18,20 @@ SpinGovernor::SpinGovernor(const Params& p) : p_(p) {
             p.bucket_ns, p.window_ns);
 }
 
-void SpinGovernor::late(int64_t now_ns) {
-  const int64_t bucket = now_ns / p_.bucket_ns;
-  if (last_bucket_.exchange(bucket, std::memory_order_relaxed) == bucket) return;
-  int n = 1;
+void SpinGovernor::late(int64_t now_ns, int64_t lost_ns) {
+  // The milliseconds (first, last] not counted yet: after the last one counted, within the loss.
+  const int64_t last = now_ns / p_.bucket_ns;
+  const int64_t lost = std::clamp<int64_t>(lost_ns, 0, p_.window_ns);
+  const int64_t first = (now_ns - lost) / p_.bucket_ns - 1;
+  const int64_t counted = last_bucket_.exchange(last, std::memory_order_relaxed);
+  const int fresh = static_cast<int>(last - std::max(first, counted));
+  if (fresh <= 0) return;
+  int n = fresh;
   if (now_ns - window_start_ns_.load(std::memory_order_relaxed) > p_.window_ns) {
-    window_start_ns_.store(now_ns, std::memory_order_relaxed);
-    late_in_window_.store(1, std::memory_order_relaxed);
+    window_start_ns_.store(now_ns - lost, std::memory_order_relaxed);
+    late_in_window_.store(fresh, std::memory_order_relaxed);
   } else {
-    n = late_in_window_.fetch_add(1, std::memory_order_relaxed) + 1;
+    n = late_in_window_.fetch_add(fresh, std::memory_order_relaxed) + fresh;
   }
   const int64_t last_end = calm_until_ns_.load(std::memory_order_relaxed);
   const bool recheck = calm_ns_.load(std::memory_order_relaxed) > 0 &&

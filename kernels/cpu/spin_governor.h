@@ -28,7 +28,9 @@
 // time, grew the calm to its maximum and left the pool sleeping most of the run: 2-thread decode
 // runs at 135 tok/s among runs at 300-330 (shared 2-core VM). Counted by millisecond, such a burst
 // is 3-4 late milliseconds, below the threshold, while a thread sharing its core with another
-// runnable one is late in about half of them. The thresholds ask for a fifth of the milliseconds
+// runnable one is late in about half of them. A report carries the time it lost, so a hand-off
+// that waited a whole time slice counts every millisecond of it: when two spinning pools share
+// the cores, hand-offs become so slow that counting them alone took seconds to notice. The thresholds ask for a fifth of the milliseconds
 // of a window (or 4 of the 10 after a calm): a machine whose other work takes a few percent of a
 // core, in many short pieces (processes capped by a CPU quota), stays below them.
 //
@@ -57,8 +59,10 @@ class SpinGovernor {
   SpinGovernor() : SpinGovernor(Params{}) {}
   explicit SpinGovernor(const Params& p);
 
-  // A late hand-off (the reporting thread was spinning) at steady-clock time now_ns.
-  void late(int64_t now_ns);
+  // A late hand-off (the reporting thread was spinning) at steady-clock time now_ns, which lost
+  // the reporting thread lost_ns (the gap it found, or how late it picked the job up): every
+  // millisecond of [now_ns - lost_ns, now_ns] counts as late.
+  void late(int64_t now_ns, int64_t lost_ns = 0);
   // False while calm: threads should sleep instead of spinning.
   bool may_spin(int64_t now_ns) const {
     return now_ns >= calm_until_ns_.load(std::memory_order_relaxed);

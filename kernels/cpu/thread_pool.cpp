@@ -74,11 +74,11 @@ inline void cpu_relax() {
 
 // Spins (pause) until done() or spin_us have passed; returns done()'s last value. A round of
 // 16 pauses takes about a microsecond; one that took more than kContendedNs means this thread
-// lost its core meanwhile: `preempted` is set. (No sched_yield: on a virtual machine it returns
-// slowly even when idle, and a spinning thread that is in the way is preempted by the scheduler
-// anyway, which the late reports then show.)
+// lost its core meanwhile: the gap is added to `lost_ns`. (No sched_yield: on a virtual machine
+// it returns slowly even when idle, and a spinning thread that is in the way is preempted by the
+// scheduler anyway, which the late reports then show.)
 template <class Done>
-bool spin_until(Done done, int spin_us, bool& preempted) {
+bool spin_until(Done done, int spin_us, int64_t& lost_ns) {
   if (done()) return true;
   if (spin_us <= 0) return false;
   const int64_t deadline = now_ns() + 1000 * int64_t{spin_us};
@@ -89,7 +89,7 @@ bool spin_until(Done done, int spin_us, bool& preempted) {
       cpu_relax();
     }
     const int64_t now = now_ns();
-    if (now - last > kContendedNs) preempted = true;
+    if (now - last > kContendedNs) lost_ns += now - last;
     last = now;
     if (now >= deadline) return done();
   }
@@ -205,10 +205,10 @@ void ThreadPool::parallel_for_dynamic(int64_t n, int64_t grain, ChunkFnRef fn) {
 
 void ThreadPool::wait_for_workers() {
   auto done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
-  bool preempted = false;
+  int64_t lost = 0;
   const int budget = spin_budget_us();
-  const bool finished = spin_until(done, budget, preempted);
-  if (preempted) governor_.late(now_ns());
+  const bool finished = spin_until(done, budget, lost);
+  if (lost > 0) governor_.late(now_ns(), lost);
   if (finished) return;
   for (;;) {
     caller_sleeping_.store(true, std::memory_order_seq_cst);
@@ -231,14 +231,13 @@ void ThreadPool::worker(int index) {
   uint32_t seen = 0;
   for (;;) {
     auto fresh = [&] { return generation_.load(std::memory_order_acquire) != seen; };
-    bool preempted = false;
+    int64_t lost = 0;
     const int budget = spin_budget_us();
-    const bool got = spin_until(fresh, budget, preempted);
+    const bool got = spin_until(fresh, budget, lost);
     if (budget > 0) {  // late reports come from spinning threads only (none while calm)
       const int64_t now = now_ns();
-      if (preempted ||
-          (got && now - publish_ns_.load(std::memory_order_relaxed) > kLatePickupNs))
-        governor_.late(now);
+      const int64_t pickup = got ? now - publish_ns_.load(std::memory_order_relaxed) : 0;
+      if (lost > 0 || pickup > kLatePickupNs) governor_.late(now, std::max(lost, pickup));
     }
     if (!got) {
       for (;;) {

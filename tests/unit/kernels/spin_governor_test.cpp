@@ -11,6 +11,8 @@
 //   - late hand-offs count once per millisecond: another process's short burst every 100 ms,
 //     however many hand-offs it delays, never calms the pool, while a thread late in most
 //     milliseconds of a window does;
+//   - a report counts the milliseconds its thread lost, so a few hand-offs that each waited a
+//     time slice (two pools sharing the cores) calm the pool;
 //   - impossible parameters are refused.
 #include "kernels/cpu/spin_governor.h"
 
@@ -116,6 +118,20 @@ TEST(SpinGovernor, ShortBurstsOfOtherWorkNeverCalmButLosingMostMillisecondsDoes)
   for (; h.calms() == 0 && t < 100 * kMs; t += 300'000) h.late(t);  // late in every millisecond
   EXPECT_EQ(h.calms(), 1);
   EXPECT_LE(t, 20 * kMs) << "the twentieth late millisecond calms the pool";
+}
+
+TEST(SpinGovernor, AFewHandOffsThatEachLostATimeSliceCalm) {
+  SpinGovernor g;  // two pools sharing the cores: each hand-off waits a 4 ms time slice
+  int reports = 0;
+  for (int64_t t = 4 * kMs; g.calms() == 0 && t < 100 * kMs; t += 4 * kMs, ++reports)
+    g.late(t, 4 * kMs);
+  EXPECT_EQ(g.calms(), 1);
+  EXPECT_EQ(reports, 5) << "5 reports of 4 lost milliseconds reach the 20";
+  SpinGovernor h;  // the same time lost, reported twice (two threads): counted once
+  h.late(10 * kMs, 4 * kMs);
+  h.late(10 * kMs, 4 * kMs);
+  h.late(20 * kMs, 4 * kMs);
+  EXPECT_EQ(h.calms(), 0);
 }
 
 TEST(SpinGovernor, RefusesImpossibleParameters) {
