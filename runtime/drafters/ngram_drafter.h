@@ -27,6 +27,7 @@ class NgramDrafter final : public Drafter {
  public:
   explicit NgramDrafter(const NgramOptions& opts);
   std::string name() const override;
+  bool drafts_cheaply() const override { return true; }
   void start(int32_t seq, std::span<const int32_t> prompt) override;
   void commit(int32_t seq, std::span<const int32_t> tokens) override;
   std::vector<DraftTree> draft(std::span<const DraftRequest> requests) override;

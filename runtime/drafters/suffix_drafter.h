@@ -50,6 +50,7 @@ class SuffixDrafter final : public Drafter {
  public:
   explicit SuffixDrafter(const SuffixDrafterOptions& opts);
   std::string name() const override { return "suffix"; }
+  bool drafts_cheaply() const override { return true; }
   void start(int32_t seq, std::span<const int32_t> prompt) override;
   void commit(int32_t seq, std::span<const int32_t> tokens) override;
   std::vector<DraftTree> draft(std::span<const DraftRequest> requests) override;

@@ -22,6 +22,19 @@ bool DraftTree::is_chain() const {
   return true;
 }
 
+DraftTree DraftTree::truncated(int32_t max_depth) const {
+  DraftTree t;
+  std::vector<int32_t> index(size(), -1), depth_of(size(), 0);  // old node -> new node, depth
+  for (size_t i = 0; i < size(); ++i) {
+    const int32_t p = parents[i];
+    depth_of[i] = p < 0 ? 1 : depth_of[static_cast<size_t>(p)] + 1;
+    if (depth_of[i] > max_depth) continue;
+    index[i] = t.add(p < 0 ? -1 : index[static_cast<size_t>(p)], tokens[i], q[i]);
+    if (!predicted.empty()) t.predicted.push_back(predicted[i]);
+  }
+  return t;
+}
+
 int32_t DraftTree::add(int32_t parent, int32_t token, ProcessedDist q_dist) {
   tokens.push_back(token);
   parents.push_back(parent);

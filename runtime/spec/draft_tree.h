@@ -38,6 +38,8 @@ struct DraftTree {
   static DraftTree chain(const std::vector<int32_t>& tokens, const std::vector<ProcessedDist>& q);
   // Throws ssd::Error naming the node when parents are out of order or tokens out of range.
   void validate(int32_t vocab) const;
+  // The nodes at depth <= depth, in their order (q and predicted with them).
+  DraftTree truncated(int32_t depth) const;
 };
 
 // One-hot distribution at `token` (the q of a deterministic draft).

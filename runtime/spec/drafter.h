@@ -89,6 +89,10 @@ class Drafter {
     return {};
   }
   virtual void finish(int32_t seq) = 0;
+  // True when a draft costs next to nothing beside a target forward (a lookup, no model): under
+  // --k auto the loop then drafts the whole range first and chooses each length among the
+  // tokens offered, instead of asking for the chosen length.
+  virtual bool drafts_cheaply() const { return false; }
   // Which memory the sequences started from now on share. A drafter that remembers earlier
   // requests (suffix) lets a request inform only later requests of the same scope, so a benchmark
   // that runs the same prompts under several configurations gives each its own memory. Scope 0

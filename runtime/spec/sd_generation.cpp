@@ -145,8 +145,17 @@ class SdBatchRun {
       for (size_t i = 0; i < seqs_.size(); ++i)
         if (seqs_[i].running) active.push_back(i);
       if (active.empty()) break;
-      std::vector<int32_t> depth = choose_depths(active);
-      std::vector<DraftTree> trees = draft(active, depth);
+      std::vector<int32_t> depth = depth_limits(active);
+      std::vector<DraftTree> trees;
+      if (opts_.auto_k && drafter_.drafts_cheaply()) {  // draft the range, then choose within it
+        trees = draft(active, depth);
+        for (size_t a = 0; a < active.size(); ++a) depth[a] = max_depth(trees[a]);
+        depth = choose_depths(active, depth);
+        for (size_t a = 0; a < active.size(); ++a) trees[a] = trees[a].truncated(depth[a]);
+      } else {
+        depth = choose_depths(active, depth);
+        trees = draft(active, depth);
+      }
       verify_and_emit(active, depth, trees);
     }
     return std::move(out_);
@@ -187,18 +196,25 @@ class SdBatchRun {
     }
   }
 
-  // Each active request's draft depth this round: clipped so that the round cannot decide more
-  // tokens than the request has left, and chosen by the length policy under --k auto (0: a
-  // plain decode step for that request).
-  std::vector<int32_t> choose_depths(const std::vector<size_t>& active) {
-    std::vector<int32_t> depth(active.size()), ids(active.size());
+  // Each active request's longest draft this round: k, clipped so that the round cannot decide
+  // more tokens than the request has left.
+  std::vector<int32_t> depth_limits(const std::vector<size_t>& active) const {
+    std::vector<int32_t> depth(active.size());
     for (size_t a = 0; a < active.size(); ++a) {
       const size_t i = active[a];
-      ids[a] = static_cast<int32_t>(i);
       depth[a] = static_cast<int32_t>(
           std::clamp<int64_t>(reqs_[i].max_new_tokens - emitted(i) - 1, 0, opts_.k));
     }
-    return length_->choose(ids, depth);
+    return depth;
+  }
+
+  // The depths the length policy chooses within `limit` (under --k auto; 0: a plain decode step
+  // for that request).
+  std::vector<int32_t> choose_depths(const std::vector<size_t>& active,
+                                     const std::vector<int32_t>& limit) {
+    std::vector<int32_t> ids(active.size());
+    for (size_t a = 0; a < active.size(); ++a) ids[a] = static_cast<int32_t>(active[a]);
+    return length_->choose(ids, limit);
   }
 
   // One drafter call for every active request with a non-zero depth.   returns [active.size()]

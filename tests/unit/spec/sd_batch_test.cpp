@@ -3,7 +3,8 @@
 //   - greedy: every request of a batch of B = 1, 3, 4 (prompt lengths 9, 7, 23, 14; budgets 40,
 //     17, 29, 8; one request ended by a stop token) emits exactly its AR tokens, with the n-gram
 //     drafter, the suffix drafter (its cache of earlier requests growing across the batches),
-//     the target drafting for itself and a weaker 1-layer draft model, at K = 2 and 4;
+//     the target drafting for itself and a weaker 1-layer draft model, at K = 2 and 4, and with
+//     --k auto (a cheap drafter, n-gram or suffix, is asked for the whole range each round);
 //     the target runs ONE verification forward per round over the requests still generating; the
 //     drafter sees request i as sequence i, its committed context is prompt + output, and every
 //     target and drafter sequence is released;
@@ -48,8 +49,10 @@ class TrackingDrafter final : public Drafter {
  public:
   explicit TrackingDrafter(Drafter& inner) : inner_(inner) {}
   std::string name() const override { return inner_.name(); }
+  bool drafts_cheaply() const override { return inner_.drafts_cheaply(); }
   void start(int32_t seq, std::span<const int32_t> p) override {
     context[seq].assign(p.begin(), p.end());
+    prompt_len[seq] = p.size();
     inner_.start(seq, p);
   }
   void commit(int32_t seq, std::span<const int32_t> t) override {
@@ -58,7 +61,11 @@ class TrackingDrafter final : public Drafter {
   }
   std::vector<DraftTree> draft(std::span<const DraftRequest> r) override {
     std::vector<int32_t> seqs;
-    for (const DraftRequest& q : r) seqs.push_back(q.seq);
+    for (const DraftRequest& q : r) {
+      seqs.push_back(q.seq);
+      const auto emitted = static_cast<int64_t>(context.at(q.seq).size() - prompt_len.at(q.seq));
+      asked.push_back({q.seq, emitted, q.k});
+    }
     draft_calls.push_back(seqs);
     return inner_.draft(r);
   }
@@ -69,7 +76,14 @@ class TrackingDrafter final : public Drafter {
     inner_.finish(seq);
   }
   std::map<int32_t, std::vector<int32_t>> context, finished;
+  std::map<int32_t, size_t> prompt_len;
   std::vector<std::vector<int32_t>> draft_calls;
+  struct Asked {
+    int32_t seq;
+    int64_t emitted;  // tokens the sequence had emitted when the draft was asked for
+    int32_t k;
+  };
+  std::vector<Asked> asked;
 
  private:
   Drafter& inner_;
@@ -207,6 +221,11 @@ TEST_P(SdBatchGreedy, EveryRequestEqualsItsArRun) {
       }
     }
     EXPECT_TRUE(d.context.empty()) << "every drafter sequence finished";
+    if (opts.auto_k && inner->drafts_cheaply()) {  // the whole range asked, the length chosen after
+      for (const auto& a : d.asked)
+        EXPECT_EQ(a.k, std::min<int64_t>(k, reqs[a.seq].max_new_tokens - a.emitted - 1))
+            << "request " << a.seq << " after " << a.emitted << " tokens";
+    }
     EXPECT_EQ(res.stats.rounds, rounds);
     EXPECT_EQ(res.stats.accepted, accepted);
     EXPECT_EQ(res.stats.forwards, most) << "one verification forward per round";
@@ -238,6 +257,7 @@ INSTANTIATE_TEST_SUITE_P(Drafters, SdBatchGreedy,
                                          GreedyCase{"self", 2}, GreedyCase{"self", 4},
                                          GreedyCase{"draft", 2}, GreedyCase{"draft", 4},
                                          GreedyCase{"ngram", 6, true}, GreedyCase{"self", 6, true},
+                                         GreedyCase{"suffix", 6, true},
                                          GreedyCase{"draft", 6, true}),
                          [](const testing::TestParamInfo<GreedyCase>& p) {
                            return p.param.drafter + (p.param.auto_k ? "_Auto" : "_K") +
