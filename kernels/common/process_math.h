@@ -13,19 +13,21 @@
 //          the CPU applies through its floor; its top-p floor only drops tokens past the cut);
 //      the rest get kNoKey, which sorts last;
 //   3. the keys sorted (unique: the id is in the low half, so any correct sort agrees);
-//   4. Z: on the top-k path the sum of e over the top_k keys in list order, as the CPU does;
-//      otherwise over the whole vocabulary in relative_exp's order (four interleaved partial
-//      sums over the first n - n % 4 tokens, (s0 + s1) + (s2 + s3), then the tail in order):
-//      z_lane_partial() is one of the four lanes, so four device threads run them at once;
-//   5. kept_count(): the top-p prefix (running sum in list order >= top_p * Z), then on the
-//      top-k path the min-p prefix, then trailing zeros dropped;
-//   6. the kept entries' sum in list order, and p_i = e_i / sum.
-// Sums run in the CPU's order, one thread each, so they round alike (the price: a chain of up
-// to `vocab` dependent double additions for Z's lanes and for the list sums of an uncut list).
+//   4. Z: on the top-k path the sum of e over the top_k keys in list order, otherwise over the
+//      whole vocabulary by token id, both in the blocked order of blocked_scan.h (the CPU's
+//      relative_exp sums Z the same way);
+//   5. kept_count(): the top-p prefix (the first entry whose blocked running sum in list order
+//      reaches top_p * Z), then on the top-k path the min-p prefix, then trailing zeros dropped;
+//   6. the kept entries' sum (blocked, list order), and p_i = e_i / sum.
+// Every sum is in the blocked order (kernels/common/blocked_scan.h), which a thread block
+// computes together (kernels/cuda/block_scan.cuh) and the CPU sampler runs serially, so both
+// round alike. The min-p prefix and the trailing zeros are searches, not sums: any order finds
+// the same entry.
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/common/blocked_scan.h"
 #include "kernels/common/hd.h"
 #include "kernels/common/sampling_math.h"
 
@@ -48,39 +50,14 @@ SSD_HD uint64_t candidate_key(float logit, int32_t id, double e, bool top_k_path
   return candidate ? order_key(logit, id) : kNoKey;
 }
 
-// relative_exp's partial sum of lane j (0..3): e(j) + e(j + 4) + ... over the first n - n % 4
-// entries, in that order.
+// Step 5 over a sorted candidate list of n entries with weights e(i) and its blocked prefix pre
+// (chunk_prefix over the list): the top-p prefix when top_p < 1 (target top_p * z), then, when
+// min_p_scan (the top-k path with min_p > 0), the prefix with e >= min_p, then trailing entries
+// with e == 0 dropped (never the first).
 template <class E>
-SSD_HD double z_lane_partial(int64_t n, E&& e, int lane) {
-  const int64_t n4 = n - n % 4;
-  double s = 0;
-  for (int64_t i = lane; i < n4; i += 4) s = dadd_rn(s, e(i));
-  return s;
-}
-
-// relative_exp's total from its four lane partials: (s0 + s1) + (s2 + s3), then the tail.
-template <class E>
-SSD_HD double z_combine(const double* s4, int64_t n, E&& e) {
-  double z = dadd_rn(dadd_rn(s4[0], s4[1]), dadd_rn(s4[2], s4[3]));
-  for (int64_t i = n - n % 4; i < n; ++i) z = dadd_rn(z, e(i));
-  return z;
-}
-
-// A sum in list order (Z on the top-k path; the kept entries' sum of step 6).
-template <class E>
-SSD_HD double list_sum(int64_t n, E&& e) {
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i) s = dadd_rn(s, e(i));
-  return s;
-}
-
-// Step 5 over a sorted candidate list of n entries with weights e(i): the top-p prefix when
-// top_p < 1 (target top_p * z), then, when min_p_scan (the top-k path with min_p > 0), the
-// prefix with e >= min_p, then trailing entries with e == 0 dropped (never the first).
-template <class E>
-SSD_HD int64_t kept_count(int64_t n, E&& e, double top_p, double z, double min_p,
-                          bool min_p_scan) {
-  int64_t keep = top_p < 1 ? top_p_count(n, e, dmul_rn(top_p, z)) : n;
+SSD_HD int64_t kept_count(const double* pre, int64_t n, E&& e, double top_p, double z,
+                          double min_p, bool min_p_scan) {
+  int64_t keep = top_p < 1 ? blocked_top_p_count(pre, n, e, dmul_rn(top_p, z)) : n;
   if (min_p_scan) {
     int64_t i = 0;
     while (i < keep && e(i) >= min_p) ++i;

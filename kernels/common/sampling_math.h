@@ -9,9 +9,10 @@
 //   - inverse-CDF selection over a list in order (ssd::sample and Residual::sample);
 //   - the rejection rule of runtime/spec/residual.h: accept when u * z * q(x) < m(x); after a
 //     rejection m <- max(0, m - z * q).
-// Sums over a list (the total of a processed distribution, the running sum of the inverse CDF,
-// the residual's mass) are order-dependent; the device runs them in list order in one thread
-// (a list is at most the kept candidates, typically tens of tokens), so the bits match.
+// Sums over a list are order-dependent. The sampler's (its normaliser, top-p's running sum, the
+// draw from a processed list) run in the blocked order of blocked_scan.h, which a thread block
+// shares; the residual's draw in verification (inverse_cdf below) runs in list order on the
+// tree's one thread, as Residual::sample does.
 #pragma once
 
 #include <cstdint>
@@ -90,8 +91,8 @@ SSD_HD int32_t order_key_id(uint64_t key) {
 }
 
 // Inverse CDF over n weights w[0..n) in list order: the first index whose running sum exceeds
-// u * total (total summed in list order first), the last index when rounding runs past the end.
-// ssd::sample with w = probabilities; Residual::sample with w = masses (entries <= 0 skipped).
+// u * total, the last index when rounding runs past the end. Residual::sample with w = masses
+// (entries <= 0 skipped); ssd::sample is blocked_inverse_cdf (blocked_scan.h).
 template <class W>
 SSD_HD int64_t inverse_cdf(int64_t n, W&& w, double u, double total) {
   const double target = dmul_rn(u, total);
@@ -116,18 +117,6 @@ SSD_HD bool residual_accepts(double u, double z, double q_x, double mass_x) {
 SSD_HD double residual_after_reject(double mass, double z, double q) {
   const double now = dsub_rn(mass, dmul_rn(z, q));
   return now > 0.0 ? now : 0.0;
-}
-
-// The number of leading entries of a sorted list (weights e in list order) that top-p keeps:
-// the shortest prefix whose running sum reaches target (= top_p * Z), or all n.
-template <class E>
-SSD_HD int64_t top_p_count(int64_t n, E&& e, double target) {
-  double run = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    run += e(i);
-    if (run >= target) return i + 1;
-  }
-  return n;
 }
 
 }  // namespace ssd::kernels::hd

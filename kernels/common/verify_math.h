@@ -23,6 +23,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/blocked_scan.h"
 #include "kernels/common/hd.h"
 #include "kernels/common/sampling_math.h"
 
@@ -109,10 +110,11 @@ SSD_HD int32_t verify_tree_sampled(const TreeLists& t, uint64_t seed, uint64_t s
     const double* p_probs = t.p_probs + pb;
     int32_t child = t.first[node + 1];
     if (child < 0) {  // a leaf (or an empty tree): the bonus draw from p itself
-      double total = 0;
-      for (int64_t i = 0; i < n_p; ++i) total = dadd_rn(total, p_probs[i]);
+      // ssd::sample's blocked order; saved holds the chunk prefixes (scan_chunks(n_p) <= n_p).
       const double u = philox_uniform(seed, stream, pos, kVerifyLaneToken);
-      const int64_t i = inverse_cdf(n_p, [&](int64_t e) { return p_probs[e]; }, u, total);
+      auto p_of = [&](int64_t e) { return p_probs[e]; };
+      chunk_prefix(n_p, p_of, saved);
+      const int64_t i = blocked_inverse_cdf(saved, n_p, p_of, u);
       out[d] = p_ids[i < 0 ? n_p - 1 : i];
       *all_accepted = node >= 0;
       return d + 1;

@@ -1,19 +1,21 @@
-// The kernels of device sampling (runtime/backend/cuda/device_sampler.h): ssd::process() and the token
-// draw for one row of logits, following the plan of kernels/common/process_math.h step by step
-// with its SSD_HD functions (whose CPU twin test, tests/unit/device_math/process_twin_test.cpp,
-// checks that the plan gives the CPU sampler's list bit for bit):
+// The kernels of device sampling (runtime/backend/cuda/device_sampler.h): ssd::process() and the
+// token draw for one row of logits, following the plan of kernels/common/process_math.h step by
+// step with its SSD_HD functions (whose CPU twin test,
+// tests/unit/device_math/process_twin_test.cpp, checks that the plan gives the CPU sampler's list
+// bit for bit):
 //   row_stats  one block: l_max (NaN ignored), valid logits, the first +inf (the caller's error);
 //   keys       one thread per token: e_i and its candidate key (kNoKey when not a candidate);
 //   sort       CUB radix sort of the n keys (unique keys: every correct sort agrees);
 //   gather     one thread per entry: e in list order (es[i] = e[id of sorted[i]]), written over
 //              the keys, which the sort no longer needs;
-//   select     four threads: Z's lane partials (whole-vocabulary path); then thread 0: Z, the
-//              kept count and the kept sum, all in the CPU's order, reading es contiguously
-//              (a whole-vocabulary list is ~49k dependent additions: they stay on one thread
-//              because their order is the CPU sampler's, which exactness needs; the gather
-//              takes the random reads out of that chain);
+//   select     one block: Z, top-p's cut, min-p's cut, trailing zeros and the kept sum. The sums
+//              and the top-p search run in the blocked order of kernels/common/blocked_scan.h,
+//              shared by the block (kernels/cuda/block_scan.cuh): chunks of 64 entries, one
+//              thread per chunk, a Kogge-Stone tree over the chunk totals; the CPU sampler sums
+//              in the same order, so the bits agree. The min-p and trailing-zero cuts are
+//              searches (the block's smallest / largest index);
 //   probs      one thread per kept entry: id and es / sum;
-//   draw       one thread: the inverse CDF at philox_uniform(seed, stream, step, lane).
+//   draw       one block: the blocked inverse CDF at philox_uniform(seed, stream, step, lane).
 // An invalid row (no valid logit, or a +inf) keeps nothing; the host reads RowStats and throws
 // the CPU sampler's message. Nothing here synchronises. Not yet run on a GPU.
 #include <cub/device/device_radix_sort.cuh>
@@ -22,6 +24,7 @@
 
 #include "kernels/common/process_math.h"
 #include "kernels/common/row_math.h"
+#include "kernels/cuda/block_scan.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_sampler_kernels.cuh"
 
@@ -90,28 +93,52 @@ __global__ void gather_sorted_kernel(const double* e, const uint64_t* sorted, in
   es[i] = e[hd::order_key_id(sorted[i])];
 }
 
+// Steps 4-6 of the plan over the block; stats->keep and stats->sum. scan: [2 * chunks(n)].
 __global__ void select_kernel(const double* e, const double* es, const uint64_t* sorted,
-                              int32_t n, int32_t top_k, double top_p, double min_p,
+                              int32_t n, int32_t top_k, double top_p, double min_p, double* scan,
                               RowStats* stats) {
-  __shared__ double s4[4];
-  const int lane = static_cast<int>(threadIdx.x);
-  const bool ok = stats->n_valid > 0 && stats->inf_at < 0;
-  const bool top_k_path = hd::use_top_k_path(top_k, stats->n_valid);
-  auto e_by_id = [e](int64_t i) { return e[i]; };
-  if (ok && !top_k_path) s4[lane] = hd::z_lane_partial(n, e_by_id, lane);
-  __syncthreads();
-  if (lane != 0) return;
-  if (!ok) {
-    stats->keep = 0;
-    stats->sum = 0;
+  const int t = static_cast<int>(threadIdx.x);
+  if (!(stats->n_valid > 0 && stats->inf_at < 0)) {  // the same for every thread
+    if (t == 0) {
+      stats->keep = 0;
+      stats->sum = 0;
+    }
     return;
   }
+  const bool top_k_path = hd::use_top_k_path(top_k, stats->n_valid);
+  auto e_by_id = [e](int64_t i) { return e[i]; };
   auto e_of = [es](int64_t i) { return es[i]; };  // e in list order (gather_sorted_kernel)
+  double* a = scan;
+  double* b = scan + hd::scan_chunks(n);
   const int64_t n_cand = top_k_path ? top_k : count_real_keys(sorted, n);
-  const double z = top_k_path ? hd::list_sum(n_cand, e_of) : hd::z_combine(s4, n, e_by_id);
-  const int64_t keep = hd::kept_count(n_cand, e_of, top_p, z, min_p, top_k_path && min_p > 0);
-  stats->keep = keep;
-  stats->sum = hd::list_sum(keep, e_of);
+  double z = 0;
+  if (!top_k_path) {  // Z over the whole vocabulary, by token id
+    z = hd::blocked_sum(block_chunk_prefix<kThreads>(n, e_by_id, a, b), n, e_by_id);
+    __syncthreads();  // every thread has read the prefixes before a and b are reused
+  }
+  const double* pre = block_chunk_prefix<kThreads>(n_cand, e_of, a, b);  // of the list
+  if (top_k_path) z = hd::blocked_sum(pre, n_cand, e_of);
+  int64_t keep =
+      top_p < 1 ? block_top_p_count<kThreads>(pre, n_cand, e_of, hd::dmul_rn(top_p, z)) : n_cand;
+  if (top_k_path && min_p > 0) {  // the first entry below min_p ends the list
+    int64_t below = keep;
+    for (int64_t i = t; i < keep; i += kThreads)
+      if (!(e_of(i) >= min_p)) {
+        below = i;
+        break;
+      }
+    keep = block_extreme<kThreads>(below, true);
+  }
+  if (keep > 1) {  // trailing zeros dropped, never the first entry
+    int64_t last = 0;
+    for (int64_t i = t; i < keep; i += kThreads)
+      if (e_of(i) != 0) last = i;
+    keep = block_extreme<kThreads>(last, false) + 1;
+  }
+  if (t == 0) {
+    stats->keep = keep;
+    stats->sum = hd::blocked_sum(pre, keep, e_of);
+  }
 }
 
 __global__ void probs_kernel(const double* es, const uint64_t* sorted, const RowStats* stats,
@@ -122,18 +149,21 @@ __global__ void probs_kernel(const double* es, const uint64_t* sorted, const Row
   probs[i] = es[i] / stats->sum;
 }
 
+// The blocked inverse CDF over the kept list (ssd::sample). scan: [2 * chunks(keep)].
 __global__ void draw_kernel(const double* probs, const int32_t* ids, const RowStats* stats,
                             uint64_t seed, uint64_t stream, uint32_t step, uint32_t lane,
-                            int32_t* token) {
+                            double* scan, int32_t* token) {
   const int64_t keep = stats->keep;
+  const bool first = threadIdx.x == 0;
   if (keep == 0) {
-    *token = -1;
+    if (first) *token = -1;
     return;
   }
   auto p = [probs](int64_t i) { return probs[i]; };
-  const double total = hd::list_sum(keep, p);
+  const double* pre = block_chunk_prefix<kThreads>(keep, p, scan, scan + hd::scan_chunks(keep));
   const double u = hd::philox_uniform(seed, stream, step, lane);
-  *token = ids[hd::inverse_cdf(keep, p, u, total)];
+  const int64_t i = block_inverse_cdf<kThreads>(pre, keep, p, u);
+  if (first) *token = ids[i];  // every kept probability is > 0, so i >= 0
 }
 
 unsigned blocks_for(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
@@ -162,16 +192,17 @@ void launch_process_row(const float* logits, int32_t n, double temperature, int3
   static_assert(sizeof(double) == sizeof(uint64_t));
   gather_sorted_kernel<<<blocks_for(n), kThreads, 0, st>>>(s.e, s.sorted, n, es);
   SSD_CUDA_LAUNCHED();
-  select_kernel<<<1, 4, 0, st>>>(s.e, es, s.sorted, n, top_k, top_p, min_p, s.stats);
+  select_kernel<<<1, kThreads, 0, st>>>(s.e, es, s.sorted, n, top_k, top_p, min_p, s.scan,
+                                        s.stats);
   SSD_CUDA_LAUNCHED();
   probs_kernel<<<blocks_for(n), kThreads, 0, st>>>(es, s.sorted, s.stats, ids, probs);
   SSD_CUDA_LAUNCHED();
 }
 
 void launch_draw_row(const double* probs, const int32_t* ids, const RowStats* stats,
-                     uint64_t seed, uint64_t stream, uint32_t step, uint32_t lane,
+                     uint64_t seed, uint64_t stream, uint32_t step, uint32_t lane, double* scan,
                      int32_t* token, cudaStream_t st) {
-  draw_kernel<<<1, 1, 0, st>>>(probs, ids, stats, seed, stream, step, lane, token);
+  draw_kernel<<<1, kThreads, 0, st>>>(probs, ids, stats, seed, stream, step, lane, scan, token);
   SSD_CUDA_LAUNCHED();
 }
 

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/blocked_scan.h"
+
 namespace ssd::cuda {
 
 // What the kernels of one row tell each other and the host (device memory, one per row).
@@ -16,8 +18,13 @@ struct RowStats {
   int32_t n_valid = 0;  // logits neither -inf nor NaN
   int32_t inf_at = -1;  // the first +inf logit (an error), -1 when none
   int64_t keep = 0;     // entries of the processed list (0 for an invalid row)
-  double sum = 0;       // their e summed in list order
+  double sum = 0;       // their e summed in list order (blocked: kernels/common/blocked_scan.h)
 };
+
+// Doubles of block-scan scratch a row of up to n tokens needs (two arrays of chunk prefixes).
+inline size_t process_scan_doubles(int32_t n) {
+  return 2 * static_cast<size_t>(kernels::hd::scan_chunks(n));
+}
 
 // Device scratch for a row of up to n tokens.
 struct ProcessScratch {
@@ -27,6 +34,7 @@ struct ProcessScratch {
   void* sort_tmp = nullptr;    // CUB's temporary storage,
   size_t sort_bytes = 0;       //   process_sort_scratch_bytes(n) bytes
   RowStats* stats = nullptr;   // [1]
+  double* scan = nullptr;      // [process_scan_doubles(n)] the block scans' chunk prefixes
 };
 
 // Bytes of CUB temporary storage the sort of n keys needs.
@@ -39,9 +47,10 @@ void launch_process_row(const float* logits, int32_t n, double temperature, int3
                         double* probs, cudaStream_t st);
 
 // *token = the entry ssd::sample(list, philox_uniform(seed, stream, step, lane)) picks from the
-// list launch_process_row left (-1 for an invalid row).
+// list launch_process_row left (-1 for an invalid row). scan: [process_scan_doubles(n)] (the
+// row's ProcessScratch::scan may be passed: the draw runs after the row's kernels, in order).
 void launch_draw_row(const double* probs, const int32_t* ids, const RowStats* stats,
-                     uint64_t seed, uint64_t stream, uint32_t step, uint32_t lane,
+                     uint64_t seed, uint64_t stream, uint32_t step, uint32_t lane, double* scan,
                      int32_t* token, cudaStream_t st);
 
 // Rows processed one after the other (row r: ids/probs[r * stride ..], count stats[r].keep) as

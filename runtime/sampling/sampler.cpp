@@ -7,13 +7,17 @@
 //     can survive (min-p's threshold; for top-p the binade where the cumulative mass crosses p),
 //     and only the tokens above the floor are gathered and radix-sorted. The top-p cut itself is
 //     a running sum in sorted order, so the floor never changes the result.
-// The whole-vocabulary passes live in vocab_scan.{h,cpp}.
+// The whole-vocabulary passes live in vocab_scan.{h,cpp}. Every sum (Z, top-p's running sum,
+// the survivors' total, the draw's running sum) is in the blocked order of
+// kernels/common/blocked_scan.h, the order the device sampler's thread blocks share, so the two
+// give the same list and the same draw bit for bit.
 #include "runtime/sampling/sampler.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "kernels/common/blocked_scan.h"
 #include "runtime/core/error.h"
 #include "runtime/sampling/vocab_scan.h"
 
@@ -31,19 +35,25 @@ struct Scratch {
   std::vector<double> x;       // [n] exponent scratch for relative_exp
   std::vector<uint64_t> keys;  // candidate order keys
   std::vector<uint64_t> tmp;   // radix sort buffer
+  std::vector<double> pre;     // the sorted list's chunk prefixes (blocked_scan.h)
 };
 
-// The smallest prefix of the sorted keys whose running sum of e reaches `target`, or all of
-// them when it never does (only possible through rounding, or when a min-p floor removed the
-// mass the target needs: then min-p's cut is the shorter one).
-size_t top_p_count(const std::vector<uint64_t>& keys, const std::vector<double>& e,
-                   double target) {
-  double run = 0;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    run += e[key_id(keys[i])];
-    if (run >= target) return i + 1;
-  }
-  return keys.size();
+// pre = the chunk prefixes (kernels/common/blocked_scan.h) of the sorted list's e.
+void list_prefix(const std::vector<uint64_t>& keys, const std::vector<double>& e,
+                 std::vector<double>& pre) {
+  const auto n = static_cast<int64_t>(keys.size());
+  pre.resize(static_cast<size_t>(kernels::hd::scan_chunks(n)));
+  kernels::hd::chunk_prefix(n, [&](int64_t i) { return e[key_id(keys[i])]; }, pre.data());
+}
+
+// The smallest prefix of the sorted keys whose blocked running sum of e reaches `target`, or
+// all of them when it never does (only possible through rounding, or when a min-p floor removed
+// the mass the target needs: then min-p's cut is the shorter one). pre: list_prefix's.
+size_t top_p_count(const std::vector<double>& pre, const std::vector<uint64_t>& keys,
+                   const std::vector<double>& e, double target) {
+  return static_cast<size_t>(kernels::hd::blocked_top_p_count(
+      pre.data(), static_cast<int64_t>(keys.size()),
+      [&](int64_t i) { return e[key_id(keys[i])]; }, target));
 }
 
 // Min-p without top-p needs e only for tokens with e >= min_p, i.e. with a logit at least
@@ -125,9 +135,12 @@ void process_into(const float* logits, int32_t n, const SamplerConfig& cfg, Proc
   if (cfg.top_k > 0 && top_k_keys(logits, n, cfg.top_k, keys)) {
     // 2. top-k: only k tokens are left; order them and apply the rest by scans.
     std::sort(keys.begin(), keys.end());
-    double z = 0;  // 3., over the top-k survivors
-    for (const uint64_t k : keys) z += e[key_id(k)] = relative_exp_one(logits[key_id(k)], l_max, t);
-    keep = top_p < 1 ? top_p_count(keys, e, top_p * z) : keys.size();  // 4.
+    for (const uint64_t k : keys) e[key_id(k)] = relative_exp_one(logits[key_id(k)], l_max, t);
+    list_prefix(keys, e, s.pre);
+    const double z = kernels::hd::blocked_sum(  // 3., over the top-k survivors
+        s.pre.data(), static_cast<int64_t>(keys.size()),
+        [&](int64_t i) { return e[key_id(keys[i])]; });
+    keep = top_p < 1 ? top_p_count(s.pre, keys, e, top_p * z) : keys.size();  // 4.
     if (min_p > 0) {                                                     // 5.
       size_t i = 0;
       while (i < keep && e[key_id(keys[i])] >= min_p) ++i;
@@ -135,6 +148,7 @@ void process_into(const float* logits, int32_t n, const SamplerConfig& cfg, Proc
     }
   } else if (top_p >= 1 && min_p > 0 && gather_min_p_only(logits, n, l_max, t, min_p, s)) {
     keep = keys.size();  // 5. (no top-p, so Z over the vocabulary is never needed)
+    list_prefix(keys, e, s.pre);
   } else {
     s.x.resize(static_cast<size_t>(n));
     const double z = relative_exp(logits, n, l_max, t, e.data(), s.x.data());  // 3.
@@ -148,13 +162,14 @@ void process_into(const float* logits, int32_t n, const SamplerConfig& cfg, Proc
     for (int32_t i = 0; i < n; ++i)
       if (e[i] > 0 && e[i] >= floor) keys.push_back(order_key(logits[i], i));
     sort_gathered_keys(keys, s.tmp);
-    keep = top_p < 1 ? top_p_count(keys, e, top_p * z) : keys.size();  // 4.
+    list_prefix(keys, e, s.pre);
+    keep = top_p < 1 ? top_p_count(s.pre, keys, e, top_p * z) : keys.size();  // 4.
   }
   while (keep > 1 && e[key_id(keys[keep - 1])] == 0) --keep;  // probability 0 (see kMinExponent)
 
-  // 6. Renormalise over the survivors.
-  double sum = 0;
-  for (size_t i = 0; i < keep; ++i) sum += e[key_id(keys[i])];
+  // 6. Renormalise over the survivors (the list's prefixes hold for any prefix of it).
+  const double sum = kernels::hd::blocked_sum(s.pre.data(), static_cast<int64_t>(keep),
+                                              [&](int64_t i) { return e[key_id(keys[i])]; });
   out.tokens.resize(keep);
   for (size_t i = 0; i < keep; ++i) {
     const int32_t id = key_id(keys[i]);
@@ -165,16 +180,14 @@ void process_into(const float* logits, int32_t n, const SamplerConfig& cfg, Proc
 int32_t sample(const ProcessedDist& dist, double u) {
   SSD_CHECK(!dist.tokens.empty(), "sample: empty distribution");
   SSD_CHECK(u >= 0 && u < 1, "sample: u must be in [0, 1) (got {})", u);
-  double total = 0;
-  for (const TokenProb& t : dist.tokens) total += t.prob;
-  const double target = u * total;
-  double run = 0;
-  for (const TokenProb& t : dist.tokens) {
-    run += t.prob;
-    if (target < run) return t.id;
-  }
-  // u * total rounded up to total: the draw belongs to the last token.
-  return dist.tokens.back().id;
+  thread_local std::vector<double> pre;
+  const auto n = static_cast<int64_t>(dist.tokens.size());
+  auto p = [&](int64_t i) { return dist.tokens[i].prob; };
+  pre.resize(static_cast<size_t>(kernels::hd::scan_chunks(n)));
+  kernels::hd::chunk_prefix(n, p, pre.data());
+  // Every probability is > 0, so the search finds an entry (the last one when u * total
+  // rounded up to the total).
+  return dist.tokens[kernels::hd::blocked_inverse_cdf(pre.data(), n, p, u)].id;
 }
 
 Sampler::Sampler(const SamplerConfig& cfg) : cfg_(cfg) { validate(cfg_); }

@@ -15,6 +15,8 @@
 #include <limits>
 #include <utility>
 
+#include "kernels/common/blocked_scan.h"
+
 namespace ssd::sampling_detail {
 namespace {
 
@@ -74,13 +76,26 @@ double relative_exp(const float* logits, int32_t n, float l_max, double t, doubl
   for (int32_t i = 0; i < n; ++i) e[i] = exp_nonpositive(x[i]);
   for (int32_t i = 0; i < n; ++i)
     if (!exponent_ok(x[i])) e[i] = 0;
-  double s4[4] = {0, 0, 0, 0};
-  int32_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (int j = 0; j < 4; ++j) s4[j] += e[i + j];
-  double z = (s4[0] + s4[1]) + (s4[2] + s4[3]);
-  for (; i < n; ++i) z += e[i];
-  return z;
+  return blocked_total(e, n, x);
+}
+
+double blocked_total(const double* e, int32_t n, double* scratch) {
+  namespace hd = kernels::hd;
+  constexpr int64_t kC = hd::kScanChunk, kWays = 4;
+  const int64_t m = hd::scan_chunks(n), full = n / kC;
+  // Chunk totals, kWays chunks at a time so that their addition chains overlap; each chunk is
+  // still summed left to right from 0, as chunk_total() does.
+  int64_t c = 0;
+  for (; c + kWays <= full; c += kWays) {
+    double s[kWays] = {};
+    for (int64_t j = 0; j < kC; ++j)
+      for (int64_t w = 0; w < kWays; ++w) s[w] += e[(c + w) * kC + j];
+    for (int64_t w = 0; w < kWays; ++w) scratch[c + w] = s[w];
+  }
+  auto ev = [e](int64_t i) { return e[i]; };
+  for (; c < m; ++c) scratch[c] = hd::chunk_total(c, n, ev);
+  hd::exclusive_tree_scan(scratch, m);
+  return hd::blocked_sum(scratch, n, ev);
 }
 
 double relative_exp_one(float logit, float l_max, double t) {

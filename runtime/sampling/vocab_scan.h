@@ -21,9 +21,13 @@ inline constexpr double kMinExponent = -708.0;
 
 // e[i] = exp((logits[i] - l_max) / t) for i in [0, n), computed in double; 0 where the logit is
 // -inf or NaN or the exponent is below kMinExponent. x is scratch [n]. Returns the sum of e
-// (four interleaved partial sums, a fixed order). The exp itself is within 2 ulp of the exact
-// exp of the rounded exponent.
+// (blocked_total's order). The exp itself is within 2 ulp of the exact exp of the rounded
+// exponent.
 double relative_exp(const float* logits, int32_t n, float l_max, double t, double* e, double* x);
+
+// The sum of e[0..n) in the blocked order of kernels/common/blocked_scan.h (the order the device
+// sampler's thread block sums Z in). scratch: [scan_chunks(n)] doubles.
+double blocked_total(const double* e, int32_t n, double* scratch);
 
 // The same definition for a single logit (used when only a few tokens need it).
 double relative_exp_one(float logit, float l_max, double t);

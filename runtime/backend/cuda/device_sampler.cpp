@@ -24,6 +24,7 @@ struct DeviceSampler::State {
   size_t sort_bytes = 0;    // CUB scratch for the current row's keys
   DeviceBuffer logits;      // [capacity] staged host logits
   DeviceBuffer e, keys, sorted, sort_tmp, ids, probs;
+  DeviceBuffer scan;        // [process_scan_doubles(capacity)] the block scans' scratch
   DeviceBuffer stats;       // one cuda::RowStats
   DeviceBuffer token;       // one int32
 };
@@ -67,6 +68,7 @@ void DeviceSampler::run(const float* logits, int32_t n, const SamplerConfig& cfg
     s.sorted.grow(un * sizeof(uint64_t));
     s.ids.grow(un * sizeof(int32_t));
     s.probs.grow(un * sizeof(double));
+    s.scan.grow(cuda::process_scan_doubles(n) * sizeof(double));
     s.stats.grow(sizeof(cuda::RowStats));
     s.token.grow(sizeof(int32_t));
     s.capacity = n;
@@ -90,6 +92,7 @@ void DeviceSampler::run(const float* logits, int32_t n, const SamplerConfig& cfg
   sc.sort_tmp = s.sort_tmp.get();
   sc.sort_bytes = s.sort_bytes;
   sc.stats = s.stats.get<cuda::RowStats>();
+  sc.scan = s.scan.get<double>();
   cuda::launch_process_row(dl, n, static_cast<double>(cfg.temperature), cfg.top_k,
                            static_cast<double>(cfg.top_p), static_cast<double>(cfg.min_p), sc,
                            s.ids.get<int32_t>(), s.probs.get<double>(), s.stream);
@@ -139,7 +142,7 @@ int32_t DeviceSampler::sample(const float* logits, int32_t n, const SamplerConfi
   if (!is_greedy(cfg))
     cuda::launch_draw_row(s_->probs.get<double>(), s_->ids.get<int32_t>(),
                           s_->stats.get<cuda::RowStats>(), cfg.seed, stream, step, kLaneToken,
-                          s_->token.get<int32_t>(), s_->stream);
+                          s_->scan.get<double>(), s_->token.get<int32_t>(), s_->stream);
   SSD_CUDA_CHECK(cudaStreamSynchronize(s_->stream));
   check_row(n, cfg);
   int32_t token = -1;

@@ -27,6 +27,7 @@ struct DeviceVerifier::State {
   DeviceBuffer best;             // [rows] int32 argmaxes
   // Sampled trees: per-row process() outputs, then their CSR packing.
   DeviceBuffer e, keys, sorted, sort_tmp;  // one row's scratch ([vocab])
+  DeviceBuffer scan;             // one row's block-scan scratch (process_scan_doubles(vocab))
   DeviceBuffer ids, probs;       // [rows, vocab] each row's kept list at its start
   DeviceBuffer stats;            // [rows] cuda::RowStats
   DeviceBuffer p_off;            // [rows + 1] int64
@@ -123,6 +124,7 @@ VerifyResult DeviceVerifier::sampled_tree(const DraftTree& tree, const float* lo
   s.sorted.grow(uv * sizeof(uint64_t));
   const size_t sort_bytes = cuda::process_sort_scratch_bytes(vocab);
   s.sort_tmp.grow(sort_bytes);
+  s.scan.grow(cuda::process_scan_doubles(vocab) * sizeof(double));
   s.ids.grow(ur * uv * sizeof(int32_t));
   s.probs.grow(ur * uv * sizeof(double));
   s.stats.grow(ur * sizeof(cuda::RowStats));
@@ -132,6 +134,7 @@ VerifyResult DeviceVerifier::sampled_tree(const DraftTree& tree, const float* lo
   sc.sorted = s.sorted.get<uint64_t>();
   sc.sort_tmp = s.sort_tmp.get();
   sc.sort_bytes = sort_bytes;
+  sc.scan = s.scan.get<double>();
   for (int32_t r = 0; r < rows; ++r) {
     sc.stats = s.stats.get<cuda::RowStats>() + r;
     cuda::launch_process_row(dl + static_cast<size_t>(r) * uv, vocab,

@@ -27,6 +27,7 @@ void DominoSampledWalk::run(DominoWalkArgs a, const DominoWalkCall& call, cudaSt
       {&keys_, uvd * sizeof(uint64_t)},
       {&sorted_, uvd * sizeof(uint64_t)},
       {&sort_tmp_, std::max<size_t>(sort_bytes, 1)},
+      {&scan_, process_scan_doubles(n) * sizeof(double)},
       {&off_, (urows + 1) * sizeof(int64_t)},
       {&packed_ids_, urows * uvd * sizeof(int32_t)},
       {&packed_probs_, urows * uvd * sizeof(double)}};
@@ -57,6 +58,7 @@ void DominoSampledWalk::run(DominoWalkArgs a, const DominoWalkCall& call, cudaSt
   sc.sorted = sorted_.get<uint64_t>();
   sc.sort_tmp = sort_tmp_.get();
   sc.sort_bytes = sort_bytes;
+  sc.scan = scan_.get<double>();
   for (int64_t i = 0; i < max_k; ++i) {
     launch_domino_walk_step(a, i, greedy_.get<uint8_t>(), s);
     for (int64_t c = 0; c < chains; ++c) {
@@ -72,7 +74,7 @@ void DominoSampledWalk::run(DominoWalkArgs a, const DominoWalkCall& call, cudaSt
                          w.cfg.top_k, static_cast<double>(w.cfg.top_p),
                          static_cast<double>(w.cfg.min_p), sc, ids, probs, s);
       launch_draw_row(probs, ids, sc.stats, w.cfg.seed, w.stream,
-                      w.step + static_cast<uint32_t>(i), kLaneDominoDraft,
+                      w.step + static_cast<uint32_t>(i), kLaneDominoDraft, sc.scan,
                       tokens_.get<int32_t>() + row, s);
     }
   }

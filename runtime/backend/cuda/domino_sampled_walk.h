@@ -43,6 +43,7 @@ class DominoSampledWalk {
   DeviceBuffer ids_, probs_;       // [rows, Vd] each row's list, in place
   DeviceBuffer e_, keys_, sorted_; // [Vd] one row's processing scratch (rows run in order)
   DeviceBuffer sort_tmp_;          // CUB's
+  DeviceBuffer scan_;              // [process_scan_doubles(Vd)] the block scans' scratch
   DeviceBuffer off_, packed_ids_, packed_probs_;  // the CSR lists: [rows + 1], [rows * Vd] x 2
   std::vector<uint8_t> greedy_host_;
 };

@@ -11,16 +11,19 @@
 #include <vector>
 
 #include "kernels/common/process_math.h"
+#include "kernels/common/row_math.h"
 #include "runtime/sampling/philox.h"
 #include "runtime/sampling/sampler.h"
 #include "runtime/sampling/vocab_scan.h"
+#include "tests/unit/device_math/block_scan_emulation.h"
 
 namespace ssd {
 namespace {
 
 namespace hd = kernels::hd;
 
-// What kernels/cuda/device_sampler.cu does, step for step, with std::sort for the device sort.
+// What kernels/cuda/device_sampler.cu does, step for step, with std::sort for the device sort
+// and the block's sums and searches emulated (block_scan_emulation.h).
 ProcessedDist process_as_device(const std::vector<float>& l, const SamplerConfig& cfg) {
   const int64_t n = static_cast<int64_t>(l.size());
   float l_max = -INFINITY;
@@ -41,18 +44,32 @@ ProcessedDist process_as_device(const std::vector<float>& l, const SamplerConfig
   const int64_t n_cand =
       top_k_path ? cfg.top_k : std::find(keys.begin(), keys.end(), hd::kNoKey) - keys.begin();
   auto e_of = [&](int64_t i) { return e[hd::order_key_id(keys[i])]; };
-  double z;  // step 4
-  if (top_k_path) {
-    z = hd::list_sum(n_cand, e_of);
-  } else {
-    double s4[4];
-    for (int lane = 0; lane < 4; ++lane)
-      s4[lane] = hd::z_lane_partial(n, [&](int64_t i) { return e[i]; }, lane);
-    z = hd::z_combine(s4, n, [&](int64_t i) { return e[i]; });
+  auto e_by_id = [&](int64_t i) { return e[i]; };
+  // Steps 4-6 as the select kernel's block of kRowThreads shares them (block_scan.cuh).
+  constexpr int kThreads = hd::kRowThreads;
+  const std::vector<double> pre = testing::block_chunk_prefix(n_cand, e_of, kThreads);
+  const double z = top_k_path
+                       ? hd::blocked_sum(pre.data(), n_cand, e_of)
+                       : hd::blocked_sum(testing::block_chunk_prefix(n, e_by_id, kThreads).data(),
+                                         n, e_by_id);  // step 4
+  int64_t keep = top_p < 1 ? testing::block_top_p_count(pre.data(), n_cand, e_of,
+                                                         hd::dmul_rn(top_p, z), kThreads)
+                           : n_cand;  // step 5
+  if (top_k_path && min_p > 0) {  // the block's smallest index below min_p
+    int64_t below = keep;
+    for (int64_t i = 0; i < keep; ++i)
+      if (!(e_of(i) >= min_p)) below = std::min(below, i);
+    keep = below;
   }
-  const int64_t keep =
-      hd::kept_count(n_cand, e_of, top_p, z, min_p, top_k_path && min_p > 0);  // step 5
-  const double sum = hd::list_sum(keep, e_of);  // step 6
+  if (keep > 1) {  // the block's largest index with e != 0
+    int64_t last = 0;
+    for (int64_t i = 0; i < keep; ++i)
+      if (e_of(i) != 0) last = i;
+    keep = last + 1;
+  }
+  EXPECT_EQ(keep, hd::kept_count(pre.data(), n_cand, e_of, top_p, z, min_p,
+                                 top_k_path && min_p > 0));
+  const double sum = hd::blocked_sum(pre.data(), keep, e_of);  // step 6
   ProcessedDist d;
   for (int64_t i = 0; i < keep; ++i) d.tokens.push_back({hd::order_key_id(keys[i]), e_of(i) / sum});
   return d;
@@ -110,7 +127,7 @@ TEST(ProcessTwin, DevicePlanBuildsTheSamplersListBitForBit) {
   EXPECT_GT(cases, 1000);
 }
 
-// The draw: inverse CDF over the list (total summed in list order) gives ssd::sample's token for
+// The draw: the block's inverse CDF over the list (blocked order) gives ssd::sample's token for
 // the same Philox uniform, so the device's token equals Sampler::sample's.
 TEST(ProcessTwin, DeviceDrawEqualsTheSamplersDraw) {
   std::mt19937 rng(12);
@@ -122,32 +139,16 @@ TEST(ProcessTwin, DeviceDrawEqualsTheSamplersDraw) {
                                     SamplerConfig{0.6f, 0, 1.0f, 0.0f, 9}}) {
       const ProcessedDist d = process_as_device(l, cfg);
       auto p = [&](int64_t i) { return d.tokens[i].prob; };
-      const double total = hd::list_sum(static_cast<int64_t>(d.size()), p);
+      const int64_t n = static_cast<int64_t>(d.size());
+      const std::vector<double> pre = testing::block_chunk_prefix(n, p, hd::kRowThreads);
       const Sampler s(cfg);
       for (uint32_t step = 0; step < 300; ++step) {
         const double u = hd::philox_uniform(cfg.seed, 17, step, kLaneToken);
-        const int64_t i = hd::inverse_cdf(static_cast<int64_t>(d.size()), p, u, total);
+        const int64_t i = testing::block_inverse_cdf(pre.data(), n, p, u, hd::kRowThreads);
         ASSERT_EQ(d.tokens[i].id, s.sample(l.data(), vocab, 17, step))
             << "kind " << kind << " step " << step;
       }
     }
-  }
-}
-
-// Z in relative_exp's order from four lane partials equals relative_exp's own Z, at awkward
-// lengths (n % 4 = 1, 2, 3 leaves a tail).
-TEST(ProcessTwin, FourLaneZIsRelativeExpsZ) {
-  std::mt19937 rng(13);
-  for (const int32_t n : {1, 2, 3, 4, 5, 6, 7, 111, 1001, 49152, 50257}) {
-    const std::vector<float> l = logits_of(3, n, rng);
-    const float l_max = sampling_detail::max_logit(l.data(), n);
-    if (!(l_max > -INFINITY)) continue;
-    std::vector<double> e(n), x(n);
-    const double want = sampling_detail::relative_exp(l.data(), n, l_max, 0.9, e.data(), x.data());
-    auto ev = [&](int64_t i) { return e[i]; };
-    double s4[4];
-    for (int lane = 0; lane < 4; ++lane) s4[lane] = hd::z_lane_partial(n, ev, lane);
-    EXPECT_EQ(hd::f64_bits(hd::z_combine(s4, n, ev)), hd::f64_bits(want)) << "n " << n;
   }
 }
 

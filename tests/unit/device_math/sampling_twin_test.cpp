@@ -3,10 +3,12 @@
 // so that the device draws the same tokens as the CPU, so every comparison is exact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "kernels/common/blocked_scan.h"
 #include "kernels/common/sampling_math.h"
 #include "runtime/sampling/philox.h"
 #include "runtime/sampling/sampler.h"
@@ -54,21 +56,23 @@ std::vector<float> random_logits(int32_t n, std::mt19937& rng, float sigma) {
   return l;
 }
 
-// Inverse CDF over a processed list, and the top-p count over the sorted e, give what the CPU
-// sampler gives, for many uniforms and settings (vocabulary 1000 and 49152).
+// The blocked inverse CDF over a processed list, and the blocked top-p count over the sorted e,
+// give what the CPU sampler gives, for many uniforms and settings (vocabulary 1000 and 49152).
 TEST(SamplingTwin, InverseCdfAndTopPCountMatchTheSampler) {
+  namespace hd = kernels::hd;
   std::mt19937 rng(3);
   for (int32_t vocab : {1000, 49152}) {
     for (float top_p : {1.0f, 0.9f, 0.5f}) {
       SamplerConfig cfg{.temperature = 0.8f, .top_p = top_p, .seed = 7};
       const auto logits = random_logits(vocab, rng, 3.0f);
       const ProcessedDist d = process(logits.data(), vocab, cfg);
-      double total = 0;
-      for (const auto& t : d.tokens) total += t.prob;
+      const auto n = static_cast<int64_t>(d.size());
+      auto p = [&](int64_t k) { return d.tokens[k].prob; };
+      std::vector<double> pre(static_cast<size_t>(hd::scan_chunks(n)));
+      hd::chunk_prefix(n, p, pre.data());
       for (uint32_t step = 0; step < 500; ++step) {
         const double u = philox_uniform(cfg.seed, 0, step, kLaneToken);
-        const int64_t i = kernels::hd::inverse_cdf(
-            static_cast<int64_t>(d.size()), [&](int64_t k) { return d.tokens[k].prob; }, u, total);
+        const int64_t i = hd::blocked_inverse_cdf(pre.data(), n, p, u);
         ASSERT_EQ(d.tokens[i].id, sample(d, u)) << "vocab " << vocab << " step " << step;
       }
       if (top_p < 1) {
@@ -79,11 +83,13 @@ TEST(SamplingTwin, InverseCdfAndTopPCountMatchTheSampler) {
         const double z =
             sampling_detail::relative_exp(logits.data(), vocab, l_max, cfg.temperature, e.data(),
                                           x.data());
-        for (int32_t k = 0; k < vocab; ++k) keys.push_back(kernels::hd::order_key(logits[k], k));
+        for (int32_t k = 0; k < vocab; ++k) keys.push_back(hd::order_key(logits[k], k));
         std::sort(keys.begin(), keys.end());
-        const int64_t keep = kernels::hd::top_p_count(
-            vocab, [&](int64_t k) { return e[kernels::hd::order_key_id(keys[k])]; }, top_p * z);
-        ASSERT_EQ(keep, static_cast<int64_t>(d.size())) << "vocab " << vocab << " p " << top_p;
+        auto e_of = [&](int64_t k) { return e[hd::order_key_id(keys[k])]; };
+        std::vector<double> list_pre(static_cast<size_t>(hd::scan_chunks(vocab)));
+        hd::chunk_prefix(vocab, e_of, list_pre.data());
+        const int64_t keep = hd::blocked_top_p_count(list_pre.data(), vocab, e_of, top_p * z);
+        ASSERT_EQ(keep, n) << "vocab " << vocab << " p " << top_p;
       }
     }
   }
