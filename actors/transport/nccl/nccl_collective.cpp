@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstddef>
+
 #include "actors/transport/nccl/nccl_bootstrap.h"
 #include "actors/transport/nccl/nccl_check.h"
 #include "kernels/common/exchange_math.h"
@@ -14,6 +17,19 @@ void sum_in_rank_order(const float* gathered, int ranks, int64_t count, float* o
   if (ranks <= 0) return;
   for (int64_t i = 0; i < count; ++i)
     out[i] = kernels::hd::rank_order_sum(gathered, ranks, count, i);
+}
+
+std::vector<StagedRound> staged_rounds(const int64_t* counts, int ranks, int64_t step) {
+  SSD_ASSERT(step > 0);
+  int64_t most = 0;
+  for (int r = 0; r < ranks; ++r) most = std::max(most, counts[r]);
+  std::vector<StagedRound> rounds;
+  for (int64_t at = 0; at < most; at += step) {
+    StagedRound round{at, std::vector<int64_t>(static_cast<size_t>(ranks))};
+    for (int r = 0; r < ranks; ++r) round.n[r] = std::clamp<int64_t>(counts[r] - at, 0, step);
+    rounds.push_back(std::move(round));
+  }
+  return rounds;
 }
 
 bool is_device_pointer(const void* p) {
@@ -33,6 +49,12 @@ NcclCollective::NcclCollective(const MpiComm& group, NcclCollectiveOptions optio
   const std::vector<ncclUniqueId> ids = broadcast_unique_ids(group, 0, 1);
   comm_ = NcclComm::start(ids[0], size_, rank_, WaitSubject{world_rank, -1, opt_.name, {}});
   comm_.wait_ready(opt_.timeout);
+  // Everything the host path needs, now: see the top of nccl_collective.h.
+  SSD_CHECK(opt_.staging_bytes >= sizeof(float), "{}: NCCL staging of {} bytes is too small",
+            opt_.name, opt_.staging_bytes);
+  SSD_CUDA_CHECK(cudaMalloc(&stage_mine_, opt_.staging_bytes));
+  SSD_CUDA_CHECK(cudaMalloc(&stage_all_, opt_.staging_bytes * static_cast<size_t>(size_)));
+  SSD_CUDA_CHECK(cudaEventCreateWithFlags(&external_done_, cudaEventDisableTiming));
 }
 
 // The communicator's device current on the calling thread: the TP collective is called from a
@@ -45,8 +67,6 @@ cudaStream_t NcclCollective::host_stream() {
   // device), without a host wait.
   cudaStream_t s = comm_.stream();
   if (external_) {
-    if (!external_done_)
-      SSD_CUDA_CHECK(cudaEventCreateWithFlags(&external_done_, cudaEventDisableTiming));
     SSD_CUDA_CHECK(cudaEventRecord(external_done_, external_));
     SSD_CUDA_CHECK(cudaStreamWaitEvent(s, external_done_, 0));
     external_ = nullptr;
@@ -57,18 +77,8 @@ cudaStream_t NcclCollective::host_stream() {
 NcclCollective::~NcclCollective() {
   (void)cudaSetDevice(device_);
   if (external_done_) cudaEventDestroy(external_done_);
-  for (void* p : scratch_)
-    if (p) cudaFree(p);
-}
-
-void* NcclCollective::scratch(int slot, size_t bytes) {
-  if (scratch_bytes_[slot] < bytes) {
-    if (scratch_[slot]) SSD_CUDA_CHECK(cudaFree(scratch_[slot]));
-    scratch_[slot] = nullptr;
-    SSD_CUDA_CHECK(cudaMalloc(&scratch_[slot], bytes));
-    scratch_bytes_[slot] = bytes;
-  }
-  return scratch_[slot];
+  if (stage_mine_) cudaFree(stage_mine_);
+  if (stage_all_) cudaFree(stage_all_);
 }
 
 void NcclCollective::enqueued(const std::string& what) {
@@ -92,36 +102,47 @@ void NcclCollective::copy_to_host(void* dst, const void* src, size_t bytes, cuda
 void NcclCollective::allreduce_sum(float* data, int64_t count) {
   use_device();
   if (count <= 0) return;
-  const size_t bytes = static_cast<size_t>(count) * sizeof(float);
   const bool on_device = is_device_pointer(data);
   cudaStream_t s = host_stream();
   const std::string what = fmt::format("allreduce of {} floats", count);
-  if (opt_.order == ReduceOrder::kNccl) {
-    float* buf = on_device ? data : static_cast<float*>(scratch(0, bytes));
-    if (!on_device)
-      SSD_CUDA_CHECK(cudaMemcpyAsync(buf, data, bytes, cudaMemcpyHostToDevice, s));
-    SSD_NCCL_CHECK(ncclAllReduce(buf, buf, static_cast<size_t>(count), ncclFloat, ncclSum,
+  if (opt_.order == ReduceOrder::kNccl && on_device) {
+    SSD_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat, ncclSum,
                                  comm_.get(), s));
     enqueued(what);
-    wait(what);  // under the deadline first: see copy_to_host
-    if (!on_device) copy_to_host(data, buf, bytes, s);
+    wait(what);
     return;
   }
-  // Rank order: gather every contribution, add on the host in rank order.
-  float* in = on_device ? data : static_cast<float*>(scratch(0, bytes));
-  float* all = static_cast<float*>(scratch(1, bytes * static_cast<size_t>(size_)));
-  if (!on_device) SSD_CUDA_CHECK(cudaMemcpyAsync(in, data, bytes, cudaMemcpyHostToDevice, s));
-  SSD_NCCL_CHECK(ncclAllGather(in, all, static_cast<size_t>(count), ncclFloat, comm_.get(), s));
-  enqueued(what);
-  wait(what);  // under the deadline first: see copy_to_host
-  host_gather_.resize(static_cast<size_t>(count) * static_cast<size_t>(size_));
-  copy_to_host(host_gather_.data(), all, bytes * static_cast<size_t>(size_), s);
-  if (on_device) {
-    std::vector<float> sum(static_cast<size_t>(count));
-    sum_in_rank_order(host_gather_.data(), size_, count, sum.data());
-    SSD_CUDA_CHECK(cudaMemcpy(data, sum.data(), bytes, cudaMemcpyHostToDevice));
-  } else {
-    sum_in_rank_order(host_gather_.data(), size_, count, data);
+  const int64_t step = staged_floats();
+  float* mine = static_cast<float*>(stage_mine_);
+  float* all = static_cast<float*>(stage_all_);
+  for (int64_t at = 0; at < count; at += step) {  // one chunk of the staging at a time
+    const int64_t n = std::min(step, count - at);
+    const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+    const float* in = on_device ? data + at : mine;
+    if (!on_device)
+      SSD_CUDA_CHECK(cudaMemcpyAsync(mine, data + at, bytes, cudaMemcpyHostToDevice, s));
+    if (opt_.order == ReduceOrder::kNccl) {  // host data: NCCL's sum in the staging
+      SSD_NCCL_CHECK(ncclAllReduce(mine, mine, static_cast<size_t>(n), ncclFloat, ncclSum,
+                                   comm_.get(), s));
+      enqueued(what);
+      wait(what);  // under the deadline first: see copy_to_host
+      copy_to_host(data + at, mine, bytes, s);
+      continue;
+    }
+    // Rank order: gather every contribution, add on the host in rank order.
+    SSD_NCCL_CHECK(ncclAllGather(in, all, static_cast<size_t>(n), ncclFloat, comm_.get(), s));
+    enqueued(what);
+    wait(what);  // under the deadline first: see copy_to_host
+    host_gather_.resize(static_cast<size_t>(n) * static_cast<size_t>(size_));
+    copy_to_host(host_gather_.data(), all, bytes * static_cast<size_t>(size_), s);
+    if (!on_device) {
+      sum_in_rank_order(host_gather_.data(), size_, n, data + at);
+      continue;
+    }
+    host_sum_.resize(static_cast<size_t>(n));
+    sum_in_rank_order(host_gather_.data(), size_, n, host_sum_.data());
+    SSD_CUDA_CHECK(cudaMemcpyAsync(data + at, host_sum_.data(), bytes, cudaMemcpyHostToDevice, s));
+    SSD_CUDA_CHECK(cudaStreamSynchronize(s));  // host_sum_ is reused by the next chunk
   }
 }
 
@@ -132,18 +153,40 @@ void NcclCollective::allgatherv(const float* in, const int64_t* counts, float* o
   if (total == 0) return;
   const bool in_dev = is_device_pointer(in), out_dev = is_device_pointer(out);
   cudaStream_t s = host_stream();
-  const size_t mine = static_cast<size_t>(counts[rank_]) * sizeof(float);
-  const float* src = in;
-  if (!in_dev && mine > 0) {
-    src = static_cast<const float*>(scratch(0, mine));
-    SSD_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(src), in, mine,
-                                        cudaMemcpyHostToDevice, s));
-  }
-  float* dst = out_dev ? out : static_cast<float*>(scratch(1, total * sizeof(float)));
-  enqueue_allgatherv(src, counts, dst, s);
   const std::string what = fmt::format("allgatherv of {} floats", total);
-  wait(what);  // under the deadline first: see copy_to_host
-  if (!out_dev) copy_to_host(out, dst, static_cast<size_t>(total) * sizeof(float), s);
+  if (in_dev && out_dev) {
+    enqueue_allgatherv(in, counts, out, s);
+    wait(what);
+    return;
+  }
+  // Host data: in rounds of the staging, each rank's next piece per round.
+  std::vector<int64_t> start(static_cast<size_t>(size_), 0);  // rank r's block in out
+  for (int r = 1; r < size_; ++r) start[r] = start[r - 1] + counts[r - 1];
+  const int64_t step = staged_floats();
+  float* mine = static_cast<float*>(stage_mine_);
+  float* all = static_cast<float*>(stage_all_);
+  auto bytes_of = [](int64_t n) { return static_cast<size_t>(n) * sizeof(float); };
+  for (const StagedRound& round : staged_rounds(counts, size_, step)) {
+    const int64_t n_mine = round.n[rank_];
+    const float* src = in_dev ? in + round.at : mine;
+    if (!in_dev && n_mine > 0)
+      SSD_CUDA_CHECK(cudaMemcpyAsync(mine, in + round.at, bytes_of(n_mine),
+                                     cudaMemcpyHostToDevice, s));
+    auto dst = [&](int r) { return out_dev ? out + start[r] + round.at : all + r * step; };
+    SSD_NCCL_CHECK(ncclGroupStart());
+    for (int r = 0; r < size_; ++r)
+      if (round.n[r] > 0)
+        SSD_NCCL_CHECK(ncclBroadcast(r == rank_ ? src : dst(r), dst(r),
+                                     static_cast<size_t>(round.n[r]), ncclFloat, r, comm_.get(),
+                                     s));
+    SSD_NCCL_CHECK(ncclGroupEnd());
+    enqueued(what);
+    wait(what);  // under the deadline first: see copy_to_host
+    if (out_dev) continue;
+    for (int r = 0; r < size_; ++r)
+      if (round.n[r] > 0)
+        copy_to_host(out + start[r] + round.at, dst(r), bytes_of(round.n[r]), s);
+  }
 }
 
 void NcclCollective::broadcast(void* data, int64_t bytes, int root) {
@@ -162,15 +205,22 @@ void NcclCollective::broadcast_within(void* data, int64_t bytes, int root,
   if (bytes <= 0) return;
   const bool on_device = is_device_pointer(data);
   cudaStream_t s = host_stream();
-  void* buf = on_device ? data : scratch(0, static_cast<size_t>(bytes));
-  if (!on_device && rank_ == root)
-    SSD_CUDA_CHECK(cudaMemcpyAsync(buf, data, bytes, cudaMemcpyHostToDevice, s));
-  SSD_NCCL_CHECK(ncclBroadcast(buf, buf, static_cast<size_t>(bytes), ncclUint8, root,
-                               comm_.get(), s));
   const std::string what = fmt::format("broadcast of {} bytes from group rank {}", bytes, root);
-  enqueued(what);
-  comm_.wait_stream(what, timeout);  // under the deadline first: see copy_to_host
-  if (!on_device && rank_ != root) copy_to_host(data, buf, static_cast<size_t>(bytes), s);
+  const auto step = static_cast<int64_t>(opt_.staging_bytes);
+  for (int64_t at = 0; at < bytes; at += on_device ? bytes : step) {  // host data: in chunks
+    const int64_t n = on_device ? bytes : std::min(step, bytes - at);
+    auto* buf = static_cast<std::byte*>(on_device ? data : stage_mine_);
+    std::byte* host = static_cast<std::byte*>(data) + at;
+    if (!on_device && rank_ == root)
+      SSD_CUDA_CHECK(
+          cudaMemcpyAsync(buf, host, static_cast<size_t>(n), cudaMemcpyHostToDevice, s));
+    SSD_NCCL_CHECK(ncclBroadcast(buf, buf, static_cast<size_t>(n), ncclUint8, root, comm_.get(),
+                                 s));
+    enqueued(what);
+    // Under the deadline first (see copy_to_host); an idle wait only for the first chunk.
+    comm_.wait_stream(what, at == 0 ? timeout : opt_.timeout);
+    if (!on_device && rank_ != root) copy_to_host(host, buf, static_cast<size_t>(n), s);
+  }
 }
 
 void NcclCollective::enqueue_allgatherv(const float* in, const int64_t* counts, float* out,

@@ -14,7 +14,12 @@
 // has no all-gather with per-rank counts). broadcast is ncclBroadcast of bytes.
 //
 // Pointers may be host or device memory (cudaPointerGetAttributes decides): host data goes
-// through a device staging buffer, so the CPU backend can use this collective too. Every call
+// through device staging buffers, so the CPU backend can use this collective too. The staging
+// (and the event the host path orders itself with) is allocated at construction, never later:
+// a cudaMalloc / cudaFree while NCCL kernels of another communicator wait on a peer (the
+// drafter link's lanes) can block behind them. Host data longer than the staging moves in
+// chunks of it (staged_rounds below), each a collective of its own; every rank derives the
+// same chunks from the same counts and options. Every call
 // waits for its result with the deadline `timeout` (nccl_wait.h); a peer that never joins ends
 // the job with a message naming the operation.
 //
@@ -27,6 +32,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "actors/transport/mpi_world.h"
@@ -42,7 +48,21 @@ struct NcclCollectiveOptions {
   ReduceOrder order = ReduceOrder::kRankOrder;
   std::chrono::milliseconds timeout{120000};  // any one collective, and the communicator's set-up
   std::string name = "target TP group";       // for messages
+  // Host-path staging: this many bytes for this rank's data, ranks x this many for the gathered
+  // data, allocated at construction; larger host transfers go in chunks (the same on every rank).
+  size_t staging_bytes = size_t{8} << 20;
 };
+
+// One chunk of a host-staged gather: every rank r moves its entries [at, at + n[r]) (n[r] <=
+// step, 0 when rank r has no entries there).
+struct StagedRound {
+  int64_t at = 0;
+  std::vector<int64_t> n;  // [ranks]
+};
+// The chunks of a gather of counts[0..ranks) floats staged `step` floats per rank: round k
+// covers every rank's entries [k step, (k + 1) step); none when every count is 0. step > 0.
+// Pure (tested).
+std::vector<StagedRound> staged_rounds(const int64_t* counts, int ranks, int64_t step);
 
 class NcclCollective final : public Collective, public StreamCollective {
  public:
@@ -68,8 +88,9 @@ class NcclCollective final : public Collective, public StreamCollective {
   void wait(void* stream, const std::string& what) override;
 
  private:
-  // Device memory for `bytes` (grow-only scratch; slot 0 input, slot 1 output).
-  void* scratch(int slot, size_t bytes);
+  int64_t staged_floats() const {
+    return static_cast<int64_t>(opt_.staging_bytes / sizeof(float));
+  }
   void enqueued(const std::string& what);  // after each NCCL call (non-blocking enqueue)
   // The stream of a host-path call: comm_.stream(), ordered after the stream operations still
   // queued on the last caller stream (external_).
@@ -87,9 +108,10 @@ class NcclCollective final : public Collective, public StreamCollective {
   int size_ = 1;
   int device_ = 0;  // the current device at construction: the communicator's
   NcclComm comm_;
-  void* scratch_[2] = {nullptr, nullptr};
-  size_t scratch_bytes_[2] = {0, 0};
-  std::vector<float> host_gather_;  // [size, count] for the rank-order sum
+  void* stage_mine_ = nullptr;  // [staging_bytes] this rank's host data, on the device
+  void* stage_all_ = nullptr;   // [size, staging_bytes] the gathered chunk
+  std::vector<float> host_gather_;  // [size, chunk] for the rank-order sum
+  std::vector<float> host_sum_;     // [chunk] a device buffer's rank-order sum
   cudaStream_t external_ = nullptr;      // the caller stream of the last stream operation
   cudaEvent_t external_done_ = nullptr;  // recorded on it by host_stream()
 };

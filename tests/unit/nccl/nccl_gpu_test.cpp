@@ -1,5 +1,6 @@
 // NCCL on a real GPU, in one process (MPI's singleton start: a group of one): the collective
-// bootstraps its communicator and its operations are the identity on host and device buffers,
+// bootstraps its communicator and its operations are the identity on host and device buffers
+// (host data longer than the staging too, moved in chunks),
 // and the transport forms with no lanes; a tensor-parallel Transformer over it (a group of one,
 // exchanges on the CUDA backend's stream, inside its graphs) gives the logits of the same model
 // without TP, bit for bit, while its forwards are measured, captured and replayed. Each case
@@ -9,6 +10,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -56,6 +58,40 @@ TEST_F(NcclGpu, CollectiveOfOneIsTheIdentity) {
   ASSERT_EQ(cudaMemcpy(back.data(), dev, 12, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(back, x);
   cudaFree(dev);
+}
+
+// Host data longer than the staging (allocated at construction) moves in chunks: with 16 bytes
+// of staging, 37 floats take 10 rounds and still come back whole, in every reduce order, for
+// host and device buffers, and a 50-byte broadcast takes 4.
+TEST_F(NcclGpu, HostDataLongerThanTheStagingMovesInChunks) {
+  for (const ReduceOrder order : {ReduceOrder::kRankOrder, ReduceOrder::kNccl}) {
+    NcclCollective c(*world_, {.order = order,
+                               .timeout = std::chrono::milliseconds(30000),
+                               .staging_bytes = 16});
+    std::vector<float> x(37);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * static_cast<float>(i) - 3.0f;
+    std::vector<float> y = x;
+    c.allreduce_sum(y.data(), static_cast<int64_t>(y.size()));
+    EXPECT_EQ(y, x);
+    const int64_t counts[] = {37};
+    std::vector<float> out(37, 0.0f);
+    c.allgatherv(x.data(), counts, out.data());
+    EXPECT_EQ(out, x);
+    float* dev = nullptr;
+    ASSERT_EQ(cudaMalloc(&dev, x.size() * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dev, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice),
+              cudaSuccess);
+    c.allreduce_sum(dev, static_cast<int64_t>(x.size()));  // device data, staged gather
+    std::fill(out.begin(), out.end(), 0.0f);
+    c.allgatherv(dev, counts, out.data());  // device in, host out
+    EXPECT_EQ(out, x);
+    cudaFree(dev);
+    std::vector<char> bytes(50);
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7);
+    const std::vector<char> want = bytes;
+    c.broadcast(bytes.data(), static_cast<int64_t>(bytes.size()), 0);
+    EXPECT_EQ(bytes, want);
+  }
 }
 
 TEST_F(NcclGpu, TpForwardWithDeviceExchangesReplaysAsTheEagerForward) {

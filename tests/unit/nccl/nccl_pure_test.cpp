@@ -217,5 +217,32 @@ TEST(NcclCollectiveMath, RankOrderSumIsTheDocumentedOrder) {
   EXPECT_EQ(out[1], 9.f);
 }
 
+// The host path's chunks of a gather: every rank's entries covered once, in order, no piece
+// longer than the staging, and the same rounds whoever computes them (they depend on the counts
+// and the step only).
+TEST(NcclCollectiveMath, StagedRoundsCoverEveryRanksEntriesOnce) {
+  const int64_t counts[] = {10, 0, 3, 7};
+  const std::vector<StagedRound> rounds = staged_rounds(counts, 4, 4);
+  ASSERT_EQ(rounds.size(), 3u);  // the longest block, 10 entries, in 4 + 4 + 2
+  std::vector<int64_t> covered(4, 0);
+  for (size_t k = 0; k < rounds.size(); ++k) {
+    EXPECT_EQ(rounds[k].at, static_cast<int64_t>(k) * 4);
+    ASSERT_EQ(rounds[k].n.size(), 4u);
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_LE(rounds[k].n[r], 4);
+      if (rounds[k].n[r] > 0) {
+        EXPECT_EQ(covered[r], rounds[k].at) << "rank " << r;  // in order
+      }
+      covered[r] += rounds[k].n[r];
+    }
+  }
+  EXPECT_EQ(covered, (std::vector<int64_t>{10, 0, 3, 7}));
+  EXPECT_EQ(rounds[2].n, (std::vector<int64_t>{2, 0, 0, 0}));
+  const int64_t none[] = {0, 0};
+  EXPECT_TRUE(staged_rounds(none, 2, 8).empty());
+  const int64_t one[] = {5};
+  EXPECT_EQ(staged_rounds(one, 1, 1).size(), 5u);  // one float per round
+}
+
 }  // namespace
 }  // namespace ssd
