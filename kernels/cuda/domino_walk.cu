@@ -13,8 +13,9 @@
 //   token = argmax(final)          block reduction by argmax_better, mapped to a target id
 //   s     = GRU(s, emb(token))     embedding decoded from the file bytes (dequant.h), then the
 //                                  gate rows one warp each, then one thread per state unit
-// Every dot product runs in the batch-invariant matmul's order (matmul.cu), so the fused walk
-// gives the bits the CUDA backend's op-by-op head would. Per-chain scratch (state, embedding,
+// Every dot product runs in the batch-invariant matmul's order (matmul.cu) over the head's
+// stored values (F32, F16, BF16 or quantised, decoded per element as matmul.cu decodes them), so
+// the fused walk gives the bits the CUDA backend's op-by-op head would. Per-chain scratch (state, embedding,
 // gates, mid) lives in global memory, which keeps any d / g / r legal; a block only reads what
 // it wrote after a barrier. The weights are re-read by every chain's block; L2 absorbs that for
 // the small chain counts of drafting. Not yet run on a GPU (none on the build machine).
@@ -39,13 +40,15 @@ __device__ float warp_sum(float acc) {
   return acc;
 }
 
-// y[row] = W[row] . x for rows < rows, one warp per row; lane 0 hands each result to `store`.
+// y[row] = W[row] . x for rows < rows, one warp per row, W decoded from its stored type; lane 0
+// hands each result to `store`.
 template <class X, class Store>
-__device__ void warp_rows(const uint16_t* w, int64_t rows, int64_t cols, X&& x, Store&& store) {
+__device__ void warp_rows(const WalkMatrix& w, int64_t rows, int64_t cols, X&& x, Store&& store) {
   const int lane = static_cast<int>(threadIdx.x) % hd::kDotLanes;
   for (int64_t row = threadIdx.x / hd::kDotLanes; row < rows; row += kWarps) {
-    const uint16_t* wr = w + row * cols;
-    auto wc = [wr](int64_t c) { return hd::bf16_to_fp32(wr[c]); };
+    const uint8_t* wr = w.data + row * w.row_bytes;
+    const DType type = w.type;
+    auto wc = [wr, type](int64_t c) { return hd::dequant_elem(type, wr, c); };
     const float v = warp_sum(hd::lane_dot(wc, x, cols, lane));
     if (lane == 0) store(row, v);
   }

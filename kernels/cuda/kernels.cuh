@@ -131,14 +131,22 @@ void launch_silu(float* m, int64_t count, cudaStream_t s);
 // The fused greedy Domino walk (domino_walk.cu; runtime/backend/domino_walk_call.h has the
 // call's meaning): one block of threads per chain walks all its positions, GRU step, low-rank
 // correction, base add and argmax, without returning to the host.
+// A head matrix as the checkpoint stores it (the backend's device copy of the file's bytes):
+// the walk decodes each element with kernels/common/dequant.h, so F32, F16, BF16 and quantised
+// heads multiply their own values, as the op-by-op head's matmul does.
+struct WalkMatrix {
+  const uint8_t* data = nullptr;  // [rows, row_bytes] device
+  DType type = DType::F32;
+  uint64_t row_bytes = 0;
+};
 struct DominoWalkArgs {
   const uint8_t* embd = nullptr;     // [V, embd_row_bytes] the target's embedding file bytes
   DType embd_type = DType::F32;
   uint64_t embd_row_bytes = 0;
-  const uint16_t* w_ih = nullptr;    // [3g, d] BF16
-  const uint16_t* w_hh = nullptr;    // [3g, g] BF16
-  const uint16_t* w1 = nullptr;      // [r, d + g] BF16
-  const uint16_t* w2 = nullptr;      // [Vd, r] BF16
+  WalkMatrix w_ih;                   // [3g, d]
+  WalkMatrix w_hh;                   // [3g, g]
+  WalkMatrix w1;                     // [r, d + g]
+  WalkMatrix w2;                     // [Vd, r]
   const float* b_ih = nullptr;       // [3g]
   const float* b_hh = nullptr;       // [3g]
   const int32_t* vocab_ids = nullptr;  // [Vd] or null

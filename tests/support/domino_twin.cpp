@@ -91,6 +91,5 @@ std::vector<int32_t> domino_twin_walk(const DominoTwinHead& h, float* logits, co
   return tokens;
 }
 
-float bf16_round(float x) { return hd::bf16_to_fp32(hd::fp32_to_bf16(x)); }
 
 }  // namespace ssd::test

@@ -4,9 +4,9 @@
 // twin against DominoHead::walk, tests/unit/spec) and by the CUDA op comparison (the twin
 // against the device kernel, tests/unit/cuda).
 //
-// Weights are plain floats. The device reads BF16 copies of them (the CUDA backend's GEMM
-// weights), so the twin equals the device only for BF16-representable values: a BF16
-// checkpoint, or test values rounded through BF16 (bf16_round()).
+// Weights are plain floats: the checkpoint's values decoded exactly (every F32, F16 and BF16
+// value is a float). The device reads the same values from the stored bytes, so the twin
+// matches it for a head of any of those types.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +37,5 @@ DominoTwinHead domino_twin_head(const DominoCheckpoint& ck, const ModelFile& tar
 std::vector<int32_t> domino_twin_walk(const DominoTwinHead& h, float* logits, const float* hidden,
                                       std::span<const int64_t> first,
                                       std::span<const int32_t> anchors, bool use_head);
-
-// x rounded to the nearest BF16 value (the device's weight copy of x).
-float bf16_round(float x);
 
 }  // namespace ssd::test

@@ -67,8 +67,7 @@
 // invariant_max_tokens (cuBLAS), TP forwards over MPI, and the Domino head's walks (greedy: one
 // fused kernel; sampled: a launch per position with the device sampler's kernels between,
 // domino_sampled_walk.h; neither returns to the host before its end, neither is graphed; both
-// multiply BF16 copies of the head's matrices, so an F32 / F16 head may draft other tokens than
-// on the CPU, with a note on stderr: fused_walks.cpp). A
+// multiply the head's matrices in their stored type: fused_walks.cpp). A
 // run's repeated sizes are captured at start-up by running each twice on a scratch sequence
 // (runtime/model/forward_warmup.h, called by LeaderJob::warm_up), so replay is the normal path
 // from the first request; other sizes are captured at their second use.

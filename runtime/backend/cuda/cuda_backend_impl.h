@@ -120,8 +120,6 @@ class CudaBackend final : public Backend {
   void set_kv_deferred(bool on);
   void flush_kv();
   void leave_region() noexcept;
-  // Once per backend: a note that the fused walk rounds an F32 / F16 head to BF16.
-  void note_bf16_head(const DominoWalkCall& c);
 
   // First call of every op: this backend's device current on the calling thread, no staged
   // pointers left from a previous op.
@@ -152,7 +150,6 @@ class CudaBackend final : public Backend {
   DeviceBuffer xb_;                   // activations in BF16 for the cuBLAS path
   DeviceBuffer walk_scratch_;         // domino_walk: [chains, domino_walk_scratch_floats]
   DeviceBuffer attn_partials_;  // attention: [n, heads, max_chunks, head_dim + 2] split-K parts
-  bool walk_type_noted_ = false;      // note_bf16_head said it
   DominoSampledWalk sampled_walk_;    // domino_walk with samplers
   // The transport of exchanges enqueued since the last download: that download waits through
   // its watchdog (StreamCollective::wait), so a dead peer ends the job instead of hanging.

@@ -3,16 +3,10 @@
 // (GRU step, low-rank correction, argmax) and only the tokens come back. Sampled: a launch per
 // position with the device sampler's kernels between (domino_sampled_walk.h). Neither returns
 // to the host before its end, neither is graphed.
-// Precision: both walks multiply BF16 copies of the head's matrices (W_ih, W_hh, W1, W2: the
-// copies prepare_weight makes for cuBLAS), whatever the checkpoint stores. A BF16 checkpoint
-// loses nothing in the copy; an F32 or F16 one is rounded to BF16, so the walk may draft other
-// tokens than the CPU head (rounding moves an argmax or a draw now and then), which changes
-// acceptance, never the output: the target's verification decides every emitted token. The first walk over such a head says so once on
-// stderr.
+// Precision: both walks multiply the head's matrices (W_ih, W_hh, W1, W2) in the type the
+// checkpoint stores, decoded per element (kernels/common/dequant.h), so an F32 or F16 head
+// drafts with its own values, as the op-by-op head does on this backend.
 // Compiled here against CUDA 13 (no GPU on the build machine): not yet run on a device.
-#include <cstdio>
-#include <string>
-
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kernels.cuh"
 #include "runtime/backend/cuda/cuda_backend_impl.h"
@@ -61,11 +55,14 @@ void CudaBackend::domino_walk(const DominoWalkCall& c) {
   a.embd = c.token_embd->data;
   a.embd_type = c.token_embd->type;
   a.embd_row_bytes = c.token_embd->row_bytes;
-  note_bf16_head(c);
-  a.w_ih = weight(*c.w_ih).bf16.get<uint16_t>();
-  a.w_hh = weight(*c.w_hh).bf16.get<uint16_t>();
-  a.w1 = weight(*c.w1).bf16.get<uint16_t>();
-  a.w2 = weight(*c.w2).bf16.get<uint16_t>();
+  const auto stored = [this](const Weight& w) {
+    weight(w);  // prepared by this backend: w.data are its device bytes
+    return WalkMatrix{w.data, w.type, w.row_bytes};
+  };
+  a.w_ih = stored(*c.w_ih);
+  a.w_hh = stored(*c.w_hh);
+  a.w1 = stored(*c.w1);
+  a.w2 = stored(*c.w2);
   a.b_ih = staging_->in(c.b_ih, static_cast<size_t>(3 * c.g));
   a.b_hh = staging_->in(c.b_hh, static_cast<size_t>(3 * c.g));
   a.vocab_ids = c.vocab_ids ? staging_->in(c.vocab_ids, static_cast<size_t>(c.vd)) : nullptr;
@@ -91,20 +88,6 @@ void CudaBackend::domino_walk(const DominoWalkCall& c) {
   a.tokens = staging_->out(c.tokens, static_cast<size_t>(rows));
   launch_domino_walk(a, stream_);
   staging_->finish();  // the tokens are on the host when this returns
-}
-
-void CudaBackend::note_bf16_head(const DominoWalkCall& c) {
-  if (walk_type_noted_) return;
-  for (const Weight* w : {c.w_ih, c.w_hh, c.w1, c.w2}) {
-    if (w->type == DType::BF16) continue;
-    walk_type_noted_ = true;
-    std::fprintf(stderr,
-                 "ssd: note: the CUDA Domino walk multiplies BF16 copies of the head's %s "
-                 "weights, so it may draft other tokens than the CPU head (acceptance may "
-                 "differ; the output does not: verification decides it)\n",
-                 std::string(dtype_name(w->type)).c_str());
-    return;
-  }
 }
 
 }  // namespace ssd::cuda

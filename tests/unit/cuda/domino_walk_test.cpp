@@ -2,7 +2,8 @@
 // its CPU twin (tests/support/domino_twin.h, itself tested against the CPU head in
 // tests/unit/spec/domino_head_twin_test.cpp), on awkward sizes: d 29, GRU 7, rank 5, Vd 37 (a
 // draft vocabulary of 37 ids out of 50, and the identity case V = Vd = 37), three chains of
-// lengths 5, 1 and 3 in one launch, head on and off. Then the drafter's two paths on one CUDA
+// lengths 5, 1 and 3 in one launch, head on and off, with BF16, F16 and F32 head matrices (the
+// walk multiplies the stored values). Then the drafter's two paths on one CUDA
 // backend: DominoHead::walk_fused against DominoHead::walk on the same rows, predict_top included;
 // and a backbone pass replayed as a CUDA graph against the eager pass, bit for bit.
 // Every case needs a GPU and skips visibly without one; none has run yet (no GPU here).
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/common/half_math.h"
@@ -51,25 +53,38 @@ double top2_gap(const float* row, int64_t n) {
   return s[0] - s[1];
 }
 
-// A BF16 matrix [rows, cols] of random BF16 values; `values` gets them as floats.
-struct Bf16Matrix {
-  std::vector<uint16_t> bits;
+// A head matrix [rows, cols] of random values stored as `type` (F32, F16 or BF16); `values`
+// gets them decoded, as floats (exact for all three types).
+struct StoredMatrix {
+  std::vector<float> f32;
+  std::vector<uint16_t> half;  // F16 or BF16 bits
   std::vector<float> values;
   TensorRef ref;
-  Bf16Matrix(int64_t rows, int64_t cols, float sigma, std::mt19937& rng) {
+  StoredMatrix(int64_t rows, int64_t cols, float sigma, DType type, std::mt19937& rng) {
+    namespace hd = kernels::hd;
     std::normal_distribution<float> nd(0.0f, sigma);
     for (int64_t i = 0; i < rows * cols; ++i) {
-      bits.push_back(kernels::hd::fp32_to_bf16(nd(rng)));
-      values.push_back(kernels::hd::bf16_to_fp32(bits.back()));
+      const float x = nd(rng);
+      if (type == DType::F32) {
+        f32.push_back(x);
+        values.push_back(x);
+      } else if (type == DType::F16) {
+        half.push_back(hd::fp32_to_fp16(x));
+        values.push_back(hd::fp16_to_fp32(half.back()));
+      } else {
+        half.push_back(hd::fp32_to_bf16(x));
+        values.push_back(hd::bf16_to_fp32(half.back()));
+      }
     }
-    ref.type = DType::BF16;
+    ref.type = type;
     ref.ne = {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)};
-    ref.data = reinterpret_cast<const uint8_t*>(bits.data());
-    ref.nbytes = bits.size() * sizeof(uint16_t);
+    ref.data = type == DType::F32 ? reinterpret_cast<const uint8_t*>(f32.data())
+                                  : reinterpret_cast<const uint8_t*>(half.data());
+    ref.nbytes = type == DType::F32 ? f32.size() * sizeof(float) : half.size() * sizeof(uint16_t);
   }
 };
 
-void compare_walk_with_twin(bool draft_vocab, bool use_head) {
+void compare_walk_with_twin(bool draft_vocab, bool use_head, DType type = DType::BF16) {
   const int64_t d = 29, g = 7, r = 5, vd = 37, v = draft_vocab ? 50 : 37;
   std::mt19937 rng(draft_vocab ? 21 : 12);
   std::normal_distribution<float> n01(0.0f, 1.0f);
@@ -81,8 +96,8 @@ void compare_walk_with_twin(bool draft_vocab, bool use_head) {
   std::vector<float> embd(v * d);  // F32 table, decoded exactly on the device
   for (float& x : embd) x = n01(rng);
   twin.embd = embd;
-  Bf16Matrix w_ih(3 * g, d, 1.0f / std::sqrt(29.0f), rng), w_hh(3 * g, g, 0.4f, rng),
-      w1(r, d + g, 0.2f, rng), w2(vd, r, 0.8f, rng);
+  StoredMatrix w_ih(3 * g, d, 1.0f / std::sqrt(29.0f), type, rng), w_hh(3 * g, g, 0.4f, type, rng),
+      w1(r, d + g, 0.2f, type, rng), w2(vd, r, 0.8f, type, rng);
   twin.w_ih = w_ih.values;
   twin.w_hh = w_hh.values;
   twin.w1 = w1.values;
@@ -160,6 +175,12 @@ void compare_walk_with_twin(bool draft_vocab, bool use_head) {
 
 TEST(CudaDominoWalk, FusedWalkEqualsTwinWholeVocabulary) { compare_walk_with_twin(false, true); }
 TEST(CudaDominoWalk, FusedWalkEqualsTwinDraftVocabulary) { compare_walk_with_twin(true, true); }
+// The walk multiplies the head in its stored type: F32 and F16 heads (values BF16 cannot hold)
+// give the twin's tokens and logits too.
+TEST(CudaDominoWalk, FusedWalkKeepsAnF32OrF16HeadsValues) {
+  compare_walk_with_twin(true, true, DType::F32);
+  compare_walk_with_twin(false, true, DType::F16);
+}
 TEST(CudaDominoWalk, FusedWalkHeadOffIsTheBaseArgmax) {
   compare_walk_with_twin(false, false);
   compare_walk_with_twin(true, false);
@@ -181,18 +202,18 @@ struct DeviceHeadRun {
   DominoBackbone::Result res;
   std::vector<DominoChain> chains;
 
-  static test::DominoSpec spec() {
+  static test::DominoSpec spec(DType type) {
     test::DominoSpec sp = test::tiny_domino_spec();
-    sp.type = DType::BF16;
+    sp.type = type;
     for (int32_t t = 2; t < 261; t += 3) sp.cfg.draft_vocab.push_back(t);
     return sp;
   }
-  DeviceHeadRun(uint32_t seed, std::vector<DominoBackbone::Block> bl)
+  DeviceHeadRun(uint32_t seed, std::vector<DominoBackbone::Block> bl, DType type = DType::BF16)
       : file(ModelFile::open(test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32),
                                                    tmp.file("t.gguf")))),
         gpu(make_cuda_backend(0)),
         target(file, *gpu),
-        ck(DominoCheckpoint::open(test::write_domino(spec(), tmp.file("d.safetensors")))),
+        ck(DominoCheckpoint::open(test::write_domino(spec(type), tmp.file("d.safetensors")))),
         bb(ck, target),
         head(ck, target),
         kv(bb.kv_config(256)),
@@ -219,33 +240,37 @@ struct DeviceHeadRun {
 // The Domino head's two paths on one CUDA backend, from the same backbone rows: walk_fused (one
 // launch, rows in device memory) and walk (op by op from host rows), with predict_top asked on
 // one chain (its predicted lists come from the downloaded final rows).
+// A BF16 and an F32 checkpoint: both paths multiply the stored values.
 TEST(CudaDominoWalk, HeadFusedPathEqualsOpByOpPathOnTheDevice) {
   SSD_SKIP_WITHOUT_GPU("DominoHead::walk_fused vs DominoHead::walk on the CUDA backend");
-  DeviceHeadRun run(3, {{-1, 10, {40}, 7}, {-1, 9, {7, 8}, 3}});
-  ASSERT_TRUE(run.head.fused());
-  DraftRequest with_top;
-  with_top.predict_top = 3;
-  run.chains[1].request = &with_top;
-  std::vector<std::vector<float>> want_final, got_final;
-  const auto want = run.head.walk(run.chains, true, &want_final);
-  const auto got = run.head.walk_fused(run.res.dev_logits, run.res.dev_hidden, run.res.offset,
-                                       run.chains, true, &got_final);
-  for (size_t c = 0; c < 2; ++c) {
-    EXPECT_EQ(got[c].tokens, want[c].tokens) << "chain " << c;
-    EXPECT_EQ(got[c].parents, want[c].parents) << "chain " << c;
-    ASSERT_EQ(got[c].predicted.size(), want[c].predicted.size());
-    for (size_t i = 0; i < got[c].predicted.size(); ++i) {
-      ASSERT_EQ(got[c].predicted[i].size(), want[c].predicted[i].size());
-      for (size_t j = 0; j < got[c].predicted[i].size(); ++j)
-        EXPECT_EQ(got[c].predicted[i].tokens[j].id, want[c].predicted[i].tokens[j].id);
-    }
-    std::vector<float> a, b;  // finite entries (the draft ids; -inf elsewhere on both)
-    for (size_t i = 0; i < want_final[c].size(); ++i)
-      if (std::isfinite(want_final[c][i])) {
-        a.push_back(got_final[c][i]);
-        b.push_back(want_final[c][i]);
+  for (const DType type : {DType::BF16, DType::F32}) {
+    SCOPED_TRACE(std::string(dtype_name(type)));
+    DeviceHeadRun run(3, {{-1, 10, {40}, 7}, {-1, 9, {7, 8}, 3}}, type);
+    ASSERT_TRUE(run.head.fused());
+    DraftRequest with_top;
+    with_top.predict_top = 3;
+    run.chains[1].request = &with_top;
+    std::vector<std::vector<float>> want_final, got_final;
+    const auto want = run.head.walk(run.chains, true, &want_final);
+    const auto got = run.head.walk_fused(run.res.dev_logits, run.res.dev_hidden, run.res.offset,
+                                         run.chains, true, &got_final);
+    for (size_t c = 0; c < 2; ++c) {
+      EXPECT_EQ(got[c].tokens, want[c].tokens) << "chain " << c;
+      EXPECT_EQ(got[c].parents, want[c].parents) << "chain " << c;
+      ASSERT_EQ(got[c].predicted.size(), want[c].predicted.size());
+      for (size_t i = 0; i < got[c].predicted.size(); ++i) {
+        ASSERT_EQ(got[c].predicted[i].size(), want[c].predicted[i].size());
+        for (size_t j = 0; j < got[c].predicted[i].size(); ++j)
+          EXPECT_EQ(got[c].predicted[i].tokens[j].id, want[c].predicted[i].tokens[j].id);
       }
-    EXPECT_LT(nmse_max(a.data(), b.data(), a.size()), 1e-5) << "chain " << c;
+      std::vector<float> a, b;  // finite entries (the draft ids; -inf elsewhere on both)
+      for (size_t i = 0; i < want_final[c].size(); ++i)
+        if (std::isfinite(want_final[c][i])) {
+          a.push_back(got_final[c][i]);
+          b.push_back(want_final[c][i]);
+        }
+      EXPECT_LT(nmse_max(a.data(), b.data(), a.size()), 1e-5) << "chain " << c;
+    }
   }
 }
 
