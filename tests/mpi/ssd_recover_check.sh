@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# A dead or hung drafter costs speed, not the run (docs/faults.md, "Recovery"). Run by ctest:
+#   ssd_recover_check.sh SSD_BIN kill|stop|kill-abort
+#   kill        recovery mode on, the drafter rank SIGKILLed mid-run: exit 0, ONE line naming rank
+#               1 and "died", the output token for token the target's alone (AR), the loss in
+#               --stats-json.
+#   stop        recovery mode on, the drafter rank SIGSTOPped mid-run (a hang): the leader's
+#               deadline (--watchdog-s 5) expires, the same line says so, the output is AR's, and
+#               the job ends (MPI_Abort(0) past the stopped rank) with no rank left behind.
+#   kill-abort  no recovery mode, the drafter SIGKILLed: the job ends with a non-zero status in
+#               bounded time, and mpirun's report names rank 1 and the signal.
+# Skips (exit 77) without the default model (SSD_MODEL).
+set -uo pipefail
+BIN=$1 HOW=$2
+if [[ -z ${SSD_MODEL:-} || ! -f ${SSD_MODEL:-} ]]; then
+  echo "SKIP: set SSD_MODEL to run this check"; exit 77
+fi
+ROOT=()
+[[ $(id -u) -eq 0 ]] && ROOT=(--allow-run-as-root)
+DIR=$(mktemp -d)
+trap 'rm -rf "$DIR"' EXIT
+PROMPT="Count from one to one thousand in words:"
+COMMON=(-m "$SSD_MODEL" -p "$PROMPT" -n 160 --ctx-size 1024 --ignore-eos --threads 1)
+fail() { echo "FAIL: $*"; echo "--- the job's stderr:"; cat "$DIR/log"; exit 1; }
+
+# What the target alone produces (one process, no mpirun).
+if [[ $HOW != kill-abort ]]; then
+  "$BIN" generate "${COMMON[@]}" --mode ar -q --stats-json "$DIR/ar.json" 2>"$DIR/ar.log" ||
+    { echo "FAIL: the AR reference run failed"; cat "$DIR/ar.log"; exit 1; }
+fi
+
+REC=(--mca orte_enable_recovery 1 --mca orte_abort_on_non_zero_status 0)
+[[ $HOW == kill-abort ]] && REC=()
+WATCHDOG=60  # kill: only the process probe may notice the loss, never a slow round
+[[ $HOW == stop ]] && WATCHDOG=5
+START=$(date +%s)
+${MPIEXEC:-mpirun} "${ROOT[@]}" --oversubscribe --bind-to none "${REC[@]}" -n 2 "$BIN" generate \
+  "${COMMON[@]}" --mode ssd --drafter "model:$SSD_MODEL" --k 4 --watchdog-s $WATCHDOG \
+  --stats-json "$DIR/run.json" >"$DIR/out" 2>"$DIR/log" &
+MPI_PID=$!
+# Whether process $1 descends from process $2 (walks the parent chain in /proc).
+descends_from() {
+  local p=$1
+  while [[ -n $p && $p -gt 1 ]]; do
+    [[ $p == "$2" ]] && return 0
+    p=$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null) || return 1
+  done
+  return 1
+}
+# The drafter rank: the ssd process of THIS job whose environment says world rank 1.
+DRAFTER=""
+for _ in $(seq 1 400); do
+  for p in $(pgrep -f "$BIN generate" || true); do
+    descends_from "$p" "$MPI_PID" || continue
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then
+      DRAFTER=$p
+    fi
+  done
+  [[ -n $DRAFTER ]] && break
+  sleep 0.05
+done
+[[ -n $DRAFTER ]] || fail "the drafter rank never started"
+# Hit the drafter once the job is in its rounds (tokens streamed), not while it loads.
+for _ in $(seq 1 1200); do
+  (($(stat -c %s "$DIR/out") > 40)) && break
+  kill -0 $MPI_PID 2>/dev/null || break
+  sleep 0.05
+done
+(($(stat -c %s "$DIR/out") > 40)) || fail "no tokens streamed within 60 s"
+RANKS=""  # every rank process of this job (both run once tokens stream)
+for p in $(pgrep -f "$BIN generate" || true); do
+  descends_from "$p" "$MPI_PID" && RANKS="$RANKS $p"
+done
+if [[ $HOW == stop ]]; then kill -STOP "$DRAFTER"; else kill -KILL "$DRAFTER"; fi
+for _ in $(seq 1 1200); do
+  kill -0 $MPI_PID 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 $MPI_PID 2>/dev/null; then
+  kill -KILL "$DRAFTER" 2>/dev/null; kill -KILL $MPI_PID
+  fail "the job still runs 120 s after the drafter rank was hit"
+fi
+wait $MPI_PID; STATUS=$?
+echo "job ended with status $STATUS after $(($(date +%s) - START)) s; its stderr:"
+grep -v '^ *[0-9]* |' "$DIR/log" | tail -n 12
+
+if [[ $HOW == kill-abort ]]; then
+  ((STATUS != 0)) || fail "exit status 0 without recovery mode"
+  grep -qE "rank 1 .*signal 9" "$DIR/log" || fail "no report naming rank 1 and its signal"
+  grep -q "lost drafter" "$DIR/log" && fail "the leader went on without recovery mode"
+else
+  ((STATUS == 0)) || fail "exit status $STATUS"
+  LINES=$(grep -c "^ssd: lost drafter rank 1: " "$DIR/log")
+  ((LINES == 1)) || fail "$LINES lines about the lost drafter, not 1"
+  if [[ $HOW == kill ]]; then
+    grep -q "^ssd: lost drafter rank 1: died" "$DIR/log" || fail "the line does not say it died"
+  else
+    grep -q "^ssd: lost drafter rank 1: deadline of 5 s expired" "$DIR/log" ||
+      fail "the line does not name the expired deadline"
+  fi
+  python3 - "$DIR/ar.json" "$DIR/run.json" <<'PY' || fail "the output differs from AR's"
+import json, sys
+ar, run = (json.load(open(p)) for p in sys.argv[1:3])
+assert run["status"] == "ok", run["status"]
+loss = run["drafter_loss"]
+assert loss and loss["rank"] == 1 and loss["fallback"] == "plain decoding", loss
+a, b = ar["output_token_ids"], run["output_token_ids"]
+assert len(a) == 160, len(a)
+if a != b:
+    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    sys.exit(f"token {i}: AR {a[i:i+4]} vs run {b[i:i+4]} ({len(a)} vs {len(b)} tokens)")
+print(f"output equals AR ({len(a)} tokens); loss: round {loss['round']}, {loss['cause']}")
+PY
+fi
+# No rank of this job may outlive it (zombies of an un-reaping PID 1 do not count); mpirun can
+# return while the kernel still tears the killed ranks down, so allow 5 s.
+for _ in $(seq 1 50); do
+  LEFT=""
+  for p in $RANKS; do
+    state=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null || echo Z)
+    [[ $state == Z ]] || LEFT="$LEFT $p"
+  done
+  [[ -z $LEFT ]] && break
+  sleep 0.1
+done
+if [[ -n $LEFT ]]; then
+  kill -KILL $LEFT 2>/dev/null
+  fail "rank process(es)$LEFT still running"
+fi
+echo "OK"
