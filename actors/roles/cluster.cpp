@@ -112,13 +112,13 @@ std::vector<std::string> Cluster::gather_text(const std::string& text) {
   return ssd::gather_text(mpi_->world(), text);
 }
 
-void Cluster::end_past_unresponsive_rank() {
-  if (unresponsive_rank_ < 0) return;
+void Cluster::end_past_lost_rank() {
+  if (lost_rank_ < 0) return;
   std::fflush(stdout);
   const std::string line = fmt::format(
-      "ssd: {}: the requests are done; ending the job with MPI_Abort(0): rank {} does not "
-      "answer, and MPI_Finalize would wait for it",
-      layout_.describe(), unresponsive_rank_);
+      "ssd: {}: the requests are done; ending the job with MPI_Abort(0), as MPI_Finalize may "
+      "wait for the lost rank {}",
+      layout_.describe(), lost_rank_);
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
   if (MpiSession::initialized()) MPI_Abort(MPI_COMM_WORLD, 0);

@@ -57,13 +57,14 @@ class Cluster {
   std::vector<std::string> gather_text(const std::string& text);
   // Tells the other ranks this rank failed (best effort) and ends the job with `what`.
   [[noreturn]] void abort(const std::string& what);
-  // A rank that stopped answering but may still hold its process (a hung drafter the leader
-  // went on without): MPI_Finalize would wait for it forever, so once the command is done the
-  // job ends through end_past_unresponsive_rank() instead.
-  void mark_unresponsive(int rank) { unresponsive_rank_ = rank; }
+  // A rank the job went on without (a drafter lost under recovery mode). Open MPI 4.1's
+  // MPI_Finalize waits for it: always for a stopped process, now and then for a killed one
+  // (docs/faults.md, "Recovery"). So once the command is done the job ends through
+  // end_past_lost_rank() instead.
+  void mark_lost(int rank) { lost_rank_ = rank; }
   // With a rank marked: flushes stdout and stderr, says why in one line and ends the job with
   // MPI_Abort(0) (mpirun then ends every rank; the command's work is complete). Else nothing.
-  void end_past_unresponsive_rank();
+  void end_past_lost_rank();
 
  private:
   RankLayout layout_;
@@ -75,7 +76,7 @@ class Cluster {
   std::unique_ptr<Watchdog> dog_;
   LinkReport links_;
   nlohmann::json places_;
-  int unresponsive_rank_ = -1;
+  int lost_rank_ = -1;
 };
 
 }  // namespace ssd

@@ -16,7 +16,9 @@
 //             up on a silent drafter ("deadline expired while ..."). Either way it prints ONE line
 //             (DrafterLoss::line) and verifies every later round with an empty speculation: a
 //             plain target decoding step (SD with no draft), so the output stays the target's
-//             token for token (sampled: its distribution), only slower.
+//             token for token (sampled: its distribution), only slower. Once the command has
+//             written everything, the job ends with MPI_Abort(0) (Cluster::end_past_lost_rank):
+//             Open MPI 4.1's MPI_Finalize can wait forever for the lost rank.
 #pragma once
 
 #include <chrono>

@@ -34,7 +34,7 @@ int run_on_cluster(const DistributedConfig& dist, const std::string& backend_fla
     if (dist.trace_json) trace.emplace(cluster, *dist.trace_json);
     const int rc = body(cluster);
     if (trace) trace->finish();
-    cluster.end_past_unresponsive_rank();  // only when a hung drafter was left behind
+    cluster.end_past_lost_rank();  // only when the leader went on without a drafter
     return rc;
   } catch (const std::exception& e) {
     if (cluster.distributed()) cluster.abort(e.what());
@@ -231,10 +231,9 @@ void LeaderJob::finish() {
       if (r != load_loss_->rank) cluster_.world()->send(r, DrafterShutdown{});
   }
   if (tp_) tp_->shutdown();
-  // A drafter lost to its deadline may still hold its process (stopped, stuck): the job must
-  // not end in MPI_Finalize, which would wait for it (docs/faults.md, "Recovery").
-  if (const std::optional<DrafterLoss> loss = drafter_loss(); loss && !loss->died)
-    cluster_.mark_unresponsive(loss->rank);
+  // The job must not end in MPI_Finalize, which may wait for the lost drafter forever
+  // (docs/faults.md, "Recovery").
+  if (const std::optional<DrafterLoss> loss = drafter_loss()) cluster_.mark_lost(loss->rank);
 }
 
 LeaderJob::~LeaderJob() {

@@ -5,8 +5,9 @@
 #               1 and "died", the output token for token the target's alone (AR), the loss in
 #               --stats-json.
 #   stop        recovery mode on, the drafter rank SIGSTOPped mid-run (a hang): the leader's
-#               deadline (--watchdog-s 5) expires, the same line says so, the output is AR's, and
-#               the job ends (MPI_Abort(0) past the stopped rank) with no rank left behind.
+#               deadline (--watchdog-s 5) expires, the same line says so, the output is AR's.
+#               Both end the job with MPI_Abort(0) once the output is written (MPI_Finalize may
+#               wait for the lost rank forever), with no rank left behind.
 #   kill-abort  no recovery mode, the drafter SIGKILLed: the job ends with a non-zero status in
 #               bounded time, and mpirun's report names rank 1 and the signal.
 # Skips (exit 77) without the default model (SSD_MODEL).
@@ -90,6 +91,8 @@ if [[ $HOW == kill-abort ]]; then
   grep -q "lost drafter" "$DIR/log" && fail "the leader went on without recovery mode"
 else
   ((STATUS == 0)) || fail "exit status $STATUS"
+  grep -q "the requests are done; ending the job with MPI_Abort(0)" "$DIR/log" ||
+    fail "the leader did not end the job past the lost rank"
   LINES=$(grep -c "^ssd: lost drafter rank 1: " "$DIR/log")
   ((LINES == 1)) || fail "$LINES lines about the lost drafter, not 1"
   if [[ $HOW == kill ]]; then
