@@ -65,8 +65,7 @@ Envelope RemoteDecoder::receive(MsgKind kind, const std::string& waiting_for) {
 
 void RemoteDecoder::lose_drafter(const DrafterLost& e, int64_t round) {
   if (loss_) return;
-  loss_ = DrafterLoss{e.rank, round, e.died, e.cause,
-                      "plain decoding"};
+  loss_ = DrafterLoss{e.rank, round, e.died, e.cause, "plain decoding"};
   fmt::print(stderr, "{}\n", loss_->line());
   std::fflush(stderr);
 }
