@@ -159,7 +159,7 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
       env = wait_for_drafter(world, layout.drafter_lead(), spec.dist.watchdog_s, loss_policy_,
                              what);
     } catch (const DrafterLost& e) {
-      load_loss_ = DrafterLoss{e.rank, -1, e.died, e.cause, "plain decoding (the target alone)"};
+      load_loss_ = DrafterLoss{e.rank, -1, e.died, e.cause, "plain decoding"};
       fmt::print(stderr, "{}\n", load_loss_->line());
       return;
     }

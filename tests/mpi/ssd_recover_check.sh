@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # A dead or hung drafter costs speed, not the run (docs/faults.md, "Recovery"). Run by ctest:
-#   ssd_recover_check.sh SSD_BIN kill|stop|kill-abort
+#   ssd_recover_check.sh SSD_BIN kill|stop|kill-abort [RANKS TP]
 #   kill        recovery mode on, the drafter rank SIGKILLed mid-run: exit 0, ONE line naming rank
 #               1 and "died", the output token for token the target's alone (AR), the loss in
 #               --stats-json.
 #   stop        recovery mode on, the drafter rank SIGSTOPped mid-run (a hang): the leader's
-#               deadline (--watchdog-s 5) expires, the same line says so, the output is AR's.
+#               deadline (--watchdog-s 15) expires, the same line says so, the output is AR's.
+#               (On a machine so busy that the drafter takes 15 s to load, the deadline expires
+#               while the leader waits for it to load: the same line, the same output.)
 #               Both end the job with MPI_Abort(0) once the output is written (MPI_Finalize may
 #               wait for the lost rank forever), with no rank left behind.
 #   kill-abort  no recovery mode, the drafter SIGKILLed: the job ends with a non-zero status in
 #               bounded time, and mpirun's report names rank 1 and the signal.
+# RANKS and TP (default 2 and 1): the job's size and TP degree; the drafter lead, rank TP, is the
+# one hit (with RANKS > TP + 1 the other drafter ranks must be stopped by the leader itself).
 # Skips (exit 77) without the default model (SSD_MODEL).
 set -uo pipefail
-BIN=$1 HOW=$2
+BIN=$1 HOW=$2 RANKS=${3:-2} TP=${4:-1}
+LEAD=$TP
 if [[ -z ${SSD_MODEL:-} || ! -f ${SSD_MODEL:-} ]]; then
   echo "SKIP: set SSD_MODEL to run this check"; exit 77
 fi
@@ -33,10 +38,10 @@ fi
 REC=(--mca orte_enable_recovery 1 --mca orte_abort_on_non_zero_status 0)
 [[ $HOW == kill-abort ]] && REC=()
 WATCHDOG=60  # kill: only the process probe may notice the loss, never a slow round
-[[ $HOW == stop ]] && WATCHDOG=5
+[[ $HOW == stop ]] && WATCHDOG=15
 START=$(date +%s)
-${MPIEXEC:-mpirun} "${ROOT[@]}" --oversubscribe --bind-to none "${REC[@]}" -n 2 "$BIN" generate \
-  "${COMMON[@]}" --mode ssd --drafter "model:$SSD_MODEL" --k 4 --watchdog-s $WATCHDOG \
+${MPIEXEC:-mpirun} "${ROOT[@]}" --oversubscribe --bind-to none "${REC[@]}" -n "$RANKS" "$BIN" generate \
+  "${COMMON[@]}" --mode ssd --drafter "model:$SSD_MODEL" --k 4 --tp "$TP" --watchdog-s $WATCHDOG \
   --stats-json "$DIR/run.json" >"$DIR/out" 2>"$DIR/log" &
 MPI_PID=$!
 # Whether process $1 descends from process $2 (walks the parent chain in /proc).
@@ -48,12 +53,12 @@ descends_from() {
   done
   return 1
 }
-# The drafter rank: the ssd process of THIS job whose environment says world rank 1.
+# The drafter lead: the ssd process of THIS job whose environment says world rank $LEAD.
 DRAFTER=""
 for _ in $(seq 1 400); do
   for p in $(pgrep -f "$BIN generate" || true); do
     descends_from "$p" "$MPI_PID" || continue
-    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$LEAD"; then
       DRAFTER=$p
     fi
   done
@@ -68,9 +73,9 @@ for _ in $(seq 1 1200); do
   sleep 0.05
 done
 (($(stat -c %s "$DIR/out") > 40)) || fail "no tokens streamed within 60 s"
-RANKS=""  # every rank process of this job (both run once tokens stream)
+PIDS=""  # every rank process of this job (all run once tokens stream)
 for p in $(pgrep -f "$BIN generate" || true); do
-  descends_from "$p" "$MPI_PID" && RANKS="$RANKS $p"
+  descends_from "$p" "$MPI_PID" && PIDS="$PIDS $p"
 done
 if [[ $HOW == stop ]]; then kill -STOP "$DRAFTER"; else kill -KILL "$DRAFTER"; fi
 for _ in $(seq 1 1200); do
@@ -87,26 +92,26 @@ grep -v '^ *[0-9]* |' "$DIR/log" | tail -n 12
 
 if [[ $HOW == kill-abort ]]; then
   ((STATUS != 0)) || fail "exit status 0 without recovery mode"
-  grep -qE "rank 1 .*signal 9" "$DIR/log" || fail "no report naming rank 1 and its signal"
+  grep -qE "rank $LEAD .*signal 9" "$DIR/log" || fail "no report naming rank $LEAD and its signal"
   grep -q "lost drafter" "$DIR/log" && fail "the leader went on without recovery mode"
 else
   ((STATUS == 0)) || fail "exit status $STATUS"
   grep -q "the requests are done; ending the job with MPI_Abort(0)" "$DIR/log" ||
     fail "the leader did not end the job past the lost rank"
-  LINES=$(grep -c "^ssd: lost drafter rank 1: " "$DIR/log")
+  LINES=$(grep -c "^ssd: lost drafter rank $LEAD: " "$DIR/log")
   ((LINES == 1)) || fail "$LINES lines about the lost drafter, not 1"
   if [[ $HOW == kill ]]; then
-    grep -q "^ssd: lost drafter rank 1: died" "$DIR/log" || fail "the line does not say it died"
+    grep -q "^ssd: lost drafter rank $LEAD: died" "$DIR/log" || fail "the line does not say it died"
   else
-    grep -q "^ssd: lost drafter rank 1: deadline of 5 s expired" "$DIR/log" ||
+    grep -q "^ssd: lost drafter rank $LEAD: deadline of 15 s expired" "$DIR/log" ||
       fail "the line does not name the expired deadline"
   fi
-  python3 - "$DIR/ar.json" "$DIR/run.json" <<'PY' || fail "the output differs from AR's"
+  python3 - "$DIR/ar.json" "$DIR/run.json" "$LEAD" <<'PY' || fail "the output differs from AR's"
 import json, sys
 ar, run = (json.load(open(p)) for p in sys.argv[1:3])
 assert run["status"] == "ok", run["status"]
 loss = run["drafter_loss"]
-assert loss and loss["rank"] == 1 and loss["fallback"] == "plain decoding", loss
+assert loss and loss["rank"] == int(sys.argv[3]) and loss["fallback"] == "plain decoding", loss
 a, b = ar["output_token_ids"], run["output_token_ids"]
 assert len(a) == 96, len(a)
 if a != b:
@@ -119,7 +124,7 @@ fi
 # return while the kernel still tears the killed ranks down, so allow 5 s.
 for _ in $(seq 1 50); do
   LEFT=""
-  for p in $RANKS; do
+  for p in $PIDS; do
     state=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null || echo Z)
     [[ $state == Z ]] || LEFT="$LEFT $p"
   done
