@@ -5,6 +5,8 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "actors/transport/handshake.h"
@@ -27,7 +29,8 @@ uint64_t model_digest(std::string_view path) {
   return std::stoull(model_file_digest(std::string(path)), nullptr, 16);
 }
 
-// This process's host, CPU affinity and device, as a JSON text for the gather.
+// This process's host, pid, CPU affinity and device, as a JSON text for the gather (the pid
+// lets the leader see a drafter's process die when they share a host: drafter_loss.h).
 std::string my_place(int rank, int device) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -37,7 +40,12 @@ std::string my_place(int rank, int device) {
   if (sched_getaffinity(0, sizeof set, &set) == 0)
     for (int c = 0; c < CPU_SETSIZE; ++c)
       if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return nlohmann::json{{"rank", rank}, {"host", host}, {"cpus", cpus}, {"device", device}}.dump();
+  return nlohmann::json{{"rank", rank},
+                        {"host", host},
+                        {"pid", static_cast<int>(getpid())},
+                        {"cpus", cpus},
+                        {"device", device}}
+      .dump();
 }
 
 }  // namespace
@@ -102,6 +110,19 @@ std::vector<ClockOffset> Cluster::clock_offsets() {
 std::vector<std::string> Cluster::gather_text(const std::string& text) {
   if (!mpi_ || layout_.world == 1) return {text};
   return ssd::gather_text(mpi_->world(), text);
+}
+
+void Cluster::end_past_lost_rank() {
+  if (lost_rank_ < 0) return;
+  std::fflush(stdout);
+  const std::string line = fmt::format(
+      "ssd: {}: the requests are done; ending the job with MPI_Abort(0), as MPI_Finalize may "
+      "wait for the lost rank {}",
+      layout_.describe(), lost_rank_);
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
+  if (MpiSession::initialized()) MPI_Abort(MPI_COMM_WORLD, 0);
+  std::_Exit(0);
 }
 
 void Cluster::abort(const std::string& what) {

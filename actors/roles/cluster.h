@@ -47,7 +47,8 @@ class Cluster {
   // The links as measured at start-up (link_probe.h, quick): on rank 0, every drafter rank's
   // latency and bandwidth and the TP group's all-reduce bus bandwidth.
   const LinkReport& links() const { return links_; }
-  // On rank 0: where every rank runs, [{rank, host, cpus (its affinity), device (-1: none)}].
+  // On rank 0: where every rank runs, [{rank, host, pid, cpus (its affinity), device (-1:
+  // none)}].
   const nlohmann::json& rank_places() const { return places_; }
   // Collective over every rank (nothing on a world of one): each rank's clock against rank 0's
   // (clock_sync.h), on rank 0; empty elsewhere.
@@ -56,6 +57,14 @@ class Cluster {
   std::vector<std::string> gather_text(const std::string& text);
   // Tells the other ranks this rank failed (best effort) and ends the job with `what`.
   [[noreturn]] void abort(const std::string& what);
+  // A rank the job went on without (a drafter lost under recovery mode). Open MPI 4.1's
+  // MPI_Finalize waits for it: always for a stopped process, now and then for a killed one
+  // (docs/faults.md, "Recovery"). So once the command is done the job ends through
+  // end_past_lost_rank() instead.
+  void mark_lost(int rank) { lost_rank_ = rank; }
+  // With a rank marked: flushes stdout and stderr, says why in one line and ends the job with
+  // MPI_Abort(0) (mpirun then ends every rank; the command's work is complete). Else nothing.
+  void end_past_lost_rank();
 
  private:
   RankLayout layout_;
@@ -67,6 +76,7 @@ class Cluster {
   std::unique_ptr<Watchdog> dog_;
   LinkReport links_;
   nlohmann::json places_;
+  int lost_rank_ = -1;
 };
 
 }  // namespace ssd

@@ -25,6 +25,7 @@ struct DistributedConfig {
   std::optional<int32_t> critical_batch;
   std::string prespec_chunk = "auto";
   double watchdog_s = 120;
+  std::string on_drafter_loss = "auto";  // auto | abort | continue (drafter_loss.h)
   std::string transport = "auto";
   std::optional<std::string> devices;
   bool share_devices = false;

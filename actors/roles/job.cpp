@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "actors/roles/backend_choice.h"
 #include "actors/roles/drafter_actor.h"
@@ -32,6 +34,7 @@ int run_on_cluster(const DistributedConfig& dist, const std::string& backend_fla
     if (dist.trace_json) trace.emplace(cluster, *dist.trace_json);
     const int rc = body(cluster);
     if (trace) trace->finish();
+    cluster.end_past_lost_rank();  // only when the leader went on without a drafter
     return rc;
   } catch (const std::exception& e) {
     if (cluster.distributed()) cluster.abort(e.what());
@@ -86,7 +89,17 @@ int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec) {
     run_tp_worker(shard, *cluster.tp_group(), cluster.dog(), step_s);
     return 0;
   }
-  // A drafter rank. With --mode ar the leader only says goodbye; the drafter still starts so that
+  // A drafter rank. When the leader goes on without a lost drafter, a drafter whose own deadline
+  // passes leaves alone (its process ends; under recovery mode the others live on and the leader
+  // sees it gone) instead of ending the whole job.
+  if (continue_on_drafter_loss(spec.dist.on_drafter_loss))
+    cluster.dog().set_abort([](const std::string& message) {
+      std::fprintf(stderr, "%s; this drafter rank leaves, the target leader goes on without it\n",
+                   message.c_str());
+      std::fflush(stderr);
+      std::_Exit(Watchdog::kExitCode);
+    });
+  // With --mode ar the leader only says goodbye; the drafter still starts so that
   // every rank runs the same code path (and a bad --drafter fails everywhere alike).
   std::unique_ptr<Drafter> primary =
       make_drafter(parse_drafter_spec(spec.drafter), session, spec.drafter_options);
@@ -126,11 +139,30 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
   check_job(spec, layout);
   if (layout.tp > 1) tp_ = std::make_unique<TpLeaderTarget>(local_, *cluster.tp_group());
   if (layout.n_drafters() > 0) {
+    loss_policy_.continue_on_loss = continue_on_drafter_loss(spec.dist.on_drafter_loss);
+    loss_policy_.probe = [live = RankLiveness(cluster.rank_places())](int rank) {
+      return live.state(rank);
+    };
+    if (loss_policy_.continue_on_loss && !launcher_recovery_on())
+      fmt::print(stderr,
+                 "ssd: --on-drafter-loss continue without mpirun's recovery mode: a drafter "
+                 "that hangs is survived, one that dies still ends the job (mpirun "
+                 "--enable-recovery, or launch/ssd-launch --recovery)\n");
     // The drafter lead says what it conditions on once it has loaded its drafter.
     Transport& world = *cluster.world();
-    Watchdog::Scope scope(cluster.dog(), "waiting for the drafter to load", spec.dist.watchdog_s);
-    Envelope env = world.recv(std::chrono::milliseconds(
-        static_cast<int64_t>(spec.dist.watchdog_s * 1000)));
+    const std::string what = "waiting for the drafter to load";
+    Watchdog::Scope scope(cluster.dog(), what,
+                          loss_policy_.continue_on_loss ? 2 * spec.dist.watchdog_s + 5
+                                                        : spec.dist.watchdog_s);
+    Envelope env;
+    try {
+      env = wait_for_drafter(world, layout.drafter_lead(), spec.dist.watchdog_s, loss_policy_,
+                             what);
+    } catch (const DrafterLost& e) {
+      load_loss_ = DrafterLoss{e.rank, -1, e.died, e.cause, "plain decoding"};
+      fmt::print(stderr, "{}\n", load_loss_->line());
+      return;
+    }
     if (env.kind == MsgKind::kError) {
       const auto e = decode<ErrorMsg>(env);
       fail(fmt::format("rank {} ({}) failed: {}", e.rank, role_name(e.role), e.what));
@@ -140,6 +172,7 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
     remote_ = std::make_unique<RemoteDecoder>(target(), world, layout, ready.feature_layers,
                                               spec.k, cluster.dog(), spec.dist.watchdog_s,
                                               spec.auto_k);
+    remote_->set_loss_policy(loss_policy_);
   } else if (spec.mode == "sd") {
     drafter_ = make_drafter(parse_drafter_spec(spec.drafter), session, spec.drafter_options);
   }
@@ -183,11 +216,24 @@ void LeaderJob::warm_up(WarmupPlan plan, int64_t prefill_chunk,
              after.captured, r.forwards, r.seconds, r.summary.empty() ? "none" : r.summary);
 }
 
+std::optional<DrafterLoss> LeaderJob::drafter_loss() const {
+  if (load_loss_) return load_loss_;
+  return remote_ ? remote_->loss() : std::nullopt;
+}
+
 void LeaderJob::finish() {
   if (finished_) return;
   finished_ = true;
-  if (remote_) remote_->shutdown_drafters();
+  if (remote_) {
+    remote_->shutdown_drafters();
+  } else if (load_loss_) {
+    for (int r : cluster_.layout().drafter_ranks())
+      if (r != load_loss_->rank) cluster_.world()->send(r, DrafterShutdown{});
+  }
   if (tp_) tp_->shutdown();
+  // The job must not end in MPI_Finalize, which may wait for the lost drafter forever
+  // (docs/faults.md, "Recovery").
+  if (const std::optional<DrafterLoss> loss = drafter_loss()) cluster_.mark_lost(loss->rank);
 }
 
 LeaderJob::~LeaderJob() {

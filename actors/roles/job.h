@@ -20,6 +20,7 @@
 
 #include "actors/roles/cluster.h"
 #include "actors/roles/distributed_config.h"
+#include "actors/roles/drafter_loss.h"
 #include "actors/roles/drafter_factory.h"
 #include "actors/roles/model_session.h"
 #include "actors/roles/remote_decode.h"
@@ -72,7 +73,11 @@ class LeaderJob {
 
   TargetModel& target() { return tp_ ? static_cast<TargetModel&>(*tp_) : local_; }
   Drafter* local_drafter() { return drafter_.get(); }  // sd without drafter ranks
-  RemoteDecoder* remote() { return remote_.get(); }    // sd / ssd with drafter ranks
+  // sd / ssd with drafter ranks; null too when the drafter was lost before it was ready (the
+  // job then runs the target alone: drafter_loss() says so).
+  RemoteDecoder* remote() { return remote_.get(); }
+  // The drafter lead lost under --on-drafter-loss continue (while loading or in a round).
+  std::optional<DrafterLoss> drafter_loss() const;
   // The target layers the remote drafter conditions on (its kDrafterReady).
   const std::vector<int32_t>& remote_feature_layers() const { return remote_features_; }
   void finish();  // the same as the destructor, but errors surface
@@ -94,6 +99,8 @@ class LeaderJob {
   std::unique_ptr<TpLeaderTarget> tp_;
   std::unique_ptr<Drafter> drafter_;
   std::unique_ptr<RemoteDecoder> remote_;
+  DrafterLossPolicy loss_policy_;
+  std::optional<DrafterLoss> load_loss_;  // lost before it said it was ready
   bool finished_ = false;
   int uncaught_at_start_ = std::uncaught_exceptions();  // the destructor knows it is unwinding
 };

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 
 #include "actors/roles/drafter_wire.h"
@@ -44,9 +45,13 @@ void RemoteDecoder::send_drafter_lead(const T& msg, std::span<const std::byte> b
 }
 
 Envelope RemoteDecoder::receive(MsgKind kind, const std::string& waiting_for) {
-  Watchdog::Scope scope(dog_, waiting_for, step_s_);
+  // Under a continue policy the wait's own deadline decides (a DrafterLost the rounds catch);
+  // the watchdog only backs it up, later, so the two never race.
+  Watchdog::Scope scope(dog_, waiting_for,
+                        loss_policy_.continue_on_loss ? 2 * step_s_ + 5 : step_s_);
   for (;;) {
-    Envelope env = world_.recv(std::chrono::milliseconds(static_cast<int64_t>(step_s_ * 1000)));
+    Envelope env =
+        wait_for_drafter(world_, layout_.drafter_lead(), step_s_, loss_policy_, waiting_for);
     bytes_ += static_cast<int64_t>(env.bytes.size());
     if (env.kind == kind) return env;
     if (env.kind == MsgKind::kError) {
@@ -56,6 +61,13 @@ Envelope RemoteDecoder::receive(MsgKind kind, const std::string& waiting_for) {
     fail(fmt::format("target leader: {} from rank {} while {}", kind_name(env.kind), env.peer,
                      waiting_for));
   }
+}
+
+void RemoteDecoder::lose_drafter(const DrafterLost& e, int64_t round) {
+  if (loss_) return;
+  loss_ = DrafterLoss{e.rank, round, e.died, e.cause, "plain decoding"};
+  fmt::print(stderr, "{}\n", loss_->line());
+  std::fflush(stderr);
 }
 
 // One run's state on the leader: the requests, their results so far, and each sequence's place.
@@ -135,6 +147,7 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
     verify_round_and_answer(run, active, round);
   }
   run.out.split.bytes_exchanged = bytes_ - bytes0;
+  run.out.drafter_loss = loss_;
   return std::move(run.out);
 }
 
@@ -180,7 +193,7 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
   run.choose(started);
   for (size_t i : started) start.first_k.push_back(run.chosen[i]);
   run.t_decode = monotonic_seconds();
-  if (!start.seqs.empty())
+  if (!start.seqs.empty() && !loss_)
     send_drafter_lead(start, std::as_bytes(std::span<const float>(features)));
 }
 
@@ -191,10 +204,27 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
   trace::Span wait("wait for speculation", "target", round,
                    std::count_if(run.seqs.begin(), run.seqs.end(),
                                  [](const Run::Seq& s) { return s.running; }));
-  const Envelope env =
-      receive(MsgKind::kSpeculation, fmt::format("waiting for the speculation of round {} "
-                                                 "from the drafter (rank {})",
-                                                 round, layout_.drafter_lead()));
+  std::optional<Envelope> got;
+  if (!loss_) {
+    try {
+      got = receive(MsgKind::kSpeculation, fmt::format("waiting for the speculation of round {} "
+                                                       "from the drafter (rank {})",
+                                                       round, layout_.drafter_lead()));
+    } catch (const DrafterLost& e) {
+      lose_drafter(e, round);
+    }
+  }
+  if (loss_) {  // no drafter: every running sequence verifies an empty speculation
+    for (size_t i = 0; i < run.seqs.size(); ++i) {
+      if (!run.seqs[i].running) continue;
+      run.seqs[i].spec = SeqSpeculation{};
+      run.seqs[i].spec.seq = run.seqs[i].id;
+      run.seqs[i].has_spec = true;
+      run.chosen[i] = 0;
+    }
+    return;
+  }
+  const Envelope& env = *got;
   const double wait_dt = monotonic_seconds() - tw;
   run.out.split.target_wait_s += wait_dt;
   int64_t asked = 0;  // tokens asked for this round: the policy's draft cost is the wait
@@ -311,6 +341,7 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
   }
   run.choose(still);  // the next round's lengths, from every round verified so far
   for (size_t j = 0; j < still.size(); ++j) outcome.seqs[j].next_k = run.chosen[still[j]];
+  if (loss_) return;  // nobody to tell
   if (!finished.seqs.empty()) send_drafter_lead(finished);
   if (!outcome.seqs.empty())
     send_drafter_lead(outcome, std::as_bytes(std::span<const float>(round_features)));
@@ -403,13 +434,26 @@ DrafterStatsMsg since(const DrafterStatsMsg& after, const DrafterStatsMsg& befor
 }
 
 DrafterStatsMsg RemoteDecoder::drafter_stats() {
+  if (loss_) return last_stats_;
   world_.send(layout_.drafter_lead(), DrafterStatsAsk{});
   bytes_ += static_cast<int64_t>(sizeof(WireHeader));
-  return decode<DrafterStatsMsg>(receive(MsgKind::kDrafterStats, "asking the drafter's figures"));
+  try {
+    last_stats_ = decode<DrafterStatsMsg>(
+        receive(MsgKind::kDrafterStats, "asking the drafter's figures"));
+  } catch (const DrafterLost& e) {
+    lose_drafter(e, -1);
+  }
+  return last_stats_;
 }
 
 void RemoteDecoder::shutdown_drafters() {
-  world_.send(layout_.drafter_lead(), DrafterShutdown{});
+  if (!loss_) {
+    world_.send(layout_.drafter_lead(), DrafterShutdown{});
+    return;
+  }
+  // The lead relays the shutdown; without it the leader tells the other drafter ranks itself.
+  for (int r : layout_.drafter_ranks())
+    if (r != loss_->rank) world_.send(r, DrafterShutdown{});
 }
 
 }  // namespace ssd

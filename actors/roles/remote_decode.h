@@ -20,12 +20,17 @@
 // (the leader's time from sending an outcome to having the next speculation, i.e. drafting that
 // was not hidden), bytes_exchanged on the drafter link, and the drafter's own figures (cache hit
 // rate, acceptance after hits and misses, its busy time, the fan-out it used) fetched at the end.
+//
+// A lost drafter lead (drafter_loss.h): under a continue policy the leader stops talking to it,
+// prints one line, and verifies every later round with an empty speculation (a plain target
+// step), so the run finishes with the target's output; the result records the loss.
 #pragma once
 
 #include <optional>
 #include <span>
 #include <vector>
 
+#include "actors/roles/drafter_loss.h"
 #include "actors/transport/protocol.h"
 #include "actors/transport/rank_layout.h"
 #include "actors/transport/transport.h"
@@ -74,6 +79,7 @@ struct RemoteDecodeResult {
   // cache (known from the next speculation's source; absent for a request's last round). The
   // bonus's rank lives on the drafter rank and is not recorded (-1).
   std::vector<sim::OutcomeRecord> outcomes;
+  std::optional<DrafterLoss> drafter_loss;  // the drafter lead was lost (in this run or before)
 };
 
 class RemoteDecoder {
@@ -92,8 +98,12 @@ class RemoteDecoder {
                          const BatchTokenCallback& on_token = {}, uint64_t memory_scope = 0);
   // The drafter lead's figures so far (one request/answer).
   DrafterStatsMsg drafter_stats();
-  // Tells every drafter rank to stop (call once, at the end of the job).
+  // Tells every drafter rank to stop (call once, at the end of the job): the lead, which
+  // relays it, or after a loss every drafter rank but the lost one.
   void shutdown_drafters();
+  // What to do when the drafter lead dies or misses a deadline (default: abort the job).
+  void set_loss_policy(DrafterLossPolicy policy) { loss_policy_ = std::move(policy); }
+  const std::optional<DrafterLoss>& loss() const { return loss_; }
 
  private:
   struct Run;  // one run's requests, results and sequences (remote_decode.cpp)
@@ -103,6 +113,7 @@ class RemoteDecoder {
   void verify_round_and_answer(Run& run, const std::vector<size_t>& active, int64_t round);
   std::optional<SeqOutcome> apply_verification(Run& run, size_t i, const VerifyResult& v);
   Envelope receive(MsgKind kind, const std::string& waiting_for);
+  void lose_drafter(const DrafterLost& e, int64_t round);  // records and prints the loss, once
   template <class T> void send_drafter_lead(const T& msg, std::span<const std::byte> bulk = {});
 
   TargetModel& target_;
@@ -115,6 +126,9 @@ class RemoteDecoder {
   double step_s_;
   int64_t bytes_ = 0;
   int32_t next_seq_id_ = 0;
+  DrafterLossPolicy loss_policy_;
+  std::optional<DrafterLoss> loss_;
+  DrafterStatsMsg last_stats_;  // the drafter's figures as last fetched (kept after a loss)
 };
 
 }  // namespace ssd

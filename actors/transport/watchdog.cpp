@@ -22,6 +22,11 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
+void Watchdog::set_abort(AbortFn abort) {
+  std::lock_guard lock(mutex_);
+  abort_ = std::move(abort);
+}
+
 void Watchdog::arm(std::string phase, double seconds) {
   {
     std::lock_guard lock(mutex_);
@@ -68,8 +73,9 @@ void Watchdog::watch() {
     const std::string message =
         fmt::format("rank {} ({}) timed out after {:g} s while {}", rank_, role_name(role_),
                     seconds_, phase_);
+    const AbortFn abort = abort_;
     lock.unlock();  // the callback may take time (or never return: MPI_Abort)
-    abort_(message);
+    abort(message);
     lock.lock();
   }
 }

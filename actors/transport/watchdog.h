@@ -36,6 +36,10 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
+  // Replaces the abort callback (a drafter rank under --on-drafter-loss continue exits alone
+  // instead of ending the job).
+  void set_abort(AbortFn abort);
+
   // Starts (or replaces) the current phase; it must end within `seconds` (<= 0: no deadline).
   void arm(std::string phase, double seconds);
   void disarm();

@@ -370,6 +370,9 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
   check_job(spec, layout);
   if (!layout.is_target_leader()) return serve_rank(cluster, session, spec);
   LeaderJob job(cluster, session, spec);
+  SSD_CHECK(!remote_drafter || job.remote(),
+            "the drafter was lost before the benchmark began ({}): there is nothing to measure",
+            job.drafter_loss() ? job.drafter_loss()->cause : "no reason given");
 
   BenchSetup s{args, job, spec, session.tokenizer(), std::nullopt, ks, modes, remote_drafter, {}};
   if (args.chat) s.tmpl = ChatTemplate::from_spec(s.tok.spec());

@@ -48,6 +48,11 @@ void visit_flags(DistributedConfig& c, V&& v) {
     "deadline in seconds for any one step of a distributed run (a round, a prefill, start-up); "
     "a rank that misses it ends the job with a message",
     {.min = 0.1});
+  v(c.on_drafter_loss, "on-drafter-loss",
+    "when the drafter lead dies or misses the --watchdog-s deadline: continue (print one line, "
+    "finish every request with plain target decoding, same output), abort (end the job), or "
+    "auto (continue under mpirun's recovery mode: --enable-recovery or ssd-launch --recovery)",
+    {.choices = {"auto", "abort", "continue"}});
   v(c.transport, "transport",
     "what carries the drafter link and the TP collectives: mpi, nccl (GPU ranks), or auto "
     "(nccl when built with NCCL and the backend is CUDA)",

@@ -248,6 +248,7 @@ int run_generate(const GenerateArgs& args, Cluster& cluster, PartialRun& partial
                     ? run_remote_request(*job.remote(), args.mode, args.drafter, req, kc.k, kc.automatic,
                                          on_token)
                     : run_request(job.target(), job.local_drafter(), req, sd, on_token);
+  if (!r.drafter_loss) r.drafter_loss = job.drafter_loss();  // lost before its first round
   job.finish();
   const std::string rest = stream.flush();
   text += rest;

@@ -41,6 +41,11 @@ std::string RunReport::figures_line() const {
                        d.branches_cached, d.branches_planned, d.prespec_cut);
   }
   s += fmt::format(" | stop: {}", gen.stopped_by_eog ? "end-of-generation token" : "token budget");
+  if (drafter_loss)
+    s += fmt::format(" | drafter rank {} lost {}: {} after it", drafter_loss->rank,
+                     drafter_loss->round >= 0 ? fmt::format("in round {}", drafter_loss->round)
+                                              : std::string("outside the rounds"),
+                     drafter_loss->fallback);
   return s;
 }
 
@@ -88,6 +93,7 @@ nlohmann::json RunReport::to_json() const {
   j["decode_s"] = gen.decode_s;
   j["prefill_tokens_per_s"] = prefill_tokens_per_s();
   j["decode_tokens_per_s"] = decode_tokens_per_s();
+  j["drafter_loss"] = drafter_loss ? drafter_loss->to_json() : nlohmann::json(nullptr);
   j["stop_reason"] = gen.stopped_by_eog ? "eog" : "length";
   j["rounds"] = mode != "ar" ? sd.rounds : gen.forwards + 1;
   j["mean_acceptance_length"] = mean_acceptance_length();
@@ -160,6 +166,7 @@ RunReport run_remote_request(RemoteDecoder& remote, const std::string& mode,
   r.sd = std::move(res.sd[0]);
   r.split_figures = res.split;
   r.split_figures.drafter = since(remote.drafter_stats(), before);
+  r.drafter_loss = remote.loss();
   return r;
 }
 

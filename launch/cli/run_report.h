@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "actors/roles/remote_decode.h"
@@ -20,6 +21,7 @@ struct RunReport {
   SdStats sd;  // rounds == 0 for ar
   bool split = false;   // the drafter ran on drafter ranks (sd / ssd under mpirun)
   SplitFigures split_figures;
+  std::optional<DrafterLoss> drafter_loss;  // the drafter lead was lost: rounds after it are plain
 
   double prefill_tokens_per_s() const;
   double decode_tokens_per_s() const;  // tokens after the first / decode wall time

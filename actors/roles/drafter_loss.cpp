@@ -1,0 +1,97 @@
+// The leader's policy for a lost drafter lead and the liveness probe (see drafter_loss.h).
+#include "actors/roles/drafter_loss.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+namespace ssd {
+
+bool launcher_recovery_on() {
+  const char* v = std::getenv("OMPI_MCA_orte_enable_recovery");
+  if (!v) return false;
+  std::string s(v);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s == "1" || s == "true" || s == "yes" || s == "on";
+}
+
+bool continue_on_drafter_loss(const std::string& flag) {
+  if (flag == "continue") return true;
+  if (flag == "abort") return false;
+  SSD_CHECK(flag == "auto", "--on-drafter-loss must be auto, abort or continue, not '{}'", flag);
+  return launcher_recovery_on();
+}
+
+ProcessState local_process_state(int pid) {
+  if (pid <= 0) return ProcessState::kUnknown;
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  if (!in) return ProcessState::kGone;
+  const std::string stat((std::istreambuf_iterator<char>(in)), {});
+  // "pid (comm) S ...": the state follows the last ')' (comm may hold ')' itself).
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return ProcessState::kUnknown;
+  switch (stat[close + 2]) {
+    case 'Z':
+    case 'X': return ProcessState::kGone;  // dead, not yet reaped by its launcher
+    case 'T':
+    case 't': return ProcessState::kStopped;
+    default: return ProcessState::kRunning;
+  }
+}
+
+RankLiveness::RankLiveness(const nlohmann::json& places) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  for (const nlohmann::json& p : places) {
+    const int rank = p.value("rank", -1);
+    if (rank < 0) continue;
+    if (static_cast<size_t>(rank) >= local_pid_.size()) local_pid_.resize(rank + 1, -1);
+    if (p.value("host", std::string()) == host) local_pid_[rank] = p.value("pid", -1);
+  }
+}
+
+ProcessState RankLiveness::state(int rank) const {
+  if (rank < 0 || static_cast<size_t>(rank) >= local_pid_.size()) return ProcessState::kUnknown;
+  return local_process_state(local_pid_[rank]);
+}
+
+std::string DrafterLoss::line() const {
+  return fmt::format("ssd: lost drafter rank {}: {}; the target finishes every sequence with {} "
+                     "(output unchanged, slower)",
+                     rank, cause, fallback);
+}
+
+nlohmann::json DrafterLoss::to_json() const {
+  return {{"rank", rank}, {"round", round}, {"died", died}, {"cause", cause},
+          {"fallback", fallback}};
+}
+
+Envelope wait_for_drafter(Transport& world, int drafter, double deadline_s,
+                          const DrafterLossPolicy& policy, const std::string& what) {
+  using Clock = std::chrono::steady_clock;
+  const auto total = std::chrono::milliseconds(static_cast<int64_t>(deadline_s * 1000));
+  if (!policy.continue_on_loss) return world.recv(total);
+  const Clock::time_point end = Clock::now() + total;
+  const auto probe = [&] { return policy.probe ? policy.probe(drafter) : ProcessState::kUnknown; };
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
+    if (left.count() <= 0) break;
+    try {
+      return world.recv(std::min(left, policy.slice));
+    } catch (const TransportTimeout&) {
+    }
+    if (probe() == ProcessState::kGone)
+      throw DrafterLost(drafter, true, fmt::format("died (its process is gone) while {}", what));
+  }
+  const bool stopped = probe() == ProcessState::kStopped;
+  throw DrafterLost(drafter, false,
+                    fmt::format("deadline of {:g} s expired while {}{}", deadline_s, what,
+                                stopped ? " (its process is stopped)" : ""));
+}
+
+}  // namespace ssd

@@ -1,0 +1,96 @@
+// What the target leader does when it loses its drafter lead (--on-drafter-loss), and how it
+// tells a dead drafter from a slow one.
+//
+// A drafter rank can die (crash, SIGKILL, OOM) or hang (SIGSTOP, a stuck device). Under Open MPI
+// (4.1, ORTE) neither reaches the leader as an MPI error: its pending receive from the drafter just
+// never matches, over shared memory and over TCP alike (docs/faults.md, "Recovery"). Without the
+// launcher's recovery mode mpirun kills every rank when one dies, so the job ends there, naming
+// the cause. With recovery mode (mpirun --enable-recovery, or launch/ssd-launch --recovery) the
+// survivors live on, and the leader can finish the requests itself:
+//
+//   abort     (default without recovery mode) a drafter that misses its deadline ends the job
+//             through the watchdog, as before.
+//   continue  (auto picks it under recovery mode) the leader waits for the drafter lead in short
+//             slices; between slices it looks at the drafter's process when the two share a host
+//             (RankLiveness: gone -> "died" at once). At the step deadline (--watchdog-s) it gives
+//             up on a silent drafter ("deadline expired while ..."). Either way it prints ONE line
+//             (DrafterLoss::line) and verifies every later round with an empty speculation: a
+//             plain target decoding step (SD with no draft), so the output stays the target's
+//             token for token (sampled: its distribution), only slower. Once the command has
+//             written everything, the job ends with MPI_Abort(0) (Cluster::end_past_lost_rank):
+//             Open MPI 4.1's MPI_Finalize can wait forever for the lost rank.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/transport/transport.h"
+
+namespace ssd {
+
+// True when the launcher runs the job in its recovery mode: Open MPI exports
+// OMPI_MCA_orte_enable_recovery=1 for `--enable-recovery` and `--mca orte_enable_recovery 1`
+// (1, true, yes or on). A setting in an MCA parameter file is not visible to the rank: pass
+// --on-drafter-loss continue then.
+bool launcher_recovery_on();
+// --on-drafter-loss auto|abort|continue -> whether the leader continues past a lost drafter.
+bool continue_on_drafter_loss(const std::string& flag);
+
+// What the local kernel says of a process (Linux /proc; other systems: kUnknown).
+enum class ProcessState { kUnknown, kRunning, kStopped, kGone };
+ProcessState local_process_state(int pid);
+
+// Where every rank's process is ({rank, host, pid} per rank, as Cluster::rank_places() holds
+// them on rank 0): the state of a rank's process when it runs on this host, else kUnknown.
+class RankLiveness {
+ public:
+  RankLiveness() = default;
+  explicit RankLiveness(const nlohmann::json& places);
+  ProcessState state(int rank) const;
+
+ private:
+  std::vector<int> local_pid_;  // [ranks] pid when on this host, else -1
+};
+
+struct DrafterLossPolicy {
+  bool continue_on_loss = false;
+  // The state of a rank's process (default: always kUnknown, so only the deadline detects loss).
+  std::function<ProcessState(int rank)> probe;
+  std::chrono::milliseconds slice{100};  // how often the wait looks at the drafter's process
+};
+
+// One loss, as the leader reports it (the one stderr line, --stats-json "drafter_loss").
+struct DrafterLoss {
+  int rank = -1;
+  int64_t round = -1;     // the round the leader was waiting for (-1: outside a round)
+  bool died = false;      // its process is gone (else: the deadline expired)
+  std::string cause;      // "died" / "deadline of 3 s expired while waiting for ..."
+  std::string fallback;   // what the leader finishes with
+
+  std::string line() const;
+  nlohmann::json to_json() const;
+};
+
+// Thrown by wait_for_drafter when the drafter is lost under a continue policy; the leader
+// catches it where it can fall back.
+class DrafterLost : public Error {
+ public:
+  DrafterLost(int rank, bool died, std::string cause)
+      : Error(cause), rank(rank), died(died), cause(std::move(cause)) {}
+  int rank;
+  bool died;
+  std::string cause;
+};
+
+// Waits up to `deadline_s` for the next frame on `world` while drafter rank `drafter` is the one
+// awaited (`what`: "waiting for the speculation of round 4"). Under an abort policy this is
+// world.recv (a TransportTimeout at the deadline). Under a continue policy it polls in slices and
+// throws DrafterLost when the drafter's process is gone or the deadline passes.
+Envelope wait_for_drafter(Transport& world, int drafter, double deadline_s,
+                          const DrafterLossPolicy& policy, const std::string& what);
+
+}  // namespace ssd

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# A dead or hung drafter costs speed, not the run (docs/faults.md, "Recovery"). Run by ctest:
+#   ssd_recover_check.sh SSD_BIN kill|stop|kill-abort [RANKS TP]
+#   kill        recovery mode on, the drafter rank SIGKILLed mid-run: exit 0, ONE line naming rank
+#               1 and "died", the output token for token the target's alone (AR), the loss in
+#               --stats-json.
+#   stop        recovery mode on, the drafter rank SIGSTOPped mid-run (a hang): the leader's
+#               deadline (--watchdog-s 15) expires, the same line says so, the output is AR's.
+#               (On a machine so busy that the drafter takes 15 s to load, the deadline expires
+#               while the leader waits for it to load: the same line, the same output.)
+#               Both end the job with MPI_Abort(0) once the output is written (MPI_Finalize may
+#               wait for the lost rank forever), with no rank left behind.
+#   kill-abort  no recovery mode, the drafter SIGKILLed: the job ends with a non-zero status in
+#               bounded time, and mpirun's report names rank 1 and the signal.
+# RANKS and TP (default 2 and 1): the job's size and TP degree; the drafter lead, rank TP, is the
+# one hit (with RANKS > TP + 1 the other drafter ranks must be stopped by the leader itself).
+# Skips (exit 77) without the default model (SSD_MODEL).
+set -uo pipefail
+BIN=$1 HOW=$2 RANKS=${3:-2} TP=${4:-1}
+LEAD=$TP
+if [[ -z ${SSD_MODEL:-} || ! -f ${SSD_MODEL:-} ]]; then
+  echo "SKIP: set SSD_MODEL to run this check"; exit 77
+fi
+ROOT=()
+[[ $(id -u) -eq 0 ]] && ROOT=(--allow-run-as-root)
+DIR=$(mktemp -d)
+trap 'rm -rf "$DIR"' EXIT
+PROMPT="Count from one to one thousand in words:"
+COMMON=(-m "$SSD_MODEL" -p "$PROMPT" -n 96 --ctx-size 1024 --ignore-eos --threads 1)
+fail() { echo "FAIL: $*"; echo "--- the job's stderr:"; cat "$DIR/log"; exit 1; }
+
+# What the target alone produces (one process, no mpirun).
+if [[ $HOW != kill-abort ]]; then
+  "$BIN" generate "${COMMON[@]}" --mode ar -q --stats-json "$DIR/ar.json" 2>"$DIR/ar.log" ||
+    { echo "FAIL: the AR reference run failed"; cat "$DIR/ar.log"; exit 1; }
+fi
+
+REC=(--mca orte_enable_recovery 1 --mca orte_abort_on_non_zero_status 0)
+[[ $HOW == kill-abort ]] && REC=()
+WATCHDOG=60  # kill: only the process probe may notice the loss, never a slow round
+[[ $HOW == stop ]] && WATCHDOG=15
+START=$(date +%s)
+${MPIEXEC:-mpirun} "${ROOT[@]}" --oversubscribe --bind-to none "${REC[@]}" -n "$RANKS" "$BIN" generate \
+  "${COMMON[@]}" --mode ssd --drafter "model:$SSD_MODEL" --k 4 --tp "$TP" --watchdog-s $WATCHDOG \
+  --stats-json "$DIR/run.json" >"$DIR/out" 2>"$DIR/log" &
+MPI_PID=$!
+# Whether process $1 descends from process $2 (walks the parent chain in /proc).
+descends_from() {
+  local p=$1
+  while [[ -n $p && $p -gt 1 ]]; do
+    [[ $p == "$2" ]] && return 0
+    p=$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null) || return 1
+  done
+  return 1
+}
+# The drafter lead: the ssd process of THIS job whose environment says world rank $LEAD.
+DRAFTER=""
+for _ in $(seq 1 400); do
+  for p in $(pgrep -f "$BIN generate" || true); do
+    descends_from "$p" "$MPI_PID" || continue
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$LEAD"; then
+      DRAFTER=$p
+    fi
+  done
+  [[ -n $DRAFTER ]] && break
+  sleep 0.05
+done
+[[ -n $DRAFTER ]] || fail "the drafter rank never started"
+# Hit the drafter once the job is in its rounds (tokens streamed), not while it loads.
+for _ in $(seq 1 1200); do
+  (($(stat -c %s "$DIR/out") > 40)) && break
+  kill -0 $MPI_PID 2>/dev/null || break
+  sleep 0.05
+done
+(($(stat -c %s "$DIR/out") > 40)) || fail "no tokens streamed within 60 s"
+PIDS=""  # every rank process of this job (all run once tokens stream)
+for p in $(pgrep -f "$BIN generate" || true); do
+  descends_from "$p" "$MPI_PID" && PIDS="$PIDS $p"
+done
+if [[ $HOW == stop ]]; then kill -STOP "$DRAFTER"; else kill -KILL "$DRAFTER"; fi
+for _ in $(seq 1 1200); do
+  kill -0 $MPI_PID 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 $MPI_PID 2>/dev/null; then
+  kill -KILL "$DRAFTER" 2>/dev/null; kill -KILL $MPI_PID
+  fail "the job still runs 120 s after the drafter rank was hit"
+fi
+wait $MPI_PID; STATUS=$?
+echo "job ended with status $STATUS after $(($(date +%s) - START)) s; its stderr:"
+grep -v '^ *[0-9]* |' "$DIR/log" | tail -n 12
+
+if [[ $HOW == kill-abort ]]; then
+  ((STATUS != 0)) || fail "exit status 0 without recovery mode"
+  grep -qE "rank $LEAD .*signal 9" "$DIR/log" || fail "no report naming rank $LEAD and its signal"
+  grep -q "lost drafter" "$DIR/log" && fail "the leader went on without recovery mode"
+else
+  ((STATUS == 0)) || fail "exit status $STATUS"
+  grep -q "the requests are done; ending the job with MPI_Abort(0)" "$DIR/log" ||
+    fail "the leader did not end the job past the lost rank"
+  LINES=$(grep -c "^ssd: lost drafter rank $LEAD: " "$DIR/log")
+  ((LINES == 1)) || fail "$LINES lines about the lost drafter, not 1"
+  if [[ $HOW == kill ]]; then
+    grep -q "^ssd: lost drafter rank $LEAD: died" "$DIR/log" || fail "the line does not say it died"
+  else
+    grep -q "^ssd: lost drafter rank $LEAD: deadline of 15 s expired" "$DIR/log" ||
+      fail "the line does not name the expired deadline"
+  fi
+  python3 - "$DIR/ar.json" "$DIR/run.json" "$LEAD" <<'PY' || fail "the output differs from AR's"
+import json, sys
+ar, run = (json.load(open(p)) for p in sys.argv[1:3])
+assert run["status"] == "ok", run["status"]
+loss = run["drafter_loss"]
+assert loss and loss["rank"] == int(sys.argv[3]) and loss["fallback"] == "plain decoding", loss
+a, b = ar["output_token_ids"], run["output_token_ids"]
+assert len(a) == 96, len(a)
+if a != b:
+    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    sys.exit(f"token {i}: AR {a[i:i+4]} vs run {b[i:i+4]} ({len(a)} vs {len(b)} tokens)")
+print(f"output equals AR ({len(a)} tokens); loss: round {loss['round']}, {loss['cause']}")
+PY
+fi
+# No rank of this job may outlive it (zombies of an un-reaping PID 1 do not count); mpirun can
+# return while the kernel still tears the killed ranks down, so allow 5 s.
+for _ in $(seq 1 50); do
+  LEFT=""
+  for p in $PIDS; do
+    state=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null || echo Z)
+    [[ $state == Z ]] || LEFT="$LEFT $p"
+  done
+  [[ -z $LEFT ]] && break
+  sleep 0.1
+done
+if [[ -n $LEFT ]]; then
+  kill -KILL $LEFT 2>/dev/null
+  fail "rank process(es)$LEFT still running"
+fi
+echo "OK"

@@ -1,0 +1,258 @@
+// The leader going on without its drafter lead (actors/roles/drafter_loss.h), in one process over
+// loopback: a drafter that answers a few rounds and then falls silent
+//   - under a continue policy: the loss is recorded once (rank, round, cause) and the run ends
+//     with generate_ar_batch's tokens; a probe that says the process is gone names it "died"
+//     without waiting for the deadline;
+//   - under the default (abort) policy: the wait ends in TransportTimeout, as before.
+// And the pieces: the /proc process state, the per-host liveness table, auto's reading of the
+// launcher's recovery mode, and the watchdog's replaceable callback.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "actors/roles/drafter_loss.h"
+#include "actors/roles/remote_decode.h"
+#include "actors/transport/loopback_transport.h"
+#include "tests/support/temp_dir.h"
+#include "tests/unit/spec/drafting_fixture.h"
+
+namespace ssd {
+namespace {
+
+using namespace std::chrono_literals;
+using test::drafting::Engine;
+
+struct TinyTarget {
+  test::TempDir tmp;
+  std::unique_ptr<Engine> engine;
+  TinyTarget() {
+    const std::string path =
+        test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32), tmp.file("t.gguf"));
+    engine = std::make_unique<Engine>(path, 1, 4096);
+  }
+};
+
+std::vector<GenerationRequest> requests(size_t b) {
+  std::vector<GenerationRequest> reqs;
+  for (size_t i = 0; i < b; ++i) {
+    GenerationRequest r;
+    for (size_t t = 0; t < 5; ++t) r.prompt.push_back(static_cast<int32_t>(3 + 11 * t + i));
+    r.max_new_tokens = 24;
+    r.stream = i;
+    reqs.push_back(std::move(r));
+  }
+  return reqs;
+}
+
+// A drafter lead that answers StartSeqs and the outcomes of rounds up to `last_round` with a
+// two-token chain per sequence, then answers nothing (it still drains its mailbox) until a
+// DrafterShutdown; `silent` turns true when it stops answering.
+void answer_until(Transport& link, int64_t last_round, std::atomic<bool>& silent) {
+  std::vector<int32_t> seqs;
+  for (;;) {
+    const Envelope env = link.recv(60s);
+    int64_t round = 0;
+    if (env.kind == MsgKind::kStartSeqs) {
+      seqs = decode<StartSeqs>(env).seqs;
+    } else if (env.kind == MsgKind::kOutcome) {
+      round = decode<Outcome>(env).round;
+    } else if (env.kind == MsgKind::kDrafterShutdown) {
+      return;
+    } else {
+      continue;  // FinishSeqs
+    }
+    if (round > last_round) {
+      silent = true;
+      continue;
+    }
+    SpeculationMsg m;
+    m.round = round;
+    for (int32_t s : seqs) {
+      ProcessedDist q;
+      q.tokens = {TokenProb{7, 1.0f}};
+      m.seqs.push_back(
+          SeqSpeculation{s, static_cast<uint8_t>(SpecSource::kPrimary), {7, 7}, {q, q}});
+    }
+    link.send(env.peer, m);
+  }
+}
+
+struct LossRun {
+  RemoteDecodeResult result;
+  std::string error = "(no error)";
+  std::string watchdog = "(not fired)";
+};
+
+LossRun run_with_silent_drafter(TinyTarget& t, const std::vector<GenerationRequest>& reqs,
+                                DrafterLossPolicy policy, double step_s,
+                                std::atomic<bool>& silent) {
+  LoopbackHub hub(2);
+  std::thread drafter([&] { answer_until(hub.endpoint(1), 2, silent); });
+  LossRun out;
+  Watchdog dog(0, Role::kTarget, [&](const std::string& m) { out.watchdog = m; });
+  {
+    LocalTarget target(*t.engine->model, *t.engine->kv);
+    const RankLayout leader = RankLayout::make(2, 0, 1);
+    RemoteDecoder dec(target, hub.endpoint(0), leader, {}, 3, dog, step_s);
+    dec.set_loss_policy(std::move(policy));
+    try {
+      out.result = dec.run(reqs, true);
+      dec.shutdown_drafters();  // the lost lead is not told (nothing to send on one drafter rank)
+    } catch (const Error& e) {
+      out.error = e.what();
+    }
+  }
+  hub.endpoint(0).send(1, DrafterShutdown{});
+  drafter.join();
+  return out;
+}
+
+void expect_ar_tokens(TinyTarget& t, const std::vector<GenerationRequest>& reqs,
+                      const RemoteDecodeResult& got) {
+  LocalTarget target(*t.engine->model, *t.engine->kv);
+  const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+  ASSERT_EQ(got.gen.size(), ar.size());
+  for (size_t i = 0; i < ar.size(); ++i) {
+    EXPECT_EQ(got.gen[i].tokens, ar[i].tokens) << "request " << i;
+    EXPECT_EQ(got.gen[i].tokens.size(), 24u) << "request " << i;
+  }
+}
+
+TEST(DrafterLoss, SilentDrafterUnderContinueFinishesWithArTokens) {
+  TinyTarget t;
+  const std::vector<GenerationRequest> reqs = requests(2);
+  std::atomic<bool> silent{false};
+  DrafterLossPolicy policy;
+  policy.continue_on_loss = true;
+  policy.slice = 20ms;
+  // 2 s: far beyond what the answered rounds take, so the loss is always in round 3.
+  const LossRun r = run_with_silent_drafter(t, reqs, policy, 2, silent);
+  ASSERT_EQ(r.error, "(no error)");
+  EXPECT_EQ(r.watchdog, "(not fired)");  // the wait's own deadline decided, not the watchdog
+  ASSERT_TRUE(r.result.drafter_loss.has_value());
+  const DrafterLoss& loss = *r.result.drafter_loss;
+  EXPECT_EQ(loss.rank, 1);
+  EXPECT_EQ(loss.round, 3);  // rounds 0..2 were answered
+  EXPECT_FALSE(loss.died);
+  EXPECT_EQ(loss.cause,
+            "deadline of 2 s expired while waiting for the speculation of round 3 from the "
+            "drafter (rank 1)");
+  EXPECT_EQ(loss.fallback, "plain decoding");
+  EXPECT_NE(loss.line().find("ssd: lost drafter rank 1: deadline of 2 s expired"),
+            std::string::npos);
+  EXPECT_EQ(loss.to_json()["round"], 3);
+  expect_ar_tokens(t, reqs, r.result);
+}
+
+TEST(DrafterLoss, ProbeSeeingTheProcessGoneNamesItDiedBeforeTheDeadline) {
+  TinyTarget t;
+  const std::vector<GenerationRequest> reqs = requests(1);
+  std::atomic<bool> silent{false};
+  DrafterLossPolicy policy;
+  policy.continue_on_loss = true;
+  policy.slice = 20ms;
+  policy.probe = [&](int rank) {
+    EXPECT_EQ(rank, 1);
+    return silent ? ProcessState::kGone : ProcessState::kRunning;
+  };
+  // A 600 s deadline: only the probe can end the wait within the test's time limit.
+  const LossRun r = run_with_silent_drafter(t, reqs, policy, 600, silent);
+  ASSERT_EQ(r.error, "(no error)");
+  ASSERT_TRUE(r.result.drafter_loss.has_value());
+  EXPECT_TRUE(r.result.drafter_loss->died);
+  EXPECT_EQ(r.result.drafter_loss->cause,
+            "died (its process is gone) while waiting for the speculation of round 3 from the "
+            "drafter (rank 1)");
+  expect_ar_tokens(t, reqs, r.result);
+}
+
+TEST(DrafterLoss, AbortPolicyKeepsTheTimeoutError) {
+  TinyTarget t;
+  std::atomic<bool> silent{false};
+  const LossRun r = run_with_silent_drafter(t, requests(1), DrafterLossPolicy{}, 0.3, silent);
+  EXPECT_NE(r.error.find("timed out after"), std::string::npos) << r.error;
+  EXPECT_FALSE(r.result.drafter_loss.has_value());
+}
+
+TEST(DrafterLoss, ProcessStateFollowsAChildThroughStopAndKill) {
+  EXPECT_EQ(local_process_state(getpid()), ProcessState::kRunning);
+  EXPECT_EQ(local_process_state(0), ProcessState::kUnknown);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (;;) pause();
+  }
+  // Waits (bounded) for the kernel to show `want`.
+  const auto reaches = [&](ProcessState want) {
+    for (int i = 0; i < 2000; ++i) {
+      if (local_process_state(child) == want) return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    return false;
+  };
+  EXPECT_TRUE(reaches(ProcessState::kRunning));  // sleeping in pause() counts as running
+  kill(child, SIGSTOP);
+  EXPECT_TRUE(reaches(ProcessState::kStopped));
+  kill(child, SIGKILL);
+  EXPECT_TRUE(reaches(ProcessState::kGone));  // a zombie until reaped
+  waitpid(child, nullptr, 0);
+  EXPECT_EQ(local_process_state(child), ProcessState::kGone);
+}
+
+TEST(DrafterLoss, RankLivenessProbesOnlyRanksOnThisHost) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const nlohmann::json places = nlohmann::json::array(
+      {{{"rank", 0}, {"host", host}, {"pid", static_cast<int>(getpid())}},
+       {{"rank", 1}, {"host", "another-host.invalid"}, {"pid", static_cast<int>(getpid())}}});
+  const RankLiveness live(places);
+  EXPECT_EQ(live.state(0), ProcessState::kRunning);
+  EXPECT_EQ(live.state(1), ProcessState::kUnknown);  // its pid means nothing here
+  EXPECT_EQ(live.state(2), ProcessState::kUnknown);
+  EXPECT_EQ(RankLiveness().state(0), ProcessState::kUnknown);
+}
+
+TEST(DrafterLoss, AutoContinuesOnlyUnderTheLaunchersRecoveryMode) {
+  const char* var = "OMPI_MCA_orte_enable_recovery";
+  const char* saved = std::getenv(var);
+  const std::string keep = saved ? saved : "";
+  unsetenv(var);
+  EXPECT_FALSE(continue_on_drafter_loss("auto"));
+  for (const char* on : {"1", "true", "TRUE", "yes", "on"}) {
+    setenv(var, on, 1);
+    EXPECT_TRUE(continue_on_drafter_loss("auto")) << on;
+    EXPECT_FALSE(continue_on_drafter_loss("abort")) << on;
+  }
+  for (const char* off : {"0", "false", ""}) {
+    setenv(var, off, 1);
+    EXPECT_FALSE(continue_on_drafter_loss("auto")) << off;
+    EXPECT_TRUE(continue_on_drafter_loss("continue")) << off;
+  }
+  EXPECT_THROW(continue_on_drafter_loss("sometimes"), Error);
+  if (saved) setenv(var, keep.c_str(), 1);
+  else unsetenv(var);
+}
+
+TEST(DrafterLoss, WatchdogCallsTheCallbackSetLast) {
+  std::atomic<int> first{0}, second{0};
+  Watchdog dog(1, Role::kDrafter, [&](const std::string&) { ++first; });
+  dog.set_abort([&](const std::string& m) {
+    EXPECT_EQ(m, "rank 1 (drafter) timed out after 0.05 s while drafting");
+    ++second;
+  });
+  dog.arm("drafting", 0.05);
+  for (int i = 0; i < 2000 && !dog.fired(); ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(dog.fired());
+  for (int i = 0; i < 2000 && second == 0; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(first, 0);
+  EXPECT_EQ(second, 1);
+}
+
+}  // namespace
+}  // namespace ssd
