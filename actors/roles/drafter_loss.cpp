@@ -75,7 +75,9 @@ Envelope wait_for_drafter(Transport& world, int drafter, double deadline_s,
                           const DrafterLossPolicy& policy, const std::string& what) {
   using Clock = std::chrono::steady_clock;
   const auto total = std::chrono::milliseconds(static_cast<int64_t>(deadline_s * 1000));
-  if (!policy.continue_on_loss) return world.recv(total);
+  // Abort policy: the caller's watchdog (armed for deadline_s, naming the wait) ends the job; the
+  // receive's own deadline only backs it up, later, so the watchdog's line always wins the race.
+  if (!policy.continue_on_loss) return world.recv(2 * total + std::chrono::seconds(5));
   const Clock::time_point end = Clock::now() + total;
   const auto probe = [&] { return policy.probe ? policy.probe(drafter) : ProcessState::kUnknown; };
   for (;;) {
