@@ -15,14 +15,14 @@ namespace ssd {
 
 RemoteDecoder::RemoteDecoder(TargetModel& target, Transport& world, const RankLayout& layout,
                              std::vector<int32_t> feature_layers, int32_t k, Watchdog& dog,
-                             double step_s, bool auto_k)
+                             double step_s, bool auto_k, std::vector<int32_t> length_cycle)
     : target_(target),
       world_(world),
       layout_(layout),
       feature_layers_(std::move(feature_layers)),
       k_(k),
-      sd_length_(SpecLengthOptions{.k_max = k, .automatic = auto_k}),
-      ssd_length_(SpecLengthOptions{.k_max = k, .automatic = auto_k}),
+      sd_length_(SpecLengthOptions{.k_max = k, .automatic = auto_k, .cycle = length_cycle}),
+      ssd_length_(SpecLengthOptions{.k_max = k, .automatic = auto_k, .cycle = length_cycle}),
       dog_(dog),
       step_s_(step_s) {
   SSD_CHECK(layout.n_drafters() > 0, "a remote drafter needs a drafter rank ({})",
@@ -187,6 +187,22 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
 // Receives round `round`'s speculations (answered from the cache in --mode ssd when it hit) and
 // hands each to its sequence.
 void RemoteDecoder::take_speculations(Run& run, int64_t round) {
+  int64_t asked = 0;  // tokens asked for this round: the policy's draft cost is the wait
+  for (size_t i = 0; i < run.seqs.size(); ++i) {
+    Run::Seq& s = run.seqs[i];
+    if (!s.running) continue;
+    asked += run.chosen[i];
+    if (run.chosen[i] > 0) continue;
+    // A decode step (length 0): the drafter sends nothing for it (protocol.h, SpeculationMsg).
+    s.spec = SeqSpeculation{};
+    s.spec.seq = s.id;
+    s.spec.source = static_cast<uint8_t>(SpecSource::kDecodeStep);
+    s.has_spec = true;
+  }
+  if (asked == 0) {  // decode steps alone: no answer comes, the round starts at once
+    run.length.observe_draft(0, 0.0);
+    return;
+  }
   const double tw = monotonic_seconds();
   trace::Span wait("wait for speculation", "target", round,
                    std::count_if(run.seqs.begin(), run.seqs.end(),
@@ -197,9 +213,6 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
                                                  round, layout_.drafter_lead()));
   const double wait_dt = monotonic_seconds() - tw;
   run.out.split.target_wait_s += wait_dt;
-  int64_t asked = 0;  // tokens asked for this round: the policy's draft cost is the wait
-  for (size_t i = 0; i < run.seqs.size(); ++i)
-    if (run.seqs[i].running) asked += run.chosen[i];
   run.length.observe_draft(asked, wait_dt);
   SpeculationMsg sm = decode<SpeculationMsg>(env);
   SSD_CHECK(sm.round == round, "drafter answered round {} while the target is at round {}",
@@ -209,6 +222,10 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
                            [&](const Run::Seq& s) { return s.id == w.seq; });
     SSD_CHECK(it != run.seqs.end() && it->running,
               "drafter sent a speculation for sequence {}, which is not running", w.seq);
+    SSD_CHECK(run.chosen[static_cast<size_t>(it - run.seqs.begin())] > 0,
+              "drafter sent a speculation for sequence {} in round {}, whose length is 0 (a "
+              "decode step)",
+              w.seq, round);
     SSD_CHECK(!it->has_spec, "drafter sent two speculations for sequence {} in round {}", w.seq,
               round);
     it->spec = std::move(w);
@@ -293,7 +310,7 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
     // The outcome trace: this round, and the previous round's lookup, answered by where this
     // round's speculation came from.
     const auto source = static_cast<SpecSource>(run.seqs[i].spec.source);
-    if (run.prespeculate && run.last_record[i] >= 0)
+    if (run.prespeculate && run.last_record[i] >= 0 && source != SpecSource::kDecodeStep)
       run.out.outcomes[static_cast<size_t>(run.last_record[i])].hit = source == SpecSource::kCache;
     run.last_record[i] = static_cast<int64_t>(run.out.outcomes.size());
     run.out.outcomes.push_back({round, static_cast<int32_t>(i), static_cast<int32_t>(trees[a].size()),
@@ -327,6 +344,8 @@ std::optional<SeqOutcome> RemoteDecoder::apply_verification(Run& run, size_t i,
   if (source == SpecSource::kCache) {
     ++split.hits;
     split.accepted_hit += accepted;
+  } else if (source == SpecSource::kDecodeStep) {
+    ++split.decode_steps;
   } else if (source != SpecSource::kInitial) {
     ++split.misses;
     split.accepted_miss += accepted;
@@ -381,6 +400,7 @@ void SplitFigures::add(const SplitFigures& o) {
   misses += o.misses;
   accepted_hit += o.accepted_hit;
   accepted_miss += o.accepted_miss;
+  decode_steps += o.decode_steps;
   // The drafter's counters and times add up; its plan (fan-out, b*) is the later one's.
   const DrafterStatsMsg before = drafter;
   drafter = o.drafter;

@@ -14,6 +14,9 @@
 // every input: the verified outcomes and the round's costs as it sees them (its wait for the
 // speculation, which is the drafting not hidden, and its verification forward); the drafter
 // would have to be sent the same data to compute the same k. Under a fixed --k it sends K.
+// A length of 0 is a plain decode step: no speculation comes for it, and a round whose lengths
+// are all 0 is verified at once, without waiting for the drafter (protocol.h, SpeculationMsg), so
+// under SSD as under SD it costs what an autoregressive step costs.
 // One policy per mode (sd, ssd), kept across run() calls: their costs differ.
 //
 // Figures: the SD statistics of every request, plus what only a split run has: target_wait_s
@@ -45,6 +48,8 @@ struct SplitFigures {
   // Sequence-rounds by where their speculation came from (round 0's initial draft is neither).
   int64_t hits = 0, misses = 0;
   int64_t accepted_hit = 0, accepted_miss = 0;
+  // Sequence-rounds at length 0: plain decode steps, verified without a speculation or a wait.
+  int64_t decode_steps = 0;
   DrafterStatsMsg drafter;      // the drafter lead's figures over the run (busy time, fan-out)
 
   double hit_rate() const { return hits + misses ? double(hits) / (hits + misses) : 0.0; }
@@ -79,10 +84,11 @@ struct RemoteDecodeResult {
 class RemoteDecoder {
  public:
   // `feature_layers`: what the drafter asked for in its kDrafterReady.
-  // k: the speculation length, or with auto_k the top of its range.
+  // k: the speculation length, or with auto_k the top of its range. length_cycle: fixed lengths
+  // in turn instead (SpecLengthOptions::cycle; tests of length changes), empty: off.
   RemoteDecoder(TargetModel& target, Transport& world, const RankLayout& layout,
                 std::vector<int32_t> feature_layers, int32_t k, Watchdog& dog, double step_s,
-                bool auto_k = false);
+                bool auto_k = false, std::vector<int32_t> length_cycle = {});
 
   // Runs the requests together (B = reqs.size()); greedy output equals generate_ar_batch's.
   // prespeculate: ssd (the drafter pre-speculates during verification) or sd (it drafts after).

@@ -65,7 +65,8 @@ struct Split {
   RemoteDecodeResult ssd, sd;
 };
 Split run_split(World& w, Drafter& primary, std::span<const GenerationRequest> reqs, int32_t k,
-                const SsdDrafterOptions& opts, bool auto_k = false) {
+                const SsdDrafterOptions& opts, bool auto_k = false,
+                std::vector<int32_t> length_cycle = {}) {
   LoopbackHub hub(2);
   const RankLayout leader = RankLayout::make(2, 0, 1), drafter = RankLayout::make(2, 1, 1);
   std::string failure;
@@ -85,7 +86,7 @@ Split run_split(World& w, Drafter& primary, std::span<const GenerationRequest> r
     Envelope ready = hub.endpoint(0).recv(std::chrono::seconds(30));
     EXPECT_EQ(ready.kind, MsgKind::kDrafterReady);
     LocalTarget target(*w.target->model, *w.target->kv);
-    RemoteDecoder dec(target, hub.endpoint(0), leader, {}, k, dog0, 30, auto_k);
+    RemoteDecoder dec(target, hub.endpoint(0), leader, {}, k, dog0, 30, auto_k, length_cycle);
     out.ssd = dec.run(reqs, true);
     out.ssd.split.drafter = dec.drafter_stats();
     out.sd = dec.run(reqs, false);
@@ -169,6 +170,49 @@ TEST(RemoteDecode, KAutoEqualsArAndCountsEveryChoice) {
         budget += static_cast<int64_t>(k) * st.chosen_k_hist[k];
       EXPECT_LE(st.drafted, budget) << "request " << i;
     }
+  }
+}
+
+// Lengths that change every round and pass through 0 (plain decode steps, which get no
+// speculation and no wait): greedy SSD and SD still equal AR, sampled SSD still draws what
+// sampled SD draws, each round verifies at most its length, and the decode steps are counted as
+// neither hits nor misses.
+TEST(RemoteDecode, LengthChangesThroughZeroStayExact) {
+  World w;
+  const std::vector<int32_t> cycle = {0, 3, 0, 0, 1, 3, 2, 0};
+  SamplerConfig sampled;
+  sampled.temperature = 0.9f;
+  sampled.seed = 3;
+  for (const SamplerConfig& s : {SamplerConfig{}, sampled}) {
+    SCOPED_TRACE(s.temperature > 0 ? "sampled" : "greedy");
+    const auto reqs = requests(3, s);
+    LocalTarget target(*w.target->model, *w.target->kv);
+    const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+    auto primary = w.self_drafter();
+    const Split split = run_split(w, *primary, reqs, 3, options(3, s), false, cycle);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(split.ssd.gen[i].tokens, split.sd.gen[i].tokens) << "request " << i;
+      if (s.temperature == 0) EXPECT_EQ(split.ssd.gen[i].tokens, ar[i].tokens) << "request " << i;
+    }
+    for (const RemoteDecodeResult* r : {&split.ssd, &split.sd}) {
+      int64_t zeros = 0, rounds = 0;
+      for (const SdStats& st : r->sd) {
+        zeros += st.chosen_k_hist[0];
+        rounds += st.rounds;
+        int64_t budget = 0;
+        for (size_t k = 0; k < st.chosen_k_hist.size(); ++k)
+          budget += static_cast<int64_t>(k) * st.chosen_k_hist[k];
+        EXPECT_LE(st.drafted, budget);
+      }
+      EXPECT_GT(zeros, 0);
+      EXPECT_EQ(r->split.decode_steps, zeros) << "every length 0 was a decode step";
+      // The cycle starts at 0: no round verifies an initial draft.
+      EXPECT_EQ(r->split.hits + r->split.misses + r->split.decode_steps, rounds)
+          << "each round is a hit, a miss or a decode step";
+    }
+    EXPECT_EQ(split.sd.split.hits, 0);
+    if (s.temperature == 0)  // the self-draft accepts all: a length > 0 after one > 0 hits
+      EXPECT_GT(split.ssd.split.hits, 0) << "rounds after a length > 0 still hit the cache";
   }
 }
 
