@@ -236,9 +236,9 @@ class DrafterActor {
     const bool drafts = std::any_of(next.begin(), next.end(),
                                     [](const Speculation& s) { return !s.decode_step(); });
     if (!prespeculate_ || next.empty()) return;
-    // Nothing is pre-speculated after a decode step; with other drafter ranks the work still goes
-    // out, since they commit the outcomes from it.
-    if (!drafts && n_drafters_ == 1) return;
+    // Nothing is pre-speculated after a decode step, nor in a round the leader turned it off for;
+    // with other drafter ranks the work still goes out, since they commit the outcomes from it.
+    if ((!drafts || !outcome.prespeculate) && n_drafters_ == 1) return;
     if (n_drafters_ > 1) {
       PrespecWork w = prespec_work(round, outcome, next);
       for (int r : layout_.drafter_ranks())

@@ -15,7 +15,8 @@ namespace ssd {
 
 RemoteDecoder::RemoteDecoder(TargetModel& target, Transport& world, const RankLayout& layout,
                              std::vector<int32_t> feature_layers, int32_t k, Watchdog& dog,
-                             double step_s, bool auto_k, std::vector<int32_t> length_cycle)
+                             double step_s, bool auto_k, std::vector<int32_t> length_cycle,
+                             const PrespecSwitchOptions& prespec)
     : target_(target),
       world_(world),
       layout_(layout),
@@ -23,6 +24,8 @@ RemoteDecoder::RemoteDecoder(TargetModel& target, Transport& world, const RankLa
       k_(k),
       sd_length_(SpecLengthOptions{.k_max = k, .automatic = auto_k, .cycle = length_cycle}),
       ssd_length_(SpecLengthOptions{.k_max = k, .automatic = auto_k, .cycle = length_cycle}),
+      ssd_off_length_(SpecLengthOptions{.k_max = k, .automatic = auto_k, .cycle = length_cycle}),
+      prespec_(prespec),
       dog_(dog),
       step_s_(step_s) {
   SSD_CHECK(layout.n_drafters() > 0, "a remote drafter needs a drafter rank ({})",
@@ -69,16 +72,16 @@ struct RemoteDecoder::Run {
     SeqSpeculation spec;
   };
   Run(TargetModel& target, std::span<const GenerationRequest> r, const BatchTokenCallback& cb,
-      SpecLengthController& len, int32_t k_max)
-      : reqs(r), on_token(cb), seqs(r.size()), tseqs(target), length(len), k(k_max),
-        chosen(r.size(), 0) {}
+      std::vector<SpecLengthController*> lens, int32_t k_max)
+      : reqs(r), on_token(cb), seqs(r.size()), tseqs(target), lengths(std::move(lens)),
+        k(k_max), chosen(r.size(), 0) {}
   bool emit(size_t i, int32_t tok) { return emit_token(reqs[i], out.gen[i], i, tok, on_token); }
   // Ends sequence i: its decode time, its KV pages, its length estimates.
   void finish(size_t i) {
     seqs[i].running = false;
     out.gen[i].decode_s = monotonic_seconds() - t_decode;
     tseqs.release(seqs[i].kv);
-    length.finish(seqs[i].id);
+    for (SpecLengthController* l : lengths) l->finish(seqs[i].id);
   }
   // The next speculation's length of each of `which` (indices into seqs), capped by the tokens
   // the request has left after the one the round emits anyway.
@@ -89,7 +92,7 @@ struct RemoteDecoder::Run {
       limit.push_back(static_cast<int32_t>(std::clamp<int64_t>(
           reqs[i].max_new_tokens - static_cast<int64_t>(out.gen[i].tokens.size()) - 1, 0, k)));
     }
-    const std::vector<int32_t> ks = length.choose(ids, limit);
+    const std::vector<int32_t> ks = length().choose(ids, limit);
     for (size_t j = 0; j < which.size(); ++j) chosen[which[j]] = ks[j];
   }
 
@@ -103,7 +106,15 @@ struct RemoteDecoder::Run {
   bool prespeculate = false;
   uint64_t memory_scope = 0;  // the drafters' memory of earlier requests (StartSeqs)
   std::vector<int64_t> last_record;  // index in out.outcomes of each request's latest round
-  SpecLengthController& length;  // this mode's length policy (--k auto)
+  // This mode's length policies (--k auto): one, or in ssd one per pre-speculation regime.
+  std::vector<SpecLengthController*> lengths;
+  bool prespec_on = true;  // ssd: this round's regime (PrespecSwitch)
+  SpecLengthController& length() { return *lengths[prespec_on || lengths.size() == 1 ? 0 : 1]; }
+  int64_t emitted() const {
+    int64_t n = 0;
+    for (const GenerationResult& g : out.gen) n += static_cast<int64_t>(g.tokens.size());
+    return n;
+  }
   int32_t k = 0;                 // K
   std::vector<int32_t> chosen;   // [requests] the length asked for each next speculation
 };
@@ -111,7 +122,10 @@ struct RemoteDecoder::Run {
 RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, bool prespeculate,
                                       const BatchTokenCallback& on_token, uint64_t memory_scope) {
   check_batch_context(target_, reqs, k_);
-  Run run(target_, reqs, on_token, prespeculate ? ssd_length_ : sd_length_, k_);
+  Run run(target_, reqs, on_token,
+          prespeculate ? std::vector<SpecLengthController*>{&ssd_length_, &ssd_off_length_}
+                       : std::vector<SpecLengthController*>{&sd_length_},
+          k_);
   run.out.gen.resize(reqs.size());
   run.out.sd.resize(reqs.size());
   for (SdStats& s : run.out.sd) size_stats(s, k_);
@@ -120,6 +134,7 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
   const int64_t bytes0 = bytes_;
   run.prespeculate = prespeculate;
   run.memory_scope = memory_scope;
+  run.prespec_on = !prespeculate || prespec_.on();
   run.last_record.assign(reqs.size(), -1);
   trace::set_track("target");
   trace::set_round(0);
@@ -131,8 +146,13 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
       if (run.seqs[i].running) active.push_back(i);
     if (active.empty()) break;
     trace::set_round(round);
+    // ssd: the regime of this round's outcome, and the length policy that measures it.
+    run.prespec_on = !prespeculate || prespec_.on();
+    const double t0 = monotonic_seconds();
+    const int64_t emitted0 = run.emitted();
     take_speculations(run, round);
     verify_round_and_answer(run, active, round);
+    if (prespeculate) prespec_.observe_round(run.emitted() - emitted0, monotonic_seconds() - t0);
   }
   run.out.split.bytes_exchanged = bytes_ - bytes0;
   return std::move(run.out);
@@ -200,7 +220,7 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
     s.has_spec = true;
   }
   if (asked == 0) {  // decode steps alone: no answer comes, the round starts at once
-    run.length.observe_draft(0, 0.0);
+    run.length().observe_draft(0, 0.0);
     return;
   }
   const double tw = monotonic_seconds();
@@ -213,7 +233,7 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
                                                  round, layout_.drafter_lead()));
   const double wait_dt = monotonic_seconds() - tw;
   run.out.split.target_wait_s += wait_dt;
-  run.length.observe_draft(asked, wait_dt);
+  run.length().observe_draft(asked, wait_dt);
   SpeculationMsg sm = decode<SpeculationMsg>(env);
   SSD_CHECK(sm.round == round, "drafter answered round {} while the target is at round {}",
             sm.round, round);
@@ -287,12 +307,14 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
   ++run.out.split.rounds;
   int64_t rows = 0;
   for (const DraftTree& t : trees) rows += 1 + static_cast<int64_t>(t.size());
-  run.length.observe_verify(rows, verify_dt);
+  run.length().observe_verify(rows, verify_dt);
 
   Outcome outcome;
   outcome.round = round + 1;
   outcome.feature_dim = run.feature_dim;
   outcome.verify_s = verify_dt;
+  outcome.prespeculate = run.prespec_on;
+  if (!run.prespec_on) ++run.out.split.rounds_prespec_off;
   std::vector<float> round_features;
   FinishSeqs finished;
   std::vector<size_t> still;  // the sequences of outcome.seqs, in order
@@ -305,8 +327,9 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
     st.forwards++;
     run.out.gen[i].forwards++;
     count_round(st, trees[a], v, k_, run.chosen[i]);
-    run.length.observe_outcome(run.seqs[i].id, static_cast<int32_t>(trees[a].size()),
-                               static_cast<int32_t>(v.path.size()));
+    for (SpecLengthController* l : run.lengths)  // acceptance is the drafter's, in any regime
+      l->observe_outcome(run.seqs[i].id, static_cast<int32_t>(trees[a].size()),
+                         static_cast<int32_t>(v.path.size()));
     // The outcome trace: this round, and the previous round's lookup, answered by where this
     // round's speculation came from.
     const auto source = static_cast<SpecSource>(run.seqs[i].spec.source);
@@ -401,6 +424,7 @@ void SplitFigures::add(const SplitFigures& o) {
   accepted_hit += o.accepted_hit;
   accepted_miss += o.accepted_miss;
   decode_steps += o.decode_steps;
+  rounds_prespec_off += o.rounds_prespec_off;
   // The drafter's counters and times add up; its plan (fan-out, b*) is the later one's.
   const DrafterStatsMsg before = drafter;
   drafter = o.drafter;

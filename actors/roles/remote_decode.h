@@ -19,6 +19,12 @@
 // under SSD as under SD it costs what an autoregressive step costs.
 // One policy per mode (sd, ssd), kept across run() calls: their costs differ.
 //
+// Pre-speculation that does not pay (ssd): the leader's PrespecSwitch (runtime/saguaro/
+// prespec_switch.h) runs rounds in blocks with pre-speculation on or off (Outcome::prespeculate)
+// and keeps the regime it measures faster, so SSD on ranks that share cores falls back to
+// drafting after each outcome, as SD does, rather than losing to it. Each regime has its own
+// length policy (their costs differ as SD's and SSD's do).
+//
 // Figures: the SD statistics of every request, plus what only a split run has: target_wait_s
 // (the leader's time from sending an outcome to having the next speculation, i.e. drafting that
 // was not hidden), bytes_exchanged on the drafter link, and the drafter's own figures (cache hit
@@ -34,6 +40,7 @@
 #include "actors/transport/transport.h"
 #include "actors/transport/watchdog.h"
 #include "runtime/generate/generation.h"
+#include "runtime/saguaro/prespec_switch.h"
 #include "runtime/spec/sd_generation.h"
 #include "runtime/spec/verify_round.h"
 #include "topology/sim/outcome_trace.h"
@@ -50,6 +57,7 @@ struct SplitFigures {
   int64_t accepted_hit = 0, accepted_miss = 0;
   // Sequence-rounds at length 0: plain decode steps, verified without a speculation or a wait.
   int64_t decode_steps = 0;
+  int64_t rounds_prespec_off = 0;  // ssd: rounds whose outcome turned pre-speculation off
   DrafterStatsMsg drafter;      // the drafter lead's figures over the run (busy time, fan-out)
 
   double hit_rate() const { return hits + misses ? double(hits) / (hits + misses) : 0.0; }
@@ -88,7 +96,8 @@ class RemoteDecoder {
   // in turn instead (SpecLengthOptions::cycle; tests of length changes), empty: off.
   RemoteDecoder(TargetModel& target, Transport& world, const RankLayout& layout,
                 std::vector<int32_t> feature_layers, int32_t k, Watchdog& dog, double step_s,
-                bool auto_k = false, std::vector<int32_t> length_cycle = {});
+                bool auto_k = false, std::vector<int32_t> length_cycle = {},
+                const PrespecSwitchOptions& prespec = {});
 
   // Runs the requests together (B = reqs.size()); greedy output equals generate_ar_batch's.
   // prespeculate: ssd (the drafter pre-speculates during verification) or sd (it drafts after).
@@ -96,6 +105,7 @@ class RemoteDecoder {
   // (Drafter::set_memory_scope).
   RemoteDecodeResult run(std::span<const GenerationRequest> reqs, bool prespeculate,
                          const BatchTokenCallback& on_token = {}, uint64_t memory_scope = 0);
+  const PrespecSwitch& prespec_switch() const { return prespec_; }
   // The drafter lead's figures so far (one request/answer).
   DrafterStatsMsg drafter_stats();
   // Tells every drafter rank to stop (call once, at the end of the job).
@@ -117,6 +127,8 @@ class RemoteDecoder {
   std::vector<int32_t> feature_layers_;
   int32_t k_;
   SpecLengthController sd_length_, ssd_length_;
+  SpecLengthController ssd_off_length_;  // ssd rounds with pre-speculation off
+  PrespecSwitch prespec_;
   Watchdog& dog_;
   double step_s_;
   int64_t bytes_ = 0;

@@ -42,7 +42,8 @@ inline constexpr uint32_t kWireMagic = 0x31445353;  // "SSD1" in memory on a lit
 inline constexpr uint16_t kProtocolVersion = 6;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs;
                                                  // 4: speculation lengths (--k auto);
                                                  // 5: StartSeqs::memory_scope; 6: a length of 0
-                                                 // gets no speculation (decode step)
+                                                 // gets no speculation (decode step),
+                                                 // Outcome::prespeculate
 
 // Every kind of message, one enum; its value is also the MPI tag (tags must stay < 32768).
 enum class MsgKind : uint16_t {
@@ -330,7 +331,11 @@ struct Outcome {
   std::vector<SeqOutcome> seqs;
   int64_t feature_dim = 0;
   double verify_s = 0;  // the target's verification time of the round (for the miss policy)
-  template <class A> void serialize(A& a) { a(round, seqs, feature_dim, verify_s); }
+  // ssd: whether the drafter pre-speculates after answering (the leader's PrespecSwitch turns it
+  // off in blocks of rounds where it measures drafting after each outcome faster; a single
+  // drafter rank follows it, several always pre-speculate, as their shares keep them in step).
+  bool prespeculate = true;
+  template <class A> void serialize(A& a) { a(round, seqs, feature_dim, verify_s, prespeculate); }
   friend bool operator==(const Outcome&, const Outcome&) = default;
 };
 

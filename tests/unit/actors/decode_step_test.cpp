@@ -7,7 +7,9 @@
 //   - drafts nothing for them: no Drafter::draft call at all, no branch planned or pre-speculated,
 //     no lookup counted as a hit or a miss;
 //   - in a round mixing lengths 0 and 2 answers exactly the sequence at 2 (with 2 tokens) and
-//     pre-speculates for it alone.
+//     pre-speculates for it alone;
+//   - answers an outcome whose prespeculate flag is off (the leader's PrespecSwitch) without
+//     pre-speculating after it, and pre-speculates again once the flag is back on.
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -183,6 +185,37 @@ TEST_F(DecodeStep, ALengthAfterDecodeStepsIsAnsweredInFull) {
   EXPECT_EQ(sm.seqs[0].tokens.size(), 4u);
   EXPECT_EQ(sm.seqs[0].q.size(), 4u);
   stats();  // lets the pre-speculation finish before the shutdown
+}
+
+TEST_F(DecodeStep, AnOutcomeWithPreSpeculationOffIsAnsweredWithoutBranches) {
+  StartSeqs start;
+  start.seqs = {4};
+  start.prompts = {{5, 12, 19, 26}};
+  start.emitted = {{8}};
+  start.streams = {4};
+  start.feature_rows = {0};
+  start.prespeculate = true;
+  start.first_k = {2};
+  leader().send(1, start);
+  ASSERT_EQ(recv().kind, MsgKind::kSpeculation);
+  const int64_t branches0 = stats().branches;  // after round 0's pre-speculation
+  EXPECT_GT(branches0, 0);
+
+  auto round = [&](int64_t r, bool prespeculate) {
+    Outcome o;
+    o.round = r;
+    o.seqs = {outcome(4, static_cast<int32_t>(20 + r), 2)};
+    o.prespeculate = prespeculate;
+    leader().send(1, o);
+    const Envelope env = recv();
+    EXPECT_EQ(env.kind, MsgKind::kSpeculation) << "got " << kind_name(env.kind);
+    return stats();
+  };
+  const DrafterStatsMsg off = round(1, false);
+  EXPECT_EQ(off.branches, branches0) << "nothing pre-speculated after an outcome with it off";
+  const DrafterStatsMsg miss = round(2, true);
+  EXPECT_EQ(miss.misses, off.misses + 1) << "no cache after a round with pre-speculation off";
+  EXPECT_GT(miss.branches, branches0) << "pre-speculation resumes with the flag";
 }
 
 }  // namespace

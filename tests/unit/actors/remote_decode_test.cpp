@@ -66,7 +66,8 @@ struct Split {
 };
 Split run_split(World& w, Drafter& primary, std::span<const GenerationRequest> reqs, int32_t k,
                 const SsdDrafterOptions& opts, bool auto_k = false,
-                std::vector<int32_t> length_cycle = {}) {
+                std::vector<int32_t> length_cycle = {},
+                const PrespecSwitchOptions& prespec = {}) {
   LoopbackHub hub(2);
   const RankLayout leader = RankLayout::make(2, 0, 1), drafter = RankLayout::make(2, 1, 1);
   std::string failure;
@@ -86,7 +87,8 @@ Split run_split(World& w, Drafter& primary, std::span<const GenerationRequest> r
     Envelope ready = hub.endpoint(0).recv(std::chrono::seconds(30));
     EXPECT_EQ(ready.kind, MsgKind::kDrafterReady);
     LocalTarget target(*w.target->model, *w.target->kv);
-    RemoteDecoder dec(target, hub.endpoint(0), leader, {}, k, dog0, 30, auto_k, length_cycle);
+    RemoteDecoder dec(target, hub.endpoint(0), leader, {}, k, dog0, 30, auto_k, length_cycle,
+                      prespec);
     out.ssd = dec.run(reqs, true);
     out.ssd.split.drafter = dec.drafter_stats();
     out.sd = dec.run(reqs, false);
@@ -213,6 +215,34 @@ TEST(RemoteDecode, LengthChangesThroughZeroStayExact) {
     EXPECT_EQ(split.sd.split.hits, 0);
     if (s.temperature == 0)  // the self-draft accepts all: a length > 0 after one > 0 hits
       EXPECT_GT(split.ssd.split.hits, 0) << "rounds after a length > 0 still hit the cache";
+  }
+}
+
+// The pre-speculation switch with one-round blocks: rounds with pre-speculation off (the drafter
+// answers by drafting then) alternate with rounds with it on; greedy SSD still equals AR, sampled
+// SSD still draws what sampled SD draws, and the on rounds still hit.
+TEST(RemoteDecode, RoundsWithPreSpeculationOffStayExact) {
+  World w;
+  const PrespecSwitchOptions blocks{.block = 1, .explore_every = 2};
+  SamplerConfig sampled;
+  sampled.temperature = 0.8f;
+  sampled.seed = 11;
+  for (const SamplerConfig& s : {SamplerConfig{}, sampled}) {
+    SCOPED_TRACE(s.temperature > 0 ? "sampled" : "greedy");
+    const auto reqs = requests(3, s);
+    LocalTarget target(*w.target->model, *w.target->kv);
+    const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+    auto primary = w.self_drafter();
+    const Split split = run_split(w, *primary, reqs, 3, options(3, s), false, {}, blocks);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(split.ssd.gen[i].tokens, split.sd.gen[i].tokens) << "request " << i;
+      if (s.temperature == 0) EXPECT_EQ(split.ssd.gen[i].tokens, ar[i].tokens) << "request " << i;
+    }
+    EXPECT_GT(split.ssd.split.rounds_prespec_off, 0);
+    EXPECT_LT(split.ssd.split.rounds_prespec_off, split.ssd.split.rounds);
+    EXPECT_EQ(split.sd.split.rounds_prespec_off, 0) << "the switch is ssd's";
+    EXPECT_GT(split.ssd.split.misses, 0) << "a round after one with pre-speculation off misses";
+    if (s.temperature == 0) EXPECT_GT(split.ssd.split.hits, 0);
   }
 }
 

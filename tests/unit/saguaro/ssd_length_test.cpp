@@ -7,6 +7,7 @@
 //   - the plain core (SD on a drafter rank) answers with exactly the draft single-process SD gets
 //     from the same drafter for the same context, sampled (tokens and q), of the requested length;
 //     a length of 0 drafts nothing; it asks for no ranking (no predicted lists);
+//   - branches are pre-speculated to the length just asked + 1 (+ 1 for the ranking), K at most;
 //   - under SSD a length of 0 is a plain decode step: no lookup, no draft (not even the ranking
 //     token), no branch planned after it, for that sequence only; the next length > 0 is a miss.
 #include <gtest/gtest.h>
@@ -158,6 +159,39 @@ TEST(SsdLength, PlainCoreDraftsWhatSingleProcessSdDrafts) {
     EXPECT_TRUE(r.saguaro_top_f.empty());
   }
   EXPECT_EQ(counted.asked.size(), 3u);
+}
+
+TEST(SsdLength, PreSpeculationDraftsToTheAskedLengthPlusOne) {
+  World w;
+  auto inner = w.self();
+  Counting counted(*inner);
+  SsdDrafterOptions o;
+  o.k = 6;
+  o.fan_out.budget = 6;
+  SsdDrafterCore core(counted, nullptr, o);
+  core.start(0, test::drafting::kPrompts[0], std::vector<int32_t>{7}, 0);
+  auto branch_lengths = [&] {  // the k of every pre-speculation request (depth + the ranking)
+    counted.asked.clear();
+    core.prespeculate();
+    std::vector<int32_t> ks;
+    for (const DraftRequest& r : counted.asked) ks.push_back(r.k);
+    return ks;
+  };
+  const std::vector<int32_t> two = {2};
+  const Speculation first = core.first_speculations(std::vector<int32_t>{0}, two).at(0);
+  ASSERT_EQ(first.tokens.size(), 2u);
+  EXPECT_EQ(first.asked, 2);
+  std::vector<int32_t> ks = branch_lengths();
+  ASSERT_FALSE(ks.empty());
+  for (int32_t k : ks) EXPECT_EQ(k, 2 + SsdDrafterCore::kDepthMargin + 1);
+  // The full K asked (the fixed --k sends -1): branches draft K + 1, as before lengths existed.
+  RoundOutcome out{0, 2, {first.tokens[0], first.tokens[1], 9}};
+  out.next_k = -1;
+  const Speculation next = core.on_outcome({&out, 1}).at(0);
+  EXPECT_EQ(next.asked, 6);
+  ks = branch_lengths();
+  ASSERT_FALSE(ks.empty());
+  for (int32_t k : ks) EXPECT_EQ(k, 7);
 }
 
 TEST(SsdLength, DecodeStepDraftsAndPlansNothing) {
