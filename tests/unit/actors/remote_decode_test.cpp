@@ -194,7 +194,9 @@ TEST(RemoteDecode, LengthChangesThroughZeroStayExact) {
     const Split split = run_split(w, *primary, reqs, 3, options(3, s), false, cycle);
     for (size_t i = 0; i < reqs.size(); ++i) {
       EXPECT_EQ(split.ssd.gen[i].tokens, split.sd.gen[i].tokens) << "request " << i;
-      if (s.temperature == 0) EXPECT_EQ(split.ssd.gen[i].tokens, ar[i].tokens) << "request " << i;
+      if (s.temperature == 0) {
+        EXPECT_EQ(split.ssd.gen[i].tokens, ar[i].tokens) << "request " << i;
+      }
     }
     for (const RemoteDecodeResult* r : {&split.ssd, &split.sd}) {
       int64_t zeros = 0, rounds = 0;
@@ -213,8 +215,9 @@ TEST(RemoteDecode, LengthChangesThroughZeroStayExact) {
           << "each round is a hit, a miss or a decode step";
     }
     EXPECT_EQ(split.sd.split.hits, 0);
-    if (s.temperature == 0)  // the self-draft accepts all: a length > 0 after one > 0 hits
+    if (s.temperature == 0) {  // the self-draft accepts all: a length > 0 after one > 0 hits
       EXPECT_GT(split.ssd.split.hits, 0) << "rounds after a length > 0 still hit the cache";
+    }
   }
 }
 
@@ -236,13 +239,17 @@ TEST(RemoteDecode, RoundsWithPreSpeculationOffStayExact) {
     const Split split = run_split(w, *primary, reqs, 3, options(3, s), false, {}, blocks);
     for (size_t i = 0; i < reqs.size(); ++i) {
       EXPECT_EQ(split.ssd.gen[i].tokens, split.sd.gen[i].tokens) << "request " << i;
-      if (s.temperature == 0) EXPECT_EQ(split.ssd.gen[i].tokens, ar[i].tokens) << "request " << i;
+      if (s.temperature == 0) {
+        EXPECT_EQ(split.ssd.gen[i].tokens, ar[i].tokens) << "request " << i;
+      }
     }
     EXPECT_GT(split.ssd.split.rounds_prespec_off, 0);
     EXPECT_LT(split.ssd.split.rounds_prespec_off, split.ssd.split.rounds);
     EXPECT_EQ(split.sd.split.rounds_prespec_off, 0) << "the switch is ssd's";
     EXPECT_GT(split.ssd.split.misses, 0) << "a round after one with pre-speculation off misses";
-    if (s.temperature == 0) EXPECT_GT(split.ssd.split.hits, 0);
+    if (s.temperature == 0) {
+      EXPECT_GT(split.ssd.split.hits, 0);
+    }
   }
 }
 
