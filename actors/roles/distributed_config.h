@@ -24,6 +24,7 @@ struct DistributedConfig {
   std::string backup = "ngram";  // the backup speculator: ngram | suffix
   std::optional<int32_t> critical_batch;
   std::string prespec_chunk = "auto";
+  std::string prespec_switch = "auto";  // auto: PrespecSwitch decides by measurement; on: always
   double watchdog_s = 120;
   std::string on_drafter_loss = "auto";  // auto | abort | continue (drafter_loss.h)
   std::string transport = "auto";

@@ -215,9 +215,11 @@ class DrafterActor {
       const auto hits = std::count_if(next.begin(), next.end(), [](const Speculation& s) {
         return s.source == SpecSource::kCache;
       });
+      const auto misses = std::count_if(next.begin(), next.end(), [](const Speculation& s) {
+        return !s.hit() && !s.decode_step();
+      });
       if (hits > 0) trace::instant("cache hit", "cache", m.round, hits);
-      if (hits < static_cast<int64_t>(next.size()))
-        trace::instant("cache miss", "cache", m.round, static_cast<int64_t>(next.size()) - hits);
+      if (misses > 0) trace::instant("cache miss", "cache", m.round, misses);
     }
     answer(m.round, m, env.bulk_as<float>(), next);
   }
@@ -226,9 +228,17 @@ class DrafterActor {
   void answer(int64_t round, const Outcome& outcome, std::span<const float> features,
               const std::vector<Speculation>& next) {
     trace::set_round(round);
-    world_.send(layout_.target_leader(), speculation_message(round, next));
+    // Sequences at length 0 get no entry, and a round of decode steps alone no answer: the leader
+    // does not wait for it (protocol.h, SpeculationMsg).
+    SpeculationMsg msg = speculation_message(round, next);
+    if (!msg.seqs.empty()) world_.send(layout_.target_leader(), msg);
     if (layout_.is_drafter_lead()) idle_since_us_ = trace::active() ? trace::now_us() : 0;
+    const bool drafts = std::any_of(next.begin(), next.end(),
+                                    [](const Speculation& s) { return !s.decode_step(); });
     if (!prespeculate_ || next.empty()) return;
+    // Nothing is pre-speculated after a decode step, nor in a round the leader turned it off for;
+    // with other drafter ranks the work still goes out, since they commit the outcomes from it.
+    if ((!drafts || !outcome.prespeculate) && n_drafters_ == 1) return;
     if (n_drafters_ > 1) {
       PrespecWork w = prespec_work(round, outcome, next);
       for (int r : layout_.drafter_ranks())

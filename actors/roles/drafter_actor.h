@@ -7,7 +7,11 @@
 // (runtime/saguaro/ssd_drafter_core.h). Then, in --mode ssd, it pre-speculates for the outcomes of
 // the round it just sent, on its compute thread, while the target verifies: that is the overlap
 // SSD is about. In --mode sd the same actor answers every round by drafting then (no cache): the
-// synchronous baseline with the same placement, only the overlap differs.
+// synchronous baseline with the same placement, only the overlap differs. A sequence whose next
+// length is 0 (--k auto chose a plain decode step) gets no entry in the answer and nothing
+// pre-speculated; a round of decode steps alone gets no answer (protocol.h, SpeculationMsg). An
+// outcome with prespeculate = false (the leader measured pre-speculation not paying) is answered
+// without pre-speculating after it (one drafter rank; several keep pre-speculating).
 //
 // Several drafter ranks (draft-compute scaling): after answering, the lead sends its answers
 // (kPrespecWork) to the other drafter ranks, which adopt them so every rank plans the same branch

@@ -89,6 +89,7 @@ SpeculationMsg speculation_message(int64_t round, const std::vector<Speculation>
   SpeculationMsg m;
   m.round = round;
   for (const Speculation& s : next) {
+    if (s.decode_step()) continue;  // the leader asked for nothing (protocol.h, SpeculationMsg)
     SeqSpeculation w;
     w.seq = s.seq;
     w.source = static_cast<uint8_t>(s.source);

@@ -21,6 +21,8 @@ std::vector<RoundOutcome> round_outcomes(const Outcome& m, std::span<const float
                                          int64_t drafter_dim);
 std::vector<RoundOutcome> work_outcomes(const PrespecWork& w, std::span<const float> features,
                                         int64_t drafter_dim);
+// The answer's entries: every speculation but the decode steps (length 0), which the leader did
+// not ask for; no entries means no answer is sent.
 SpeculationMsg speculation_message(int64_t round, const std::vector<Speculation>& next);
 PrespecWork prespec_work(int64_t round, const Outcome& outcome, std::vector<Speculation> next);
 DrafterStatsMsg stats_message(SsdDrafterCore& core, double busy_s);

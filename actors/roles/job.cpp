@@ -171,7 +171,9 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
     remote_features_ = ready.feature_layers;
     remote_ = std::make_unique<RemoteDecoder>(target(), world, layout, ready.feature_layers,
                                               spec.k, cluster.dog(), spec.dist.watchdog_s,
-                                              spec.auto_k);
+                                              spec.auto_k, std::vector<int32_t>{},
+                                              PrespecSwitchOptions{
+                                                  .adaptive = spec.dist.prespec_switch == "auto"});
     remote_->set_loss_policy(loss_policy_);
   } else if (spec.mode == "sd") {
     drafter_ = make_drafter(parse_drafter_spec(spec.drafter), session, spec.drafter_options);

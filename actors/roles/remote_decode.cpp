@@ -16,14 +16,17 @@ namespace ssd {
 
 RemoteDecoder::RemoteDecoder(TargetModel& target, Transport& world, const RankLayout& layout,
                              std::vector<int32_t> feature_layers, int32_t k, Watchdog& dog,
-                             double step_s, bool auto_k)
+                             double step_s, bool auto_k, std::vector<int32_t> length_cycle,
+                             const PrespecSwitchOptions& prespec)
     : target_(target),
       world_(world),
       layout_(layout),
       feature_layers_(std::move(feature_layers)),
       k_(k),
-      sd_length_(SpecLengthOptions{.k_max = k, .automatic = auto_k}),
-      ssd_length_(SpecLengthOptions{.k_max = k, .automatic = auto_k}),
+      sd_length_(SpecLengthOptions{.k_max = k, .automatic = auto_k, .cycle = length_cycle}),
+      ssd_length_(SpecLengthOptions{.k_max = k, .automatic = auto_k, .cycle = length_cycle}),
+      ssd_off_length_(SpecLengthOptions{.k_max = k, .automatic = auto_k, .cycle = length_cycle}),
+      prespec_(prespec),
       dog_(dog),
       step_s_(step_s) {
   SSD_CHECK(layout.n_drafters() > 0, "a remote drafter needs a drafter rank ({})",
@@ -81,16 +84,16 @@ struct RemoteDecoder::Run {
     SeqSpeculation spec;
   };
   Run(TargetModel& target, std::span<const GenerationRequest> r, const BatchTokenCallback& cb,
-      SpecLengthController& len, int32_t k_max)
-      : reqs(r), on_token(cb), seqs(r.size()), tseqs(target), length(len), k(k_max),
-        chosen(r.size(), 0) {}
+      std::vector<SpecLengthController*> lens, int32_t k_max)
+      : reqs(r), on_token(cb), seqs(r.size()), tseqs(target), lengths(std::move(lens)),
+        k(k_max), chosen(r.size(), 0) {}
   bool emit(size_t i, int32_t tok) { return emit_token(reqs[i], out.gen[i], i, tok, on_token); }
   // Ends sequence i: its decode time, its KV pages, its length estimates.
   void finish(size_t i) {
     seqs[i].running = false;
     out.gen[i].decode_s = monotonic_seconds() - t_decode;
     tseqs.release(seqs[i].kv);
-    length.finish(seqs[i].id);
+    for (SpecLengthController* l : lengths) l->finish(seqs[i].id);
   }
   // The next speculation's length of each of `which` (indices into seqs), capped by the tokens
   // the request has left after the one the round emits anyway.
@@ -101,7 +104,7 @@ struct RemoteDecoder::Run {
       limit.push_back(static_cast<int32_t>(std::clamp<int64_t>(
           reqs[i].max_new_tokens - static_cast<int64_t>(out.gen[i].tokens.size()) - 1, 0, k)));
     }
-    const std::vector<int32_t> ks = length.choose(ids, limit);
+    const std::vector<int32_t> ks = length().choose(ids, limit);
     for (size_t j = 0; j < which.size(); ++j) chosen[which[j]] = ks[j];
   }
 
@@ -115,7 +118,15 @@ struct RemoteDecoder::Run {
   bool prespeculate = false;
   uint64_t memory_scope = 0;  // the drafters' memory of earlier requests (StartSeqs)
   std::vector<int64_t> last_record;  // index in out.outcomes of each request's latest round
-  SpecLengthController& length;  // this mode's length policy (--k auto)
+  // This mode's length policies (--k auto): one, or in ssd one per pre-speculation regime.
+  std::vector<SpecLengthController*> lengths;
+  bool prespec_on = true;  // ssd: this round's regime (PrespecSwitch)
+  SpecLengthController& length() { return *lengths[prespec_on || lengths.size() == 1 ? 0 : 1]; }
+  int64_t emitted() const {
+    int64_t n = 0;
+    for (const GenerationResult& g : out.gen) n += static_cast<int64_t>(g.tokens.size());
+    return n;
+  }
   int32_t k = 0;                 // K
   std::vector<int32_t> chosen;   // [requests] the length asked for each next speculation
 };
@@ -123,7 +134,10 @@ struct RemoteDecoder::Run {
 RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, bool prespeculate,
                                       const BatchTokenCallback& on_token, uint64_t memory_scope) {
   check_batch_context(target_, reqs, k_);
-  Run run(target_, reqs, on_token, prespeculate ? ssd_length_ : sd_length_, k_);
+  Run run(target_, reqs, on_token,
+          prespeculate ? std::vector<SpecLengthController*>{&ssd_length_, &ssd_off_length_}
+                       : std::vector<SpecLengthController*>{&sd_length_},
+          k_);
   run.out.gen.resize(reqs.size());
   run.out.sd.resize(reqs.size());
   for (SdStats& s : run.out.sd) size_stats(s, k_);
@@ -132,6 +146,7 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
   const int64_t bytes0 = bytes_;
   run.prespeculate = prespeculate;
   run.memory_scope = memory_scope;
+  run.prespec_on = !prespeculate || prespec_.on();
   run.last_record.assign(reqs.size(), -1);
   trace::set_track("target");
   trace::set_round(0);
@@ -143,8 +158,13 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
       if (run.seqs[i].running) active.push_back(i);
     if (active.empty()) break;
     trace::set_round(round);
+    // ssd: the regime of this round's outcome, and the length policy that measures it.
+    run.prespec_on = !prespeculate || prespec_.on();
+    const double t0 = monotonic_seconds();
+    const int64_t emitted0 = run.emitted();
     take_speculations(run, round);
     verify_round_and_answer(run, active, round);
+    if (prespeculate) prespec_.observe_round(run.emitted() - emitted0, monotonic_seconds() - t0);
   }
   run.out.split.bytes_exchanged = bytes_ - bytes0;
   run.out.drafter_loss = loss_;
@@ -200,6 +220,22 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
 // Receives round `round`'s speculations (answered from the cache in --mode ssd when it hit) and
 // hands each to its sequence.
 void RemoteDecoder::take_speculations(Run& run, int64_t round) {
+  int64_t asked = 0;  // tokens asked for this round: the policy's draft cost is the wait
+  for (size_t i = 0; i < run.seqs.size(); ++i) {
+    Run::Seq& s = run.seqs[i];
+    if (!s.running) continue;
+    asked += run.chosen[i];
+    if (run.chosen[i] > 0) continue;
+    // A decode step (length 0): the drafter sends nothing for it (protocol.h, SpeculationMsg).
+    s.spec = SeqSpeculation{};
+    s.spec.seq = s.id;
+    s.spec.source = static_cast<uint8_t>(SpecSource::kDecodeStep);
+    s.has_spec = true;
+  }
+  if (asked == 0) {  // decode steps alone: no answer comes, the round starts at once
+    run.length().observe_draft(0, 0.0);
+    return;
+  }
   const double tw = monotonic_seconds();
   trace::Span wait("wait for speculation", "target", round,
                    std::count_if(run.seqs.begin(), run.seqs.end(),
@@ -227,10 +263,7 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
   const Envelope& env = *got;
   const double wait_dt = monotonic_seconds() - tw;
   run.out.split.target_wait_s += wait_dt;
-  int64_t asked = 0;  // tokens asked for this round: the policy's draft cost is the wait
-  for (size_t i = 0; i < run.seqs.size(); ++i)
-    if (run.seqs[i].running) asked += run.chosen[i];
-  run.length.observe_draft(asked, wait_dt);
+  run.length().observe_draft(asked, wait_dt);
   SpeculationMsg sm = decode<SpeculationMsg>(env);
   SSD_CHECK(sm.round == round, "drafter answered round {} while the target is at round {}",
             sm.round, round);
@@ -239,6 +272,10 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
                            [&](const Run::Seq& s) { return s.id == w.seq; });
     SSD_CHECK(it != run.seqs.end() && it->running,
               "drafter sent a speculation for sequence {}, which is not running", w.seq);
+    SSD_CHECK(run.chosen[static_cast<size_t>(it - run.seqs.begin())] > 0,
+              "drafter sent a speculation for sequence {} in round {}, whose length is 0 (a "
+              "decode step)",
+              w.seq, round);
     SSD_CHECK(!it->has_spec, "drafter sent two speculations for sequence {} in round {}", w.seq,
               round);
     it->spec = std::move(w);
@@ -300,12 +337,14 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
   ++run.out.split.rounds;
   int64_t rows = 0;
   for (const DraftTree& t : trees) rows += 1 + static_cast<int64_t>(t.size());
-  run.length.observe_verify(rows, verify_dt);
+  run.length().observe_verify(rows, verify_dt);
 
   Outcome outcome;
   outcome.round = round + 1;
   outcome.feature_dim = run.feature_dim;
   outcome.verify_s = verify_dt;
+  outcome.prespeculate = run.prespec_on;
+  if (!run.prespec_on) ++run.out.split.rounds_prespec_off;
   std::vector<float> round_features;
   FinishSeqs finished;
   std::vector<size_t> still;  // the sequences of outcome.seqs, in order
@@ -318,12 +357,13 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
     st.forwards++;
     run.out.gen[i].forwards++;
     count_round(st, trees[a], v, k_, run.chosen[i]);
-    run.length.observe_outcome(run.seqs[i].id, static_cast<int32_t>(trees[a].size()),
-                               static_cast<int32_t>(v.path.size()));
+    for (SpecLengthController* l : run.lengths)  // acceptance is the drafter's, in any regime
+      l->observe_outcome(run.seqs[i].id, static_cast<int32_t>(trees[a].size()),
+                         static_cast<int32_t>(v.path.size()));
     // The outcome trace: this round, and the previous round's lookup, answered by where this
     // round's speculation came from.
     const auto source = static_cast<SpecSource>(run.seqs[i].spec.source);
-    if (run.prespeculate && run.last_record[i] >= 0)
+    if (run.prespeculate && run.last_record[i] >= 0 && source != SpecSource::kDecodeStep)
       run.out.outcomes[static_cast<size_t>(run.last_record[i])].hit = source == SpecSource::kCache;
     run.last_record[i] = static_cast<int64_t>(run.out.outcomes.size());
     run.out.outcomes.push_back({round, static_cast<int32_t>(i), static_cast<int32_t>(trees[a].size()),
@@ -358,6 +398,8 @@ std::optional<SeqOutcome> RemoteDecoder::apply_verification(Run& run, size_t i,
   if (source == SpecSource::kCache) {
     ++split.hits;
     split.accepted_hit += accepted;
+  } else if (source == SpecSource::kDecodeStep) {
+    ++split.decode_steps;
   } else if (source != SpecSource::kInitial) {
     ++split.misses;
     split.accepted_miss += accepted;
@@ -412,6 +454,8 @@ void SplitFigures::add(const SplitFigures& o) {
   misses += o.misses;
   accepted_hit += o.accepted_hit;
   accepted_miss += o.accepted_miss;
+  decode_steps += o.decode_steps;
+  rounds_prespec_off += o.rounds_prespec_off;
   // The drafter's counters and times add up; its plan (fan-out, b*) is the later one's.
   const DrafterStatsMsg before = drafter;
   drafter = o.drafter;

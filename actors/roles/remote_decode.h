@@ -14,7 +14,16 @@
 // every input: the verified outcomes and the round's costs as it sees them (its wait for the
 // speculation, which is the drafting not hidden, and its verification forward); the drafter
 // would have to be sent the same data to compute the same k. Under a fixed --k it sends K.
+// A length of 0 is a plain decode step: no speculation comes for it, and a round whose lengths
+// are all 0 is verified at once, without waiting for the drafter (protocol.h, SpeculationMsg), so
+// under SSD as under SD it costs what an autoregressive step costs.
 // One policy per mode (sd, ssd), kept across run() calls: their costs differ.
+//
+// Pre-speculation that does not pay (ssd): the leader's PrespecSwitch (runtime/saguaro/
+// prespec_switch.h) runs rounds in blocks with pre-speculation on or off (Outcome::prespeculate)
+// and keeps the regime it measures faster, so SSD on ranks that share cores falls back to
+// drafting after each outcome, as SD does, rather than losing to it. Each regime has its own
+// length policy (their costs differ as SD's and SSD's do).
 //
 // Figures: the SD statistics of every request, plus what only a split run has: target_wait_s
 // (the leader's time from sending an outcome to having the next speculation, i.e. drafting that
@@ -36,6 +45,7 @@
 #include "actors/transport/transport.h"
 #include "actors/transport/watchdog.h"
 #include "runtime/generate/generation.h"
+#include "runtime/saguaro/prespec_switch.h"
 #include "runtime/spec/sd_generation.h"
 #include "runtime/spec/verify_round.h"
 #include "topology/sim/outcome_trace.h"
@@ -50,6 +60,9 @@ struct SplitFigures {
   // Sequence-rounds by where their speculation came from (round 0's initial draft is neither).
   int64_t hits = 0, misses = 0;
   int64_t accepted_hit = 0, accepted_miss = 0;
+  // Sequence-rounds at length 0: plain decode steps, verified without a speculation or a wait.
+  int64_t decode_steps = 0;
+  int64_t rounds_prespec_off = 0;  // ssd: rounds whose outcome turned pre-speculation off
   DrafterStatsMsg drafter;      // the drafter lead's figures over the run (busy time, fan-out)
 
   double hit_rate() const { return hits + misses ? double(hits) / (hits + misses) : 0.0; }
@@ -85,10 +98,12 @@ struct RemoteDecodeResult {
 class RemoteDecoder {
  public:
   // `feature_layers`: what the drafter asked for in its kDrafterReady.
-  // k: the speculation length, or with auto_k the top of its range.
+  // k: the speculation length, or with auto_k the top of its range. length_cycle: fixed lengths
+  // in turn instead (SpecLengthOptions::cycle; tests of length changes), empty: off.
   RemoteDecoder(TargetModel& target, Transport& world, const RankLayout& layout,
                 std::vector<int32_t> feature_layers, int32_t k, Watchdog& dog, double step_s,
-                bool auto_k = false);
+                bool auto_k = false, std::vector<int32_t> length_cycle = {},
+                const PrespecSwitchOptions& prespec = {});
 
   // Runs the requests together (B = reqs.size()); greedy output equals generate_ar_batch's.
   // prespeculate: ssd (the drafter pre-speculates during verification) or sd (it drafts after).
@@ -96,6 +111,7 @@ class RemoteDecoder {
   // (Drafter::set_memory_scope).
   RemoteDecodeResult run(std::span<const GenerationRequest> reqs, bool prespeculate,
                          const BatchTokenCallback& on_token = {}, uint64_t memory_scope = 0);
+  const PrespecSwitch& prespec_switch() const { return prespec_; }
   // The drafter lead's figures so far (one request/answer).
   DrafterStatsMsg drafter_stats();
   // Tells every drafter rank to stop (call once, at the end of the job): the lead, which
@@ -122,6 +138,8 @@ class RemoteDecoder {
   std::vector<int32_t> feature_layers_;
   int32_t k_;
   SpecLengthController sd_length_, ssd_length_;
+  SpecLengthController ssd_off_length_;  // ssd rounds with pre-speculation off
+  PrespecSwitch prespec_;
   Watchdog& dog_;
   double step_s_;
   int64_t bytes_ = 0;

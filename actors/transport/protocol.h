@@ -39,9 +39,11 @@
 namespace ssd {
 
 inline constexpr uint32_t kWireMagic = 0x31445353;  // "SSD1" in memory on a little-endian rank
-inline constexpr uint16_t kProtocolVersion = 5;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs;
+inline constexpr uint16_t kProtocolVersion = 6;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs;
                                                  // 4: speculation lengths (--k auto);
-                                                 // 5: StartSeqs::memory_scope
+                                                 // 5: StartSeqs::memory_scope; 6: a length of 0
+                                                 // gets no speculation (decode step),
+                                                 // Outcome::prespeculate
 
 // Every kind of message, one enum; its value is also the MPI tag (tags must stay < 32768).
 enum class MsgKind : uint16_t {
@@ -219,7 +221,8 @@ struct TargetShutdown {
 template <class A> void serialize(A& a, TokenProb& t) { a(t.id, t.prob); }
 template <class A> void serialize(A& a, ProcessedDist& d) { a(d.tokens); }
 template <class A> void serialize(A& a, Speculation& s) {
-  a(s.seq, s.id, s.tokens, s.q, s.predicted, s.fan_out, wire_enum<SpecSource::kBackup>(s.source));
+  a(s.seq, s.id, s.tokens, s.q, s.predicted, s.fan_out, wire_enum<SpecSource::kDecodeStep>(s.source),
+    s.asked);
 }
 template <class A> void serialize(A& a, CacheEntry& e) { a(e.seq, e.parent, e.k, e.bonus, e.spec); }
 inline bool operator==(const TokenProb& x, const TokenProb& y) {
@@ -230,7 +233,8 @@ inline bool operator==(const ProcessedDist& x, const ProcessedDist& y) {
 }
 inline bool operator==(const Speculation& x, const Speculation& y) {
   return x.seq == y.seq && x.id == y.id && x.tokens == y.tokens && x.q == y.q &&
-         x.predicted == y.predicted && x.fan_out == y.fan_out && x.source == y.source;
+         x.predicted == y.predicted && x.fan_out == y.fan_out && x.source == y.source &&
+         x.asked == y.asked;
 }
 inline bool operator==(const CacheEntry& x, const CacheEntry& y) {
   return x.seq == y.seq && x.parent == y.parent && x.k == y.k && x.bonus == y.bonus &&
@@ -260,7 +264,8 @@ struct StartSeqs {
   int64_t feature_dim = 0;                    // floats per row (layers x hidden size)
   bool prespeculate = true;  // ssd: pre-speculate while the target verifies; false: sd (draft
                              // after each outcome, with the primary drafter)
-  std::vector<int32_t> first_k;  // [B] the length of each first speculation (0..K)
+  std::vector<int32_t> first_k;  // [B] the length of each first speculation (0..K; 0: a decode
+                                 // step, as SeqOutcome::next_k; empty: K for all)
   uint64_t memory_scope = 0;     // the drafters' memory of earlier requests these join
                                  // (Drafter::set_memory_scope); 0 by default
   template <class A> void serialize(A& a) {
@@ -311,7 +316,7 @@ struct SeqOutcome {
   int64_t feature_rows = 0;
   // The length (0..K) of the next speculation the target will verify for this sequence, chosen
   // by the leader (--k auto; a fixed --k sends K): the drafter answers with that many tokens.
-  // -1: K.
+  // -1: K. 0: a plain decode step, which gets no speculation (see SpeculationMsg).
   int32_t next_k = -1;
   template <class A> void serialize(A& a) {
     a(seq, accepted, emitted, feature_from, feature_rows, next_k);
@@ -326,7 +331,11 @@ struct Outcome {
   std::vector<SeqOutcome> seqs;
   int64_t feature_dim = 0;
   double verify_s = 0;  // the target's verification time of the round (for the miss policy)
-  template <class A> void serialize(A& a) { a(round, seqs, feature_dim, verify_s); }
+  // ssd: whether the drafter pre-speculates after answering (the leader's PrespecSwitch turns it
+  // off in blocks of rounds where it measures drafting after each outcome faster; a single
+  // drafter rank follows it, several always pre-speculate, as their shares keep them in step).
+  bool prespeculate = true;
+  template <class A> void serialize(A& a) { a(round, seqs, feature_dim, verify_s, prespeculate); }
   friend bool operator==(const Outcome&, const Outcome&) = default;
 };
 
@@ -344,6 +353,11 @@ struct SeqSpeculation {
 };
 
 // Drafter lead -> target leader: the answer to an Outcome (or to StartSeqs for round 0).
+// Decode steps: a sequence whose length for the round is 0 (SeqOutcome::next_k, StartSeqs::first_k)
+// has no entry; when every sequence of the Outcome (or StartSeqs) has length 0 and none joined,
+// there is no answer at all, and the leader verifies the round without waiting for the drafter.
+// Both sides derive this from the lengths the leader sent, so they cannot disagree; the leader
+// checks that the entries it gets are exactly the sequences it asked a length > 0 for.
 struct SpeculationMsg {
   static constexpr MsgKind kKind = MsgKind::kSpeculation;
   int64_t round = 0;

@@ -82,6 +82,9 @@ nlohmann::json BenchTable::json() const {
     e["target_wait_s"] = r.fig.target_wait_s;
     e["bytes_exchanged"] = r.fig.bytes_exchanged;
     e["drafter_busy_s"] = r.fig.drafter.busy_s;
+    e["decode_steps"] = r.fig.decode_steps;
+    e["rounds"] = r.fig.rounds;
+    e["rounds_prespec_off"] = r.fig.rounds_prespec_off;
     if (r.mode != "ssd") continue;
     e["cache_hit_rate"] = r.fig.hit_rate();
     e["mean_acceptance_length_hit"] = r.fig.mean_acceptance_length_hit();

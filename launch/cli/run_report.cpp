@@ -31,6 +31,12 @@ std::string RunReport::figures_line() const {
     const DrafterStatsMsg& d = split_figures.drafter;
     s += fmt::format(" | target waited {:.3f} s, drafter busy {:.3f} s, {} bytes exchanged",
                      split_figures.target_wait_s, d.busy_s, split_figures.bytes_exchanged);
+    if (mode == "ssd" && split_figures.rounds_prespec_off > 0)
+      s += fmt::format(", pre-speculation off in {} rounds (measured not to pay)",
+                       split_figures.rounds_prespec_off);
+    if (split_figures.decode_steps > 0)
+      s += fmt::format(", {} decode steps (k = 0: no speculation, no wait)",
+                       split_figures.decode_steps);
     if (mode == "ssd")
       s += fmt::format(" | cache hit rate {} (accept length {:.2f} after hits, {:.2f} after "
                        "misses)",
@@ -107,6 +113,8 @@ nlohmann::json RunReport::to_json() const {
     j["target_wait_s"] = split_figures.target_wait_s;
     j["drafter_busy_s"] = d.busy_s;
     j["bytes_exchanged"] = split_figures.bytes_exchanged;
+    j["decode_steps"] = split_figures.decode_steps;
+    j["rounds_prespec_off"] = split_figures.rounds_prespec_off;
     if (mode == "ssd") {
       j["cache_hit_rate"] = split_figures.hit_rate();
       j["cache_hits"] = split_figures.hits;

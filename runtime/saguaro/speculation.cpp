@@ -12,6 +12,8 @@ const char* spec_source_name(SpecSource s) {
       return "primary";
     case SpecSource::kBackup:
       return "backup";
+    case SpecSource::kDecodeStep:
+      return "decode step";
   }
   return "?";
 }

@@ -23,6 +23,8 @@ enum class SpecSource : uint8_t {
   kCache,    // a cache hit: pre-speculated while the previous round was verified
   kPrimary,  // a miss answered by the primary drafter, drafting now
   kBackup,   // a miss answered by the backup speculator (n-gram)
+  kDecodeStep,  // none: the leader asked for length 0, a plain decode step; nothing is drafted
+                // for it, nothing pre-speculated after it, and it never travels to the target
 };
 const char* spec_source_name(SpecSource s);
 
@@ -34,8 +36,13 @@ struct Speculation {
   std::vector<ProcessedDist> predicted;  // [<= K' + 1] drafter's ranking at positions 0..K'
   std::vector<int32_t> fan_out;          // [K' + 1] F_k the outcome predictor uses
   SpecSource source = SpecSource::kInitial;
+  // The length the target leader asked for (0..K; -1: K, the fixed --k): the drafter's guess of
+  // the next length too, so the branches pre-speculated after this speculation draft
+  // min(K, asked + 1) tokens rather than K (ssd_drafter_core.h, "Pre-speculation depth").
+  int32_t asked = -1;
 
   bool hit() const { return source == SpecSource::kCache; }
+  bool decode_step() const { return source == SpecSource::kDecodeStep; }
   // The chain the target verifies: tokens with their q (parents i - 1).
   DraftTree tree() const;
 };

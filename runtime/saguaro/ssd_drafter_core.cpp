@@ -17,13 +17,22 @@ double now_s() {
 }
 
 size_t source_index(SpecSource s) { return static_cast<size_t>(s); }
-static_assert(static_cast<size_t>(SpecSource::kBackup) + 1 == SsdDrafterStats::kSources);
+static_assert(static_cast<size_t>(SpecSource::kDecodeStep) + 1 == SsdDrafterStats::kSources);
 
 // Whether (k, bonus) is among the outcomes plan_branches() predicts for `spec`.
 bool was_predicted(const Speculation& spec, int32_t k, int32_t bonus) {
   for (const PredictedOutcome& p : predict_outcomes(spec.tokens, spec.predicted, spec.fan_out))
     if (p.k == k && p.bonus == bonus) return true;
   return false;
+}
+
+// The empty speculation of a round whose length is 0 (see "Decode steps" at the top).
+Speculation decode_step(int32_t seq, uint64_t id) {
+  Speculation s;
+  s.seq = seq;
+  s.id = id;
+  s.source = SpecSource::kDecodeStep;
+  return s;
 }
 
 double mean_length(int64_t rounds, int64_t accepted) {
@@ -210,8 +219,9 @@ std::vector<Speculation> SsdDrafterCore::first_speculations(std::span<const int3
   fallback(wanted, all, out, /*initial=*/true);
   for (size_t i = 0; i < seqs.size(); ++i) {
     SeqState& s = state(seqs[i]);
-    out[i].source = SpecSource::kInitial;
+    if (!out[i].decode_step()) out[i].source = SpecSource::kInitial;
     out[i].id = 0;
+    out[i].asked = ks.empty() ? opts_.k : ks[i];
     s.spec = out[i];
     s.has_spec = true;
   }
@@ -227,6 +237,9 @@ void SsdDrafterCore::check_outcomes(std::span<const RoundOutcome> outcomes) cons
     for (size_t j = 0; j < i; ++j)
       SSD_CHECK(outcomes[j].seq != o.seq, "ssd drafter: two outcomes for sequence {} in one round",
                 o.seq);
+    SSD_CHECK(o.next_k >= -1 && o.next_k <= opts_.k,
+              "ssd drafter: speculation length {} for sequence {} is outside 0..{}", o.next_k,
+              o.seq, opts_.k);
     check_outcome(o, s.spec);
     check_features(o);
   }
@@ -301,12 +314,18 @@ std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome
 
     const int32_t k = o.accepted;
     const int32_t bonus = o.emitted.back();
-    stats_.rounds++;
-    stats_.outcomes_at_k[k]++;
     stats_.rounds_by_source[source_index(spec.source)]++;
     stats_.accepted_by_source[source_index(spec.source)] += k;
-    miss_.observe_round(spec.source, k);
-    stats_.predicted += learn_plan(spec, k, bonus) ? 1 : 0;
+    if (!spec.decode_step()) {  // a decode step predicted nothing and was drafted by no one
+      stats_.rounds++;
+      stats_.outcomes_at_k[k]++;
+      miss_.observe_round(spec.source, k);
+      stats_.predicted += learn_plan(spec, k, bonus) ? 1 : 0;
+    }
+    if (o.next_k == 0) {  // a plain decode step next: no lookup (neither hit nor miss), no draft
+      out[i] = decode_step(o.seq, spec.id + 1);
+      continue;
+    }
 
     std::optional<Speculation> hit = cache_.lookup(o.seq, spec.id, k, bonus);
     miss_.observe_lookup(hit.has_value());
@@ -326,6 +345,7 @@ std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome
   if (!missed.empty()) fallback(outcomes, missed, out);
   for (size_t i = 0; i < outcomes.size(); ++i) {
     if (out[i].source == SpecSource::kCache) cut(out[i], outcomes[i].next_k, true);
+    out[i].asked = outcomes[i].next_k < 0 ? opts_.k : outcomes[i].next_k;
     SeqState& s = state(outcomes[i].seq);
     s.spec = out[i];
     s.has_spec = true;
@@ -359,7 +379,10 @@ void SsdDrafterCore::fallback(std::span<const RoundOutcome> outcomes,
     out[i].seq = o.seq;
     out[i].id = id;
     out[i].source = source;
-    if (opts_.plain && k == 0) continue;  // a plain decode step: nothing to draft
+    if (k == 0) {  // a plain decode step: nothing to draft, nothing to rank for pre-speculation
+      out[i] = decode_step(o.seq, id);
+      continue;
+    }
     const SeqState& s = state(o.seq);
     reqs.push_back(request(o.seq, s, {}, static_cast<uint32_t>(s.emitted), plan, k));
     drafted.push_back(i);
@@ -417,7 +440,7 @@ std::vector<Branch> SsdDrafterCore::plan_branches() const {
   const double a = std::clamp(planner_.estimator().a_p(), 0.01, 0.99);
   std::vector<std::vector<Branch>> per_seq;  // [sequences][their branches, k then rank]
   for (const auto& [seq, s] : seqs_) {
-    if (!s.has_spec) continue;
+    if (!s.has_spec || s.spec.decode_step()) continue;  // nothing is drafted after a decode step
     const Speculation& sp = s.spec;
     const int32_t n = static_cast<int32_t>(sp.tokens.size());
     std::vector<Branch>& mine = per_seq.emplace_back();
@@ -431,6 +454,7 @@ std::vector<Branch> SsdDrafterCore::plan_branches() const {
       b.suffix.push_back(p.bonus);
       b.position = static_cast<uint32_t>(s.emitted + p.k + 1);
       b.fan_out = plan;
+      b.depth = std::min(opts_.k, (sp.asked < 0 ? opts_.k : sp.asked) + kDepthMargin);
       const double reach = std::pow(a, p.k) * (p.k < n ? 1 - a : 1);  // P(k accepted)
       b.weight = reach * p.prob;
       mine.push_back(std::move(b));
@@ -480,7 +504,11 @@ std::vector<CacheEntry> SsdDrafterCore::draft_branches(std::span<const Branch> b
               "ssd drafter: branch of sequence {} has a fan-out of {} entries for K = {}", b.seq,
               b.fan_out.size(), opts_.k);
     plans.push_back(b.fan_out.empty() ? &own_plan : &b.fan_out);
-    reqs.push_back(request(b.seq, s, b.suffix, b.position, *plans.back(), opts_.k));
+    SSD_CHECK(b.depth >= 0 && b.depth <= opts_.k,
+              "ssd drafter: branch of sequence {} has depth {} for K = {}", b.seq, b.depth,
+              opts_.k);
+    reqs.push_back(request(b.seq, s, b.suffix, b.position, *plans.back(),
+                           b.depth > 0 ? b.depth : opts_.k));
   }
   std::vector<DraftTree> trees = primary_.draft(reqs);
   SSD_CHECK(trees.size() == reqs.size(), "ssd drafter: {} returned {} drafts for {} requests",

@@ -38,8 +38,24 @@
 // sequence's next length k' in 0..K and sends it with the outcome (RoundOutcome::next_k; round 0:
 // first_speculations' ks). The answer, from the cache or a fallback, is cut to k' tokens (a
 // chain's prefix keeps every q, so it verifies exactly) with its ranking up to position k', and
-// its fan-out re-planned for k'; a fallback drafts k' + 1 tokens. Pre-speculated branches keep
-// drafting K (+ 1), since the next round's k' is not known while they are drafted.
+// its fan-out re-planned for k'; a fallback drafts k' + 1 tokens.
+//
+// Pre-speculation depth. The next round's k' is not known while its branches are drafted, but the
+// length just asked (Speculation::asked) is the best guess of it: a branch after a speculation
+// asked at k drafts min(K, k + kDepthMargin) tokens (+ 1 for the ranking), not K. Under a fixed
+// --k nothing changes; under --k auto, which on a CPU mostly asks 1 or 2 tokens, pre-speculation
+// costs a fraction of a K-deep one, so less of it outlasts the verification it hides behind. A hit
+// whose entry is shorter than the length then asked answers with what it has (fewer tokens,
+// still exact); the length can grow by kDepthMargin per round through the cache, by any amount
+// through a miss.
+//
+// Decode steps (k' = 0). A length of 0 is a plain decode step, as in single-process SD: the answer
+// is an empty speculation of source kDecodeStep, found by no lookup (neither hit nor miss) and
+// drafted by no one (not even the one token whose ranking would predict the bonus), and
+// plan_branches() plans nothing after it, so the drafter spends no compute on the sequence until
+// the leader asks for a length again (then a miss: a fallback draft of that length). The actor
+// sends no decode step to the target (the leader knows which lengths it asked; protocol.h).
+// Outcomes of decode steps do not count in the lookup figures (rounds, hits, predicted).
 //
 // Speculations carry K tokens and the q of each (verification needs q when sampling). The drafter
 // is asked for K + 1 tokens: the (K + 1)-th node's ranking (DraftTree::predicted) predicts the
@@ -117,13 +133,15 @@ struct Branch {
   uint32_t position = 0;         // Philox position of the branch's first drafted token
   std::vector<int32_t> fan_out;  // [K + 1] or empty (the drafting core's own): the after-hit plan
                                  // its speculation is drafted (Saguaro F) and predicted with
+  int32_t depth = 0;  // tokens the branch's speculation holds (drafted: depth + 1 for the
+                      // ranking); 0: K
   double weight = 0;  // estimated probability of the outcome: P(k) under the estimated acceptance
                       // rate times the bonus's weight in the drafter's ranking at position k
 };
 
 struct SsdDrafterStats {
-  static constexpr size_t kSources = 4;  // SpecSource values
-  int64_t rounds = 0;                    // outcomes processed (one per sequence per round)
+  static constexpr size_t kSources = 5;  // SpecSource values
+  int64_t rounds = 0;  // outcomes processed (one per sequence per round), decode steps' aside
   int64_t hits = 0, misses = 0;
   int64_t fallback_primary = 0, fallback_backup = 0;
   std::vector<int64_t> outcomes_at_k;                  // [K + 1] outcomes that accepted k tokens
@@ -170,7 +188,7 @@ class SsdDrafterCore {
   int64_t feature_dim() const { return primary_.target_feature_dim(); }
 
   // Round 0: a synchronous draft for each of `seqs` (started, without a speculation yet), of
-  // ks[i] tokens each (empty: K).
+  // ks[i] tokens each (empty: K; 0: a decode step, nothing drafted).
   std::vector<Speculation> first_speculations(std::span<const int32_t> seqs,
                                               std::span<const int32_t> ks = {});
   // The next speculation of each outcome's sequence, in the outcomes' order (see the top).
@@ -202,6 +220,7 @@ class SsdDrafterCore {
   MissPolicy& miss_policy() { return miss_; }  // the caller reports verification times here
   const SsdDrafterOptions& options() const { return opts_; }
   int32_t predict_top() const { return predict_top_; }
+  static constexpr int32_t kDepthMargin = 1;  // see "Pre-speculation depth" at the top
 
  private:
   struct SeqState {

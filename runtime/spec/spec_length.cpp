@@ -185,6 +185,9 @@ SpecLengthController::SpecLengthController(const SpecLengthOptions& opts)
             "speculation length: prior acceptance {} must be in (0, 1)", opts.prior_accept);
   SSD_CHECK(opts.probe_every >= 1, "speculation length: probe_every {} must be >= 1",
             opts.probe_every);
+  for (int32_t k : opts.cycle)
+    SSD_CHECK(k >= 0 && k <= opts.k_max, "speculation length: cycle length {} is outside 0..{}",
+              k, opts.k_max);
 }
 
 SpecLengthController::Seq& SpecLengthController::seq(int32_t id) {
@@ -198,7 +201,10 @@ std::vector<int32_t> SpecLengthController::choose(std::span<const int32_t> seqs,
   std::vector<int32_t> cap(limit.size());
   for (size_t i = 0; i < limit.size(); ++i) cap[i] = std::clamp(limit[i], 0, opts_.k_max);
   std::vector<int32_t> k = cap;
-  if (opts_.automatic && (!costs_.ready() || warmup_rounds_ < kWarmupRounds)) {
+  if (!opts_.cycle.empty()) {
+    const int32_t c = opts_.cycle[static_cast<size_t>(choices_ % std::ssize(opts_.cycle))];
+    for (int32_t& x : k) x = std::min(x, c);
+  } else if (opts_.automatic && (!costs_.ready() || warmup_rounds_ < kWarmupRounds)) {
     // Warm-up: K and 1 in turn, so the verify curve sees two row counts, each several times.
     if (warmup_rounds_++ % 2 == 1)
       for (int32_t& x : k) x = std::min(x, 1);
@@ -214,6 +220,7 @@ std::vector<int32_t> SpecLengthController::choose(std::span<const int32_t> seqs,
       }
     }
   }
+  ++choices_;
   for (int32_t x : k) hist_[x]++;
   return k;
 }

@@ -122,6 +122,9 @@ struct SpecLengthOptions {
   bool automatic = true;  // false: every round drafts k_max (capped by the sequence's limit)
   double prior_accept = 0.6;  // the pooled estimate's prior before any round
   int32_t probe_every = 8;    // rounds between a sequence's probes (one token past its k)
+  // A fixed cycle of lengths instead of the policy (tests and studies of length changes): the
+  // n-th choice gives every sequence cycle[n % size], capped by its limit. Empty: off.
+  std::vector<int32_t> cycle;
 };
 
 // The per-run policy: one per generation loop (in-process SD, or the leader of a split run);
@@ -159,6 +162,7 @@ class SpecLengthController {
   std::map<int32_t, Seq> seqs_;
   std::vector<int64_t> hist_;
   int64_t warmup_rounds_ = 0;
+  int64_t choices_ = 0;  // choose() calls (the cycle's position)
   static constexpr int64_t kWarmupRounds = 6;
 };
 

@@ -65,7 +65,9 @@ struct Split {
   RemoteDecodeResult ssd, sd;
 };
 Split run_split(World& w, Drafter& primary, std::span<const GenerationRequest> reqs, int32_t k,
-                const SsdDrafterOptions& opts, bool auto_k = false) {
+                const SsdDrafterOptions& opts, bool auto_k = false,
+                std::vector<int32_t> length_cycle = {},
+                const PrespecSwitchOptions& prespec = {}) {
   LoopbackHub hub(2);
   const RankLayout leader = RankLayout::make(2, 0, 1), drafter = RankLayout::make(2, 1, 1);
   std::string failure;
@@ -85,7 +87,8 @@ Split run_split(World& w, Drafter& primary, std::span<const GenerationRequest> r
     Envelope ready = hub.endpoint(0).recv(std::chrono::seconds(30));
     EXPECT_EQ(ready.kind, MsgKind::kDrafterReady);
     LocalTarget target(*w.target->model, *w.target->kv);
-    RemoteDecoder dec(target, hub.endpoint(0), leader, {}, k, dog0, 30, auto_k);
+    RemoteDecoder dec(target, hub.endpoint(0), leader, {}, k, dog0, 30, auto_k, length_cycle,
+                      prespec);
     out.ssd = dec.run(reqs, true);
     out.ssd.split.drafter = dec.drafter_stats();
     out.sd = dec.run(reqs, false);
@@ -172,6 +175,91 @@ TEST(RemoteDecode, KAutoEqualsArAndCountsEveryChoice) {
   }
 }
 
+// Lengths that change every round and pass through 0 (plain decode steps, which get no
+// speculation and no wait): greedy SSD and SD still equal AR, sampled SSD still draws what
+// sampled SD draws, each round verifies at most its length, and the decode steps are counted as
+// neither hits nor misses.
+TEST(RemoteDecode, LengthChangesThroughZeroStayExact) {
+  World w;
+  const std::vector<int32_t> cycle = {0, 3, 0, 0, 1, 3, 2, 0};
+  SamplerConfig sampled;
+  sampled.temperature = 0.9f;
+  sampled.seed = 3;
+  for (const SamplerConfig& s : {SamplerConfig{}, sampled}) {
+    SCOPED_TRACE(s.temperature > 0 ? "sampled" : "greedy");
+    const auto reqs = requests(3, s);
+    LocalTarget target(*w.target->model, *w.target->kv);
+    const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+    auto primary = w.self_drafter();
+    // Misses (every round after a decode step) draft with the primary, as SD does: with the
+    // backup they would draw other tokens, exactly but differently (the miss policy's choice
+    // depends on measured times, which made this comparison fail about one run in three).
+    SsdDrafterOptions o = options(3, s);
+    o.miss.b_star = 1024;
+    const Split split = run_split(w, *primary, reqs, 3, o, false, cycle);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(split.ssd.gen[i].tokens, split.sd.gen[i].tokens) << "request " << i;
+      if (s.temperature == 0) {
+        EXPECT_EQ(split.ssd.gen[i].tokens, ar[i].tokens) << "request " << i;
+      }
+    }
+    for (const RemoteDecodeResult* r : {&split.ssd, &split.sd}) {
+      int64_t zeros = 0, rounds = 0;
+      for (const SdStats& st : r->sd) {
+        zeros += st.chosen_k_hist[0];
+        rounds += st.rounds;
+        int64_t budget = 0;
+        for (size_t k = 0; k < st.chosen_k_hist.size(); ++k)
+          budget += static_cast<int64_t>(k) * st.chosen_k_hist[k];
+        EXPECT_LE(st.drafted, budget);
+      }
+      EXPECT_GT(zeros, 0);
+      EXPECT_EQ(r->split.decode_steps, zeros) << "every length 0 was a decode step";
+      // The cycle starts at 0: no round verifies an initial draft.
+      EXPECT_EQ(r->split.hits + r->split.misses + r->split.decode_steps, rounds)
+          << "each round is a hit, a miss or a decode step";
+    }
+    EXPECT_EQ(split.sd.split.hits, 0);
+    if (s.temperature == 0) {  // the self-draft accepts all: a length > 0 after one > 0 hits
+      EXPECT_GT(split.ssd.split.hits, 0) << "rounds after a length > 0 still hit the cache";
+    }
+  }
+}
+
+// The pre-speculation switch with one-round blocks: rounds with pre-speculation off (the drafter
+// answers by drafting then) alternate with rounds with it on; greedy SSD still equals AR, sampled
+// SSD still draws what sampled SD draws, and the on rounds still hit.
+TEST(RemoteDecode, RoundsWithPreSpeculationOffStayExact) {
+  World w;
+  const PrespecSwitchOptions blocks{.block = 1, .explore_every = 2};
+  SamplerConfig sampled;
+  sampled.temperature = 0.8f;
+  sampled.seed = 11;
+  for (const SamplerConfig& s : {SamplerConfig{}, sampled}) {
+    SCOPED_TRACE(s.temperature > 0 ? "sampled" : "greedy");
+    const auto reqs = requests(3, s);
+    LocalTarget target(*w.target->model, *w.target->kv);
+    const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+    auto primary = w.self_drafter();
+    SsdDrafterOptions o = options(3, s);
+    o.miss.b_star = 1024;  // misses draft with the primary, as SD does (see above)
+    const Split split = run_split(w, *primary, reqs, 3, o, false, {}, blocks);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(split.ssd.gen[i].tokens, split.sd.gen[i].tokens) << "request " << i;
+      if (s.temperature == 0) {
+        EXPECT_EQ(split.ssd.gen[i].tokens, ar[i].tokens) << "request " << i;
+      }
+    }
+    EXPECT_GT(split.ssd.split.rounds_prespec_off, 0);
+    EXPECT_LT(split.ssd.split.rounds_prespec_off, split.ssd.split.rounds);
+    EXPECT_EQ(split.sd.split.rounds_prespec_off, 0) << "the switch is ssd's";
+    EXPECT_GT(split.ssd.split.misses, 0) << "a round after one with pre-speculation off misses";
+    if (s.temperature == 0) {
+      EXPECT_GT(split.ssd.split.hits, 0);
+    }
+  }
+}
+
 // A drafter far slower at pre-speculating than the tiny target is at verifying: each draft of
 // branches (requests with a suffix) sleeps first; the answers to outcomes (no suffix) do not.
 class SlowBranches : public Drafter {
@@ -237,7 +325,9 @@ TEST(RemoteDecode, SampledSsdDrawsWhatSampledSdDraws) {
   LocalTarget target(*w.target->model, *w.target->kv);
   const SdBatchResult sd = generate_sd_batch(target, *local, reqs, SdOptions{3, 1});
   auto primary = w.self_drafter();
-  const Split split = run_split(w, *primary, reqs, 3, options(3, s));
+  SsdDrafterOptions o = options(3, s);
+  o.miss.b_star = 1024;  // a miss drafts with the primary, as SD does (the backup draws others)
+  const Split split = run_split(w, *primary, reqs, 3, o);
   for (size_t i = 0; i < reqs.size(); ++i) {
     EXPECT_EQ(split.ssd.gen[i].tokens, sd.requests[i].gen.tokens) << "ssd, request " << i;
     EXPECT_EQ(split.sd.gen[i].tokens, sd.requests[i].gen.tokens) << "sd, request " << i;

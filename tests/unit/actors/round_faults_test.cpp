@@ -1,6 +1,7 @@
 // Faults inside the rounds of a split run, leader and drafter actor in one process over loopback:
 //   - a drafter whose answer leaves out a sequence (sequence 0 included, whose id equals a
 //     default speculation's) is an error naming the sequence and the round, in every round;
+//   - so is an answer with an entry for a sequence at length 0 (a decode step gets none);
 //   - the drafter lead's pre-speculation is watched in every round, not only in round 0: a job
 //     that hangs in round 1 fires the drafter's watchdog naming the pre-speculation and round 1.
 #include <gtest/gtest.h>
@@ -86,7 +87,8 @@ void answer_all_but(Transport& link, int32_t skip, int64_t skip_from) {
   }
 }
 
-std::string run_with_missing(int32_t skip, int64_t skip_from) {
+std::string run_with_missing(int32_t skip, int64_t skip_from,
+                             const std::vector<GenerationRequest>& reqs = requests(2)) {
   TinyTarget t;
   LoopbackHub hub(2);
   std::thread drafter([&] { answer_all_but(hub.endpoint(1), skip, skip_from); });
@@ -97,7 +99,7 @@ std::string run_with_missing(int32_t skip, int64_t skip_from) {
     const RankLayout leader = RankLayout::make(2, 0, 1);  // RemoteDecoder keeps a reference
     RemoteDecoder dec(target, hub.endpoint(0), leader, {}, 2, dog, 30);
     try {
-      dec.run(requests(2), true);
+      dec.run(reqs, true);
     } catch (const Error& e) {
       err = e.what();
     }
@@ -110,6 +112,18 @@ std::string run_with_missing(int32_t skip, int64_t skip_from) {
 TEST(RoundFaults, MissingSpeculationForSequenceZeroIsAnError) {
   const std::string err = run_with_missing(0, 0);
   EXPECT_NE(err.find("the drafter sent no speculation for sequence 0 in round 0"),
+            std::string::npos)
+      << err;
+}
+
+// A sequence at length 0 (here: one token left after the prefill's, so the round may decide only
+// the target's own) is a decode step, for which the drafter must send nothing; an entry for it
+// means the two sides disagree on the round, and the leader says so.
+TEST(RoundFaults, ASpeculationForASequenceAtLengthZeroIsAnError) {
+  std::vector<GenerationRequest> reqs = requests(2);
+  reqs[0].max_new_tokens = 2;
+  const std::string err = run_with_missing(-1, 0, reqs);
+  EXPECT_NE(err.find("drafter sent a speculation for sequence 0 in round 0, whose length is 0"),
             std::string::npos)
       << err;
 }

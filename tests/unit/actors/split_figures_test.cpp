@@ -43,9 +43,12 @@ TEST(SplitFigures, AddSumsCountersAndKeepsTheLaterPlan) {
   a.hits = 2;
   a.drafter = figures(1, 1.0);
   b.hits = 3;
+  a.decode_steps = 4;
+  b.decode_steps = 1;
   b.drafter = figures(2, 2.0);
   a.add(b);
   EXPECT_EQ(a.hits, 5);
+  EXPECT_EQ(a.decode_steps, 5);
   const DrafterStatsMsg three = figures(3, 3.0);
   EXPECT_EQ(a.drafter.rounds, three.rounds);
   EXPECT_EQ(a.drafter.branches_planned, three.branches_planned);

@@ -6,7 +6,10 @@
 //     every answer is at most that long, and the cache still hits (branches keep drafting K);
 //   - the plain core (SD on a drafter rank) answers with exactly the draft single-process SD gets
 //     from the same drafter for the same context, sampled (tokens and q), of the requested length;
-//     a length of 0 drafts nothing; it asks for no ranking (no predicted lists).
+//     a length of 0 drafts nothing; it asks for no ranking (no predicted lists);
+//   - branches are pre-speculated to the length just asked + 1 (+ 1 for the ranking), K at most;
+//   - under SSD a length of 0 is a plain decode step: no lookup, no draft (not even the ranking
+//     token), no branch planned after it, for that sequence only; the next length > 0 is a miss.
 #include <gtest/gtest.h>
 
 #include "runtime/drafters/model_drafter.h"
@@ -156,6 +159,95 @@ TEST(SsdLength, PlainCoreDraftsWhatSingleProcessSdDrafts) {
     EXPECT_TRUE(r.saguaro_top_f.empty());
   }
   EXPECT_EQ(counted.asked.size(), 3u);
+}
+
+TEST(SsdLength, PreSpeculationDraftsToTheAskedLengthPlusOne) {
+  World w;
+  auto inner = w.self();
+  Counting counted(*inner);
+  SsdDrafterOptions o;
+  o.k = 6;
+  o.fan_out.budget = 6;
+  SsdDrafterCore core(counted, nullptr, o);
+  core.start(0, test::drafting::kPrompts[0], std::vector<int32_t>{7}, 0);
+  auto branch_lengths = [&] {  // the k of every pre-speculation request (depth + the ranking)
+    counted.asked.clear();
+    core.prespeculate();
+    std::vector<int32_t> ks;
+    for (const DraftRequest& r : counted.asked) ks.push_back(r.k);
+    return ks;
+  };
+  const std::vector<int32_t> two = {2};
+  const Speculation first = core.first_speculations(std::vector<int32_t>{0}, two).at(0);
+  ASSERT_EQ(first.tokens.size(), 2u);
+  EXPECT_EQ(first.asked, 2);
+  std::vector<int32_t> ks = branch_lengths();
+  ASSERT_FALSE(ks.empty());
+  for (int32_t k : ks) EXPECT_EQ(k, 2 + SsdDrafterCore::kDepthMargin + 1);
+  // The full K asked (the fixed --k sends -1): branches draft K + 1, as before lengths existed.
+  RoundOutcome out{0, 2, {first.tokens[0], first.tokens[1], 9}};
+  out.next_k = -1;
+  const Speculation next = core.on_outcome({&out, 1}).at(0);
+  EXPECT_EQ(next.asked, 6);
+  ks = branch_lengths();
+  ASSERT_FALSE(ks.empty());
+  for (int32_t k : ks) EXPECT_EQ(k, 7);
+}
+
+TEST(SsdLength, DecodeStepDraftsAndPlansNothing) {
+  World w;
+  auto inner = w.self();
+  Counting counted(*inner);
+  SsdDrafterOptions o;
+  o.k = 4;
+  o.fan_out.budget = 6;
+  SsdDrafterCore core(counted, nullptr, o);
+  core.start(0, test::drafting::kPrompts[0], std::vector<int32_t>{7}, 0);
+  core.start(1, test::drafting::kPrompts[1], std::vector<int32_t>{9}, 1);
+
+  // Round 0: sequence 0 at length 0, sequence 1 at 2.
+  const std::vector<int32_t> first = {0, 2};
+  std::vector<Speculation> next = core.first_speculations(std::vector<int32_t>{0, 1}, first);
+  EXPECT_TRUE(next[0].decode_step());
+  EXPECT_TRUE(next[0].tokens.empty() && next[0].predicted.empty());
+  EXPECT_EQ(next[1].tokens.size(), 2u);
+  ASSERT_EQ(counted.asked.size(), 1u) << "one draft, for sequence 1";
+  EXPECT_EQ(counted.asked[0].seq, 1);
+  std::vector<Branch> plan = core.plan_branches();
+  EXPECT_FALSE(plan.empty());
+  for (const Branch& b : plan) EXPECT_EQ(b.seq, 1) << "nothing is planned after a decode step";
+  core.prespeculate();
+  counted.asked.clear();
+
+  // Round 1: both at length 0. No lookup, no draft, no plan.
+  std::vector<RoundOutcome> outs(2);
+  outs[0] = RoundOutcome{0, 0, {11}};
+  outs[0].next_k = 0;
+  outs[1] = RoundOutcome{1, 2, {next[1].tokens[0], next[1].tokens[1], 13}};
+  outs[1].next_k = 0;
+  const int64_t lookups = core.stats().hits + core.stats().misses;
+  next = core.on_outcome(outs);
+  EXPECT_TRUE(next[0].decode_step());
+  EXPECT_TRUE(next[1].decode_step());
+  EXPECT_TRUE(counted.asked.empty()) << "a decode step drafts nothing";
+  EXPECT_EQ(core.stats().hits + core.stats().misses, lookups) << "nor looks anything up";
+  EXPECT_TRUE(core.plan_branches().empty());
+  core.prespeculate();
+  EXPECT_TRUE(counted.asked.empty());
+
+  // Round 2: sequence 0 asks 3 tokens: a miss (nothing was pre-speculated), a fallback draft.
+  outs[0] = RoundOutcome{0, 0, {12}};
+  outs[0].next_k = 3;
+  outs[1] = RoundOutcome{1, 0, {14}};
+  outs[1].next_k = 0;
+  next = core.on_outcome(outs);
+  EXPECT_EQ(next[0].source, SpecSource::kPrimary);
+  EXPECT_EQ(next[0].tokens.size(), 3u);
+  EXPECT_TRUE(next[1].decode_step());
+  EXPECT_EQ(core.stats().misses, 1);
+  ASSERT_EQ(counted.asked.size(), 1u);
+  EXPECT_EQ(counted.asked[0].seq, 0);
+  for (const Branch& b : core.plan_branches()) EXPECT_EQ(b.seq, 0);
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ inline Speculation sample_speculation(int32_t seq) {
   s.predicted = {sample_dist(30), sample_dist(31), sample_dist(32)};
   s.fan_out = {3, 2, 1};
   s.source = SpecSource::kBackup;
+  s.asked = 2;
   return s;
 }
 
