@@ -38,7 +38,7 @@ struct ServeArgs {
   std::filesystem::path model;
   std::string mode = "ar";
   std::string drafter = "ngram";
-  int32_t k = 4;
+  std::string k = "auto";
   DrafterFlags drafter_flags;
   int32_t threads = default_threads();
   int64_t ctx_size = 0;
@@ -63,7 +63,10 @@ struct ServeArgs {
       {.choices = {"ar", "sd", "ssd"}});
     v(drafter, "drafter",
       "sd/ssd drafter: ngram[:MIN-MAX], model:PATH, early-exit:L, domino:PATH, oracle:ALPHA");
-    v(k, "k", "sd/ssd: draft tokens per round", {.min = 1, .max = 32});
+    v(k, "k",
+      "sd/ssd: draft tokens per round (1..32), or auto: per sequence and round the length in "
+      "0..--k-max with the most expected tokens per second, from the server's measured costs "
+      "and acceptance");
     drafter_flags.visit(v);
     v(threads, "threads", "CPU worker threads", {.short_name = 't', .min = 1, .max = 1024});
     v(ctx_size, "ctx-size",
@@ -135,7 +138,9 @@ int run_serve(const ServeArgs& args, Cluster& cluster) {
   JobSpec spec;
   spec.mode = args.mode;
   spec.drafter = args.drafter;
-  spec.k = args.k;
+  const KChoice kc = args.drafter_flags.k_choice(args.k);
+  spec.k = kc.k;
+  spec.auto_k = kc.automatic;
   spec.drafter_options = args.drafter_flags.options(args.threads);
   spec.dist = args.dist;
   spec.max_batch = args.max_batch;
@@ -147,25 +152,28 @@ int run_serve(const ServeArgs& args, Cluster& cluster) {
   LeaderJob job(cluster, session, spec);
   WarmupPlan plan;
   plan.max_batch = args.max_batch;
-  if (args.mode != "ar") plan.ks = {args.k};
+  if (args.mode != "ar")
+    for (int32_t k = kc.automatic ? 1 : kc.k; k <= kc.k; ++k) plan.ks.push_back(k);
   job.warm_up(plan, GenerationRequest{}.prefill_chunk);
 
   const std::string name =
       args.served_model_name.value_or(std::filesystem::path(args.model).stem().string());
   const bool speculative = args.mode != "ar";
-  ServeMetrics metrics(name, speculative ? args.k : 0);
+  ServeMetrics metrics(name, speculative ? kc.k : 0);
   std::unique_ptr<DecodeEngine> engine;
   if (speculative && job.remote()) {
     RemoteEngineOptions ro;
     ro.feature_layers = job.remote_feature_layers();
-    ro.k = args.k;
+    ro.k = kc.k;
+    ro.auto_k = kc.automatic;
     ro.prespeculate = args.mode == "ssd";
     ro.step_s = args.dist.watchdog_s;
     engine = std::make_unique<RemoteEngine>(job.target(), *cluster.world(), layout, cluster.dog(),
                                             ro, metrics);
   } else {
-    engine = std::make_unique<LocalEngine>(job.target(), speculative ? job.local_drafter() : nullptr,
-                                           args.k, metrics);
+    engine = std::make_unique<LocalEngine>(
+        job.target(), speculative ? job.local_drafter() : nullptr,
+        SpecLengthOptions{.k_max = kc.k, .automatic = kc.automatic}, metrics);
   }
   Scheduler scheduler(*engine, job.target(), session.tokenizer(),
                       SchedulerOptions{args.max_batch, args.max_queue}, metrics);
@@ -200,10 +208,13 @@ int run_serve(const ServeArgs& args, Cluster& cluster) {
   if (args.port_file) {
     std::ofstream(*args.port_file) << http.port() << "\n";
   }
-  fmt::print(stderr, "ssd serve: listening on http://{}:{} (model '{}', mode {}, max batch {}, "
+  fmt::print(stderr, "ssd serve: listening on http://{}:{} (model '{}', mode {}{}, max batch {}, "
              "pid {}) | {}\n",
-             args.host, http.port(), name, args.mode, args.max_batch, ::getpid(),
-             build_description());
+             args.host, http.port(), name, args.mode,
+             speculative ? fmt::format(", k {}", kc.automatic ? fmt::format("auto<={}", kc.k)
+                                                              : std::to_string(kc.k))
+                         : std::string(),
+             args.max_batch, ::getpid(), build_description());
   scheduler.run();
   http.stop();
   job.finish();
