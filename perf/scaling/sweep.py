@@ -17,7 +17,8 @@ together: prompts i, i+1, .. i+B-1 of the list (cycling when B exceeds it), and 
 the batch's (tok/s = tokens after each request's first, summed, over the batch's decode time).
 Every run passes --ignore-eos, so every request decodes exactly -n tokens. A run with more ranks
 than cores is marked "oversubscribed". SSD/SD is computed by plot_sweep.py from pairs of runs
-that differ only in mode. --dry-run prints each command (one JSON line each) without running.
+that differ only in mode (--plot DIR draws them at the end). --dry-run prints each command (one
+JSON line each) without running.
 """
 import argparse
 import itertools
@@ -107,6 +108,9 @@ def main(argv=None):
     ap.add_argument("--prompt-index-offset", type=int, default=0,
                     help="added to the stored prompt index (to complete a grid cut short)")
     ap.add_argument("--label", default="", help="free text stored with every line")
+    ap.add_argument("--plot", metavar="DIR",
+                    help="at the end, draw --out's runs into DIR (plot_sweep.py): give a fresh "
+                         "--out, or the plots mix in its earlier runs")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     a = ap.parse_args(argv)
     for m in a.modes:
@@ -119,8 +123,11 @@ def main(argv=None):
     if not a.dry_run and (not a.model or not os.path.exists(a.model)):
         sys.exit("sweep: set --model or SSD_MODEL to the model file")
     prompts = DEFAULT_PROMPTS
-    if a.prompts:
-        prompts = [l.strip() for l in open(a.prompts) if l.strip()]
+    if a.prompts:  # one a line, '#' comments, "\n" a newline (as ssd bench reads them)
+        prompts = [l.strip().replace("\\n", "\n") for l in open(a.prompts)
+                   if l.strip() and not l.startswith("#")]
+        if not prompts:
+            ap.error(f"--prompts: {a.prompts} has no prompts")
     cores = os.cpu_count() or 1
     grid = list(itertools.product(a.drafter_ranks, a.fan_out_budget, a.k, a.prespec_chunk,
                                   a.link_latency_us, a.batch, a.modes))
@@ -174,6 +181,9 @@ def main(argv=None):
                     done += 1
                     print(f"sweep: {done}/{total} {mode} k={k} F={budget} lat={lat:g}us "
                           f"batch={batch}: {s['decode_tokens_per_s']:.1f} tok/s", flush=True)
+    if a.plot and not a.dry_run:
+        return subprocess.run([sys.executable, os.path.join(HERE, "plot_sweep.py"), a.out,
+                               a.plot]).returncode
     return 0
 
 

@@ -92,6 +92,17 @@ class SweepCommands(unittest.TestCase):
         self.assertEqual(b4[0]["prompts"], [0, 1, 0, 1])
         self.assertEqual(b4[-1]["prompts"], [1, 0, 1, 0])
 
+    def test_prompt_file_comments_and_newlines(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("# a comment\nfirst prompt\n\nline one\\nline two\n")
+        try:
+            lines = dry_run("--modes", "sd", "--prompts", f.name)
+            self.assertEqual([l["prompt_lines"] for l in lines],
+                             [["first prompt"], ["line one\nline two"]])
+            self.assertEqual(flag(split(lines[1])[1], "-p"), "line one\nline two")
+        finally:
+            os.unlink(f.name)
+
     def test_batch_prompts_cycle(self):
         self.assertEqual(sweep.batch_prompts(3, 2, 5), [2, 0, 1, 2, 0])
         self.assertEqual(sweep.batch_prompts(5, 1, 2), [1, 2])
