@@ -182,7 +182,14 @@ class DrafterActor {
     s.feature_dim = m.feature_dim;
     s.prespeculate = prespeculate_;
     start_sequences(*core_, s, env.bulk_as<float>());
-    if (layout_.is_drafter_lead()) joining_.insert(joining_.end(), m.seqs.begin(), m.seqs.end());
+    if (!layout_.is_drafter_lead()) return;
+    SSD_CHECK(m.first_k.empty() || m.first_k.size() == m.seqs.size(),
+              "JoinSeqs: {} speculation lengths for {} sequences", m.first_k.size(),
+              m.seqs.size());
+    for (size_t i = 0; i < m.seqs.size(); ++i) {
+      joining_.push_back(m.seqs[i]);
+      joining_k_.push_back(m.first_k.empty() ? -1 : m.first_k[i]);  // -1: K
+    }
   }
 
   void on_outcome(const Envelope& env) {
@@ -205,9 +212,10 @@ class DrafterActor {
         next = core_->on_outcome(outs);
       }
       if (!joining_.empty()) {
-        std::vector<Speculation> first = core_->first_speculations(joining_);
+        std::vector<Speculation> first = core_->first_speculations(joining_, joining_k_);
         std::move(first.begin(), first.end(), std::back_inserter(next));
         joining_.clear();
+        joining_k_.clear();
       }
       busy_s_ += monotonic_seconds() - t0;
     }
@@ -344,6 +352,7 @@ class DrafterActor {
   int n_drafters_ = 1, index_ = 0;
   std::deque<Envelope> queue_;
   std::vector<int32_t> joining_;  // the lead: joined sequences awaiting their first speculation
+  std::vector<int32_t> joining_k_;  // their first speculations' lengths (-1: K)
   int shares_missing_ = 0;
   int64_t round_ = 0;
   std::vector<CacheEntry> merged_;

@@ -3,14 +3,26 @@
 #include <algorithm>
 
 #include "runtime/core/error.h"
+#include "runtime/generate/generation.h"
 #include "runtime/generate/token_picker.h"
 #include "runtime/spec/verify_round.h"
 
 namespace ssd {
+namespace {
 
-LocalEngine::LocalEngine(TargetModel& target, Drafter* drafter, int32_t k, ServeMetrics& metrics)
-    : target_(target), drafter_(drafter), k_(k), metrics_(metrics) {
-  SSD_CHECK(k >= 1 && k <= 32, "--k {} must be between 1 and 32", k);
+// The deepest node of a draft (its chain length for a chain).
+int32_t max_depth(const DraftTree& tree) {
+  int32_t d = 0;
+  for (size_t i = 0; i < tree.size(); ++i) d = std::max(d, tree.depth(static_cast<int32_t>(i)));
+  return d;
+}
+
+}  // namespace
+
+LocalEngine::LocalEngine(TargetModel& target, Drafter* drafter, const SpecLengthOptions& length,
+                         ServeMetrics& metrics)
+    : target_(target), drafter_(drafter), k_(length.k_max), metrics_(metrics), length_(length) {
+  SSD_CHECK(k_ >= 1 && k_ <= 32, "--k {} must be between 1 and 32", k_);
   if (drafter_) layers_ = drafter_->target_feature_layers();
   for (int32_t l : layers_)
     SSD_CHECK(l >= 0 && l < target.config().n_layers,
@@ -43,7 +55,10 @@ void LocalEngine::admit(std::span<Slot* const> slots) {
 void LocalEngine::release(Slot& s) {
   if (s.kv >= 0) target_.release_seq(s.kv);
   s.kv = -1;
-  if (s.drafter_live && drafter_) drafter_->finish(dseq(s));
+  if (s.drafter_live && drafter_) {
+    drafter_->finish(dseq(s));
+    length_.finish(dseq(s));
+  }
   s.drafter_live = false;
 }
 
@@ -85,18 +100,29 @@ void LocalEngine::decode_round(std::span<Slot* const> running) {
   }
 }
 
-// generate_sd_batch's round for the running slots (chains of up to K, clipped to the tokens
-// each request has left).
+// generate_sd_batch's round for the running slots: chains of the lengths the policy chose (at
+// most K and the tokens each request has left; 0 is a plain decode step for that sequence), the
+// round's draft and verify times and each outcome fed back to the policy as generate_sd_batch
+// does.
 void LocalEngine::verify_round_sd(std::span<Slot* const> running) {
   const int32_t vocab = static_cast<int32_t>(target_.config().vocab);
-  std::vector<int32_t> depth(running.size());
-  std::vector<DraftRequest> drs;
-  std::vector<size_t> drafted_by;
+  std::vector<int32_t> ids(running.size()), limit(running.size());
   for (size_t a = 0; a < running.size(); ++a) {
     const Slot& s = *running[a];
     const int64_t emitted = static_cast<int64_t>(s.gen.tokens.size());
-    depth[a] = static_cast<int32_t>(std::clamp<int64_t>(s.req.max_new_tokens - emitted - 1, 0, k_));
+    ids[a] = dseq(s);
+    limit[a] = static_cast<int32_t>(std::clamp<int64_t>(s.req.max_new_tokens - emitted - 1, 0, k_));
+  }
+  const std::vector<int32_t> depth = length_.choose(ids, limit);
+  std::vector<DraftRequest> drs;
+  std::vector<size_t> drafted_by;
+  int64_t asked = 0;
+  for (size_t a = 0; a < running.size(); ++a) {
+    const Slot& s = *running[a];
+    const int64_t emitted = static_cast<int64_t>(s.gen.tokens.size());
+    metrics_.add_chosen_length(depth[a]);
     if (depth[a] == 0) continue;
+    asked += depth[a];
     DraftRequest dr;
     dr.seq = dseq(s);
     dr.k = depth[a];
@@ -107,12 +133,14 @@ void LocalEngine::verify_round_sd(std::span<Slot* const> running) {
     drafted_by.push_back(a);
   }
   std::vector<DraftTree> trees(running.size());
+  const double td = monotonic_seconds();
   if (!drs.empty()) {
     std::vector<DraftTree> got = drafter_->draft(drs);
     SSD_CHECK(got.size() == drs.size(), "drafter {} returned {} trees for {} requests",
               drafter_->name(), got.size(), drs.size());
     for (size_t d = 0; d < got.size(); ++d) trees[drafted_by[d]] = std::move(got[d]);
   }
+  length_.observe_draft(asked, drs.empty() ? 0.0 : monotonic_seconds() - td);
   std::vector<VerifyInput> inputs(running.size());
   for (size_t a = 0; a < running.size(); ++a) {
     const Slot& s = *running[a];
@@ -125,13 +153,18 @@ void LocalEngine::verify_round_sd(std::span<Slot* const> running) {
                             s.req.sampler, s.req.stream,
                             static_cast<uint32_t>(s.gen.tokens.size())};
   }
+  const double tv = monotonic_seconds();
   const VerifyRoundResult vr =
       verify_round(target_, inputs, layers_, drafter_->observes_target_logits());
+  int64_t rows = 0;
+  for (const DraftTree& t : trees) rows += 1 + static_cast<int64_t>(t.size());
+  length_.observe_verify(rows, monotonic_seconds() - tv);
   for (size_t a = 0; a < running.size(); ++a) {
     Slot& s = *running[a];
     const VerifyResult& v = vr.seqs[a].result;
     s.gen.forwards++;
     metrics_.add_round(static_cast<int64_t>(trees[a].size()), v.accepted());
+    length_.observe_outcome(dseq(s), max_depth(trees[a]), v.accepted());
     std::vector<int32_t> emitted;
     for (int32_t tok : v.emitted) {
       emitted.push_back(tok);

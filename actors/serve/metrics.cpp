@@ -10,6 +10,13 @@ namespace {
 const std::vector<double> kLatencyBounds = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
                                             0.25,  0.5,   0.75, 1.0,  2.5,  5.0,  7.5,  10.0,
                                             20.0,  40.0,  80.0};
+// 0, 1, .., k: one bucket per speculation length.
+std::vector<double> length_bounds(int32_t k) {
+  std::vector<double> b;
+  for (int32_t i = 0; i <= k; ++i) b.push_back(i);
+  return b;
+}
+
 const std::vector<double> kTokenBounds = {0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.03, 0.04,
                                           0.05,  0.075,  0.1,   0.15, 0.2,   0.3,  0.4,  0.5,
                                           0.75,  1.0,    2.5};
@@ -57,7 +64,8 @@ ServeMetrics::ServeMetrics(std::string model, int32_t k)
       accepted_per_pos_(static_cast<size_t>(std::max(k, 0)), 0),
       ttft_(kLatencyBounds),
       tpot_(kTokenBounds),
-      e2e_(kLatencyBounds) {
+      e2e_(kLatencyBounds),
+      chosen_k_(length_bounds(std::max(k, 0))) {
   for (const char* r : {"stop", "length", "abort", "error"}) finished_.emplace_back(r, 0);
 }
 
@@ -75,6 +83,11 @@ void ServeMetrics::add_round(int64_t draft_tokens, int64_t accepted) {
   accepted_ += accepted;
   for (int64_t j = 0; j < accepted && j < static_cast<int64_t>(accepted_per_pos_.size()); ++j)
     accepted_per_pos_[j]++;
+}
+
+void ServeMetrics::add_chosen_length(int32_t k) {
+  std::lock_guard lk(mu_);
+  chosen_k_.observe(k);
 }
 
 void ServeMetrics::add_speculations(int64_t hits, int64_t misses, double target_wait_s) {
@@ -146,6 +159,11 @@ std::string ServeMetrics::prometheus_text() const {
          hits_ + misses_ ? double(hits_) / double(hits_ + misses_) : 0.0);
   sample(o, "ssd:spec_decode_target_wait_seconds_total",
          "Time the target leader waited for the drafter's answer.", "counter", l, target_wait_s_);
+  if (!accepted_per_pos_.empty())
+    chosen_k_.write(o, "ssd:spec_length_chosen",
+                    "Speculation length chosen per sequence-round (--k auto: per sequence and "
+                    "round; a fixed --k: K, less for a request's last tokens).",
+                    l);
   ttft_.write(o, "ssd:time_to_first_token_seconds", "Time from arrival to the first token.", l);
   tpot_.write(o, "ssd:time_per_output_token_seconds",
               "Per request: (end - first token) / (output tokens - 1).", l);

@@ -2,7 +2,9 @@
 // dashboards built for it read them: spec-decode counters (drafts, draft tokens, accepted tokens,
 // accepted tokens per draft position), the SSD drafter's speculation-cache hits and misses and
 // the time the target waited for the drafter, queue length and running requests, and histograms
-// of time to first token, time per output token and end-to-end latency.
+// of time to first token, time per output token and end-to-end latency. One name has no vLLM
+// counterpart: ssd:spec_length_chosen, the histogram of the speculation lengths the length
+// policy chose per sequence-round (runtime/spec/spec_length.h; --k auto).
 //
 // Thread-safe: the engine thread adds, the HTTP threads read (one mutex; every call is short).
 #pragma once
@@ -41,6 +43,9 @@ class ServeMetrics {
   // One sequence-round: `draft_tokens` verified (0: an AR step, not counted as a draft), of them
   // `accepted`.
   void add_round(int64_t draft_tokens, int64_t accepted);
+  // One sequence-round's speculation length as the length policy chose it (0..K; --k auto varies
+  // it per sequence and round, a fixed --k gives K but for a request's last tokens).
+  void add_chosen_length(int32_t k);
   // SSD with drafter ranks: where sequence-rounds' speculations came from, and the time the target
   // leader waited for the drafter's answer.
   void add_speculations(int64_t hits, int64_t misses, double target_wait_s);
@@ -65,6 +70,7 @@ class ServeMetrics {
   int64_t prompt_tokens_ = 0, generation_tokens_ = 0;
   std::vector<std::pair<std::string, int64_t>> finished_;  // by finish reason
   Histogram ttft_, tpot_, e2e_;
+  Histogram chosen_k_;  // bounds 0..K; written only when K > 0
 };
 
 }  // namespace ssd

@@ -21,6 +21,7 @@ RemoteEngine::RemoteEngine(TargetModel& target, Transport& world, const RankLayo
       dog_(dog),
       opts_(opts),
       metrics_(metrics),
+      length_(SpecLengthOptions{.k_max = opts.k, .automatic = opts.auto_k}),
       dim_(static_cast<int64_t>(target.config().dim) *
            static_cast<int64_t>(opts.feature_layers.size())) {
   SSD_CHECK(layout.n_drafters() > 0, "a remote drafter needs a drafter rank ({})",
@@ -46,6 +47,13 @@ Envelope RemoteEngine::receive(MsgKind kind, const std::string& waiting_for) {
   }
   fail(fmt::format("target leader: {} from rank {} while {}", kind_name(env.kind), env.peer,
                    waiting_for));
+}
+
+std::vector<int32_t> RemoteEngine::choose(const std::vector<int32_t>& ids,
+                                          const std::vector<int32_t>& limit) {
+  std::vector<int32_t> ks = length_.choose(ids, limit);
+  for (size_t i = 0; i < ids.size(); ++i) chosen_[ids[i]] = ks[i];
+  return ks;
 }
 
 template <class M>
@@ -81,8 +89,10 @@ void RemoteEngine::admit(std::span<Slot* const> slots) {
       release(*s);
       continue;
     }
-    joining_.push_back(
-        Joiner{dseq(*s), s->req.prompt, s->root, s->req.stream, std::move(pre.features)});
+    const int64_t left = s->req.max_new_tokens - static_cast<int64_t>(s->gen.tokens.size());
+    joining_.push_back(Joiner{dseq(*s), s->req.prompt, s->root, s->req.stream,
+                              std::move(pre.features),
+                              static_cast<int32_t>(std::clamp<int64_t>(left - 1, 0, opts_.k))});
     s->drafter_live = true;
   }
 }
@@ -93,6 +103,8 @@ void RemoteEngine::release(Slot& s) {
   if (!s.drafter_live) return;
   s.drafter_live = false;
   const int32_t id = dseq(s);
+  length_.finish(id);
+  chosen_.erase(id);
   const auto j = std::find_if(joining_.begin(), joining_.end(),
                               [&](const Joiner& x) { return x.seq == id; });
   if (j != joining_.end()) {
@@ -106,8 +118,14 @@ void RemoteEngine::round(std::span<Slot* const> slots) {
   auto start_batch = [&] {
     std::vector<float> features;
     for (const Joiner& j : joining_) features.insert(features.end(), j.features.begin(), j.features.end());
+    std::vector<int32_t> ids, limit;
+    for (const Joiner& j : joining_) {
+      ids.push_back(j.seq);
+      limit.push_back(j.limit);
+    }
     StartSeqs m = joiners_message<StartSeqs>();
     m.prespeculate = opts_.prespeculate;
+    m.first_k = choose(ids, limit);
     joining_.clear();
     send(m, features);
     round_ = 0;
@@ -116,36 +134,53 @@ void RemoteEngine::round(std::span<Slot* const> slots) {
   if (!awaiting_ && !joining_.empty()) start_batch();
   if (!awaiting_) return;
 
-  const double tw = monotonic_seconds();
-  const Envelope env = receive(
-      MsgKind::kSpeculation, fmt::format("waiting for the speculation of round {} from the "
-                                         "drafter (rank {})",
-                                         round_, layout_.drafter_lead()));
-  const double wait_s = monotonic_seconds() - tw;
-  awaiting_ = false;
-  SpeculationMsg sm = decode<SpeculationMsg>(env);
-  SSD_CHECK(sm.round == round_, "drafter answered round {} while the target is at round {}",
-            sm.round, round_);
-  std::map<int32_t, SeqSpeculation> specs;
-  for (SeqSpeculation& w : sm.seqs) specs[w.seq] = std::move(w);  // ended ones are dropped below
-
-  Watchdog::Scope scope(dog_, fmt::format("verifying round {}", round_), opts_.step_s);
-  const int32_t vocab = static_cast<int32_t>(target_.config().vocab);
   std::vector<Slot*> active;
   for (Slot* s : slots)
     if (s->running && known_.count(dseq(*s))) active.push_back(s);
+  int64_t asked = 0;  // tokens asked for this round: the policy's draft cost is the wait
+  for (const Slot* s : active) asked += chosen_[dseq(*s)];
+  // A sequence at length 0 is a decode step: the drafter sends nothing for it, and a round of
+  // decode steps alone gets no answer at all (protocol.h, SpeculationMsg), as in RemoteDecoder.
+  std::map<int32_t, SeqSpeculation> specs;
+  double wait_s = 0;
+  if (asked > 0) {
+    const double tw = monotonic_seconds();
+    const Envelope env = receive(
+        MsgKind::kSpeculation, fmt::format("waiting for the speculation of round {} from the "
+                                           "drafter (rank {})",
+                                           round_, layout_.drafter_lead()));
+    wait_s = monotonic_seconds() - tw;
+    SpeculationMsg sm = decode<SpeculationMsg>(env);
+    SSD_CHECK(sm.round == round_, "drafter answered round {} while the target is at round {}",
+              sm.round, round_);
+    for (SeqSpeculation& w : sm.seqs) specs[w.seq] = std::move(w);  // ended ones dropped below
+  }
+  awaiting_ = false;
+
+  Watchdog::Scope scope(dog_, fmt::format("verifying round {}", round_), opts_.step_s);
+  const int32_t vocab = static_cast<int32_t>(target_.config().vocab);
   std::vector<DraftTree> trees(active.size());
   std::vector<VerifyInput> inputs(active.size());
   std::vector<uint8_t> sources(active.size());
+  length_.observe_draft(asked, wait_s);
   for (size_t a = 0; a < active.size(); ++a) {
     Slot& s = *active[a];
+    if (chosen_[dseq(s)] == 0) {
+      SeqSpeculation step;
+      step.seq = dseq(s);
+      step.source = static_cast<uint8_t>(SpecSource::kDecodeStep);
+      specs[dseq(s)] = std::move(step);
+    }
     const auto it = specs.find(dseq(s));
     SSD_CHECK(it != specs.end(), "the drafter sent no speculation for sequence {} in round {}",
               dseq(s), round_);
     SeqSpeculation& sp = it->second;
-    // The round may not decide more tokens than the request has left (as RemoteDecoder does).
+    // The length asked for, and the round may not decide more tokens than the request has left
+    // (as RemoteDecoder does).
+    const int32_t asked_k = chosen_[dseq(s)];
+    metrics_.add_chosen_length(asked_k);
     const int64_t left = s.req.max_new_tokens - static_cast<int64_t>(s.gen.tokens.size());
-    const size_t depth = static_cast<size_t>(std::clamp<int64_t>(left - 1, 0, opts_.k));
+    const size_t depth = static_cast<size_t>(std::clamp<int64_t>(left - 1, 0, asked_k));
     if (sp.tokens.size() > depth) {
       sp.tokens.resize(depth);
       sp.q.resize(depth);
@@ -163,6 +198,9 @@ void RemoteEngine::round(std::span<Slot* const> slots) {
   const VerifyRoundResult vr =
       verify_round(target_, inputs, opts_.feature_layers, /*host_logits=*/false);
   const double verify_dt = monotonic_seconds() - tv;
+  int64_t rows = 0;
+  for (const DraftTree& t : trees) rows += 1 + static_cast<int64_t>(t.size());
+  length_.observe_verify(rows, verify_dt);
 
   Outcome outcome;
   outcome.round = round_ + 1;
@@ -170,15 +208,17 @@ void RemoteEngine::round(std::span<Slot* const> slots) {
   outcome.verify_s = verify_dt;
   std::vector<float> round_features;
   int64_t hits = 0, misses = 0;
+  std::vector<Slot*> still;  // the sequences of outcome.seqs, in order
   for (size_t a = 0; a < active.size(); ++a) {
     Slot& s = *active[a];
     const VerifyResult& v = vr.seqs[a].result;
     const int32_t accepted = static_cast<int32_t>(v.path.size());
     s.gen.forwards++;
     metrics_.add_round(static_cast<int64_t>(trees[a].size()), accepted);
+    length_.observe_outcome(dseq(s), static_cast<int32_t>(trees[a].size()), accepted);
     const auto source = static_cast<SpecSource>(sources[a]);
     if (source == SpecSource::kCache) ++hits;
-    else if (source != SpecSource::kInitial) ++misses;
+    else if (source != SpecSource::kInitial && source != SpecSource::kDecodeStep) ++misses;
     SeqOutcome o;
     o.seq = dseq(s);
     o.accepted = accepted;
@@ -199,16 +239,32 @@ void RemoteEngine::round(std::span<Slot* const> slots) {
       round_features.insert(round_features.end(), vr.seqs[a].features.begin(),
                             vr.seqs[a].features.end());
     outcome.seqs.push_back(std::move(o));
+    still.push_back(&s);
   }
   metrics_.add_speculations(hits, misses, wait_s);
   if (outcome.seqs.empty()) {
     if (!joining_.empty()) start_batch();
     return;
   }
+  // The next round's lengths of every sequence in it (the running ones and the joiners), chosen
+  // together from every round verified so far.
+  std::vector<int32_t> ids, limit;
+  for (const Slot* s : still) {
+    ids.push_back(dseq(*s));
+    const int64_t left = s->req.max_new_tokens - static_cast<int64_t>(s->gen.tokens.size());
+    limit.push_back(static_cast<int32_t>(std::clamp<int64_t>(left - 1, 0, opts_.k)));
+  }
+  for (const Joiner& j : joining_) {
+    ids.push_back(j.seq);
+    limit.push_back(j.limit);
+  }
+  const std::vector<int32_t> next = choose(ids, limit);
+  for (size_t j = 0; j < still.size(); ++j) outcome.seqs[j].next_k = next[j];
   if (!joining_.empty()) {
     std::vector<float> features;
     for (const Joiner& j : joining_) features.insert(features.end(), j.features.begin(), j.features.end());
     JoinSeqs m = joiners_message<JoinSeqs>();
+    m.first_k.assign(next.begin() + static_cast<std::ptrdiff_t>(still.size()), next.end());
     joining_.clear();
     send(m, features);
   }

@@ -11,6 +11,12 @@
 // on: the joiners start a new batch with StartSeqs (rounds count from 0 again), as `ssd bench`
 // starts each of its batches. Leaving: FinishSeqs as soon as the sequence ends (or its client
 // goes); a speculation already on its way for it is dropped.
+//
+// Speculation length: the leader's length policy (runtime/spec/spec_length.h), as in `ssd
+// generate` and `ssd bench` with drafter ranks (remote_decode.h): every sequence's next length is
+// chosen after each verification, from the rounds verified so far (--k auto) or K (a fixed --k),
+// and sent with the outcome (SeqOutcome::next_k); a sequence's first one with StartSeqs::first_k
+// or JoinSeqs::first_k. The policy lives as long as the engine: its costs carry over requests.
 #pragma once
 
 #include <map>
@@ -23,12 +29,14 @@
 #include "actors/transport/transport.h"
 #include "actors/transport/watchdog.h"
 #include "runtime/model/target_model.h"
+#include "runtime/spec/spec_length.h"
 
 namespace ssd {
 
 struct RemoteEngineOptions {
   std::vector<int32_t> feature_layers;  // what the drafter asked for in its kDrafterReady
-  int32_t k = 4;
+  int32_t k = 4;         // the speculation length, or with auto_k the top of its range
+  bool auto_k = false;   // --k auto: each sequence's length chosen per round
   bool prespeculate = true;  // ssd; false: sd (the drafter drafts after each outcome)
   double step_s = 120;       // watchdog deadline of one wait
 };
@@ -52,11 +60,15 @@ class RemoteEngine final : public DecodeEngine {
     int32_t first = 0;
     uint64_t stream = 0;
     std::vector<float> features;  // [prompt, dim]
+    int32_t limit = 0;            // the most tokens its first speculation may offer
   };
   Envelope receive(MsgKind kind, const std::string& waiting_for);
   template <class T> void send(const T& msg, std::span<const float> bulk = {});
   template <class M> M joiners_message();  // StartSeqs or JoinSeqs of joining_ (then cleared)
   int32_t dseq(const Slot& s) const { return static_cast<int32_t>(s.id & 0x7fffffff); }
+  // The next speculation's length of each sequence (ids, with the most tokens each may offer),
+  // chosen together and kept in chosen_.
+  std::vector<int32_t> choose(const std::vector<int32_t>& ids, const std::vector<int32_t>& limit);
 
   TargetModel& target_;
   Transport& world_;
@@ -64,6 +76,8 @@ class RemoteEngine final : public DecodeEngine {
   Watchdog& dog_;
   RemoteEngineOptions opts_;
   ServeMetrics& metrics_;
+  SpecLengthController length_;
+  std::map<int32_t, int32_t> chosen_;  // sequence -> the length asked of its next speculation
   int64_t dim_ = 0;                 // floats of one position's features
   std::vector<Joiner> joining_;     // admitted, not yet told to the drafter
   std::map<int32_t, bool> known_;   // sequences the drafter speculates for

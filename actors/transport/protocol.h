@@ -39,11 +39,11 @@
 namespace ssd {
 
 inline constexpr uint32_t kWireMagic = 0x31445353;  // "SSD1" in memory on a little-endian rank
-inline constexpr uint16_t kProtocolVersion = 6;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs;
+inline constexpr uint16_t kProtocolVersion = 7;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs;
                                                  // 4: speculation lengths (--k auto);
                                                  // 5: StartSeqs::memory_scope; 6: a length of 0
                                                  // gets no speculation (decode step),
-                                                 // Outcome::prespeculate
+                                                 // Outcome::prespeculate; 7: JoinSeqs::first_k
 
 // Every kind of message, one enum; its value is also the MPI tag (tags must stay < 32768).
 enum class MsgKind : uint16_t {
@@ -288,8 +288,9 @@ struct JoinSeqs {
   std::vector<uint64_t> streams;              // [B]
   std::vector<int64_t> feature_rows;          // [B] rows of features in the bulk (0: none)
   int64_t feature_dim = 0;                    // floats per row (layers x hidden size)
+  std::vector<int32_t> first_k;  // [B] the length of each first speculation (0..K); empty: K
   template <class A> void serialize(A& a) {
-    a(seqs, prompts, emitted, streams, feature_rows, feature_dim);
+    a(seqs, prompts, emitted, streams, feature_rows, feature_dim, first_k);
   }
   friend bool operator==(const JoinSeqs&, const JoinSeqs&) = default;
 };

@@ -14,9 +14,11 @@
 #include "launch/cli/bench_table.h"
 #include "launch/cli/bench_workloads.h"
 #include "launch/cli/build_info.h"
+#include "launch/cli/decode_flags.h"
 #include "launch/cli/distributed_flags.h"
 #include "launch/cli/drafter_flags.h"
 #include "launch/cli/flags.h"
+#include "launch/cli/model_flags.h"
 #include "launch/cli/run_report.h"
 #include "runtime/core/error.h"
 #include "runtime/generate/generation.h"
@@ -27,18 +29,12 @@ namespace ssd {
 namespace {
 
 struct BenchArgs {
-  std::filesystem::path model;
+  ModelFlags target;
   std::optional<std::filesystem::path> prompt_file;
   std::optional<std::filesystem::path> workloads;
   std::string drafters = "ngram";
-  std::string k = "auto";
-  int32_t width = 1;
-  int64_t n_predict = 64;
+  DecodeFlags decode{.n_predict = 64, .chat = true};
   int32_t max_prompts = 0;
-  bool chat = true;
-  float temp = 0;
-  uint64_t seed = 0;
-  int32_t threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   DrafterFlags drafter_flags;
   std::optional<std::filesystem::path> out_json;
   std::optional<std::filesystem::path> outcome_trace;
@@ -50,8 +46,7 @@ struct BenchArgs {
 
   template <class V>
   void visit(V&& v) {
-    v(model, "model", "target: GGUF file or safetensors checkpoint directory",
-      {.required = true, .short_name = 'm', .must_exist = true});
+    target.visit(v);
     v(prompt_file, "prompt-file", "prompts, one per line ('#' comments, \\n escapes)",
       {.must_exist = true});
     v(workloads, "workloads",
@@ -59,15 +54,9 @@ struct BenchArgs {
       "one table per category and a summary",
       {.must_exist = true});
     v(drafters, "drafters", "comma-separated --drafter specs to compare against AR");
-    v(k, "k", "comma-separated draft lengths (1..32) or auto (0..--k-max per sequence and round)");
-    v(width, "width", "first-level draft branches (1 = chain)", {.min = 1, .max = 16});
-    v(n_predict, "n", "tokens to generate per prompt", {.short_name = 'n', .min = 1});
+    decode.visit(v);
     v(max_prompts, "max-prompts", "use only the first N prompts (of each category); 0 = all",
       {.min = 0});
-    v(chat, "chat", "wrap each prompt in the model's chat template");
-    v(temp, "temp", "sampling temperature; 0 = greedy (and checks SD == AR)", {.min = 0});
-    v(seed, "seed", "sampling seed");
-    v(threads, "threads", "CPU worker threads", {.short_name = 't', .min = 1, .max = 1024});
     drafter_flags.visit(v);
     v(out_json, "out-json", "write all runs and the summary as JSON here");
     v(outcome_trace, "outcome-trace", "with drafter ranks: write each sd/ssd batch's round "
@@ -98,7 +87,7 @@ int run_bench_command(int argc, const char* const* argv) {
                                "for several drafters and draft lengths."));
     return 0;
   }
-  return run_on_cluster(args.dist, args.backend.backend, resolved_text(args), args.model.string(),
+  return run_on_cluster(args.dist, args.backend.backend, resolved_text(args), args.target.model.string(),
                         [&](Cluster& cluster) { return run_bench(args, cluster); });
 }
 
@@ -175,10 +164,10 @@ std::vector<GenerationRequest> make_requests(const BenchSetup& s,
     } else {
       req.prompt = s.tok.encode(prompts[pi], true, true);
     }
-    req.max_new_tokens = s.args.n_predict;
+    req.max_new_tokens = s.args.decode.n_predict;
     req.sampler = s.spec.sampler;
     req.stream = pi;
-    req.stop_ids = s.tok.spec().eog_ids;
+    if (!s.args.decode.ignore_eos) req.stop_ids = s.tok.spec().eog_ids;
     reqs.push_back(std::move(req));
   }
   return reqs;
@@ -256,7 +245,7 @@ void run_batch(BenchSetup& s, const std::string& category, size_t first,
   }
   if (s.has_mode("sd") && !s.remote_drafter)
     for (BenchSetup::LocalConfig& c : s.local) {
-      SdOptions opts{.k = c.k.k, .width = s.args.width, .auto_k = c.k.automatic};
+      SdOptions opts{.k = c.k.k, .width = s.args.decode.width, .auto_k = c.k.automatic};
       opts.length = c.length.get();
       const double t0 = monotonic_seconds();
       SdBatchResult res = generate_sd_batch(target, *c.drafter, reqs, opts);
@@ -343,7 +332,7 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
   const RankLayout& layout = cluster.layout();
   const std::vector<PromptSet> sets = prompt_sets(args);
   std::vector<KChoice> ks;
-  for (const auto& text : split(args.k, ',')) ks.push_back(args.drafter_flags.k_choice(text));
+  for (const auto& text : split(args.drafter_flags.k, ',')) ks.push_back(args.drafter_flags.k_choice(text));
   SSD_CHECK(!ks.empty(), "--k: give at least one length or auto");
   std::vector<DrafterSpec> specs;
   for (const auto& s : split(args.drafters, ',')) specs.push_back(parse_drafter_spec(s));
@@ -356,15 +345,16 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
             "drafter): got {} and {}",
             specs.size(), ks.size());
 
-  SessionOptions so = session_options(cluster, args.model.string(), args.threads, 0, args.dist);
+  SessionOptions so = session_options(cluster, args.target.model.string(), args.target.threads,
+                                      args.target.ctx_size, args.dist);
   ModelSession session(so);
   JobSpec spec;
   spec.mode = std::find(modes.begin(), modes.end(), "ssd") != modes.end() ? "ssd" : "ar";
   spec.drafter = split(args.drafters, ',').front();
   spec.k = ks.front().k;
   spec.auto_k = ks.front().automatic;
-  spec.sampler = SamplerConfig{args.temp, 0, 1.0f, 0.0f, args.seed};
-  spec.drafter_options = args.drafter_flags.options(args.threads);
+  spec.sampler = args.decode.sampler();
+  spec.drafter_options = args.drafter_flags.options(args.target.threads);
   spec.dist = args.dist;
   spec.max_batch = args.batch;
   check_job(spec, layout);
@@ -375,7 +365,7 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
             job.drafter_loss() ? job.drafter_loss()->cause : "no reason given");
 
   BenchSetup s{args, job, spec, session.tokenizer(), std::nullopt, ks, modes, remote_drafter, {}};
-  if (args.chat) s.tmpl = ChatTemplate::from_spec(s.tok.spec());
+  if (args.decode.chat) s.tmpl = ChatTemplate::from_spec(s.tok.spec());
   fmt::print(stderr, "model: {} | {}\n{}\n", session.file().summary(), session.backend_summary(),
              build_description());
   if (cluster.distributed())
@@ -395,7 +385,7 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
     if (s.has_mode("sd") || s.has_mode("ssd"))
       for (const KChoice& kc : ks)
         for (int32_t k = kc.automatic ? 1 : kc.k; k <= kc.k; ++k) plan.ks.push_back(k);
-    plan.width = args.width;
+    plan.width = args.decode.width;
     std::vector<Drafter*> local;
     for (const auto& c : s.local) local.push_back(c.drafter.get());
     job.warm_up(plan, GenerationRequest{}.prefill_chunk, local);
@@ -416,7 +406,7 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
   const std::string context = fmt::format(
       "{} prompts{} x {} tokens, batch {}, temperature {}, {} threads, {} | {} | {}", n_prompts,
       args.workloads ? fmt::format(" in {} categories", sets.size()) : std::string(),
-      args.n_predict, args.batch, args.temp, args.threads, layout.summary(),
+      args.decode.n_predict, args.batch, args.decode.temp, args.target.threads, layout.summary(),
       session.file().summary(), build_description());
   report(args, context, sets, measured,
          {{"links", cluster.links().to_json()}, {"rank_places", cluster.rank_places()}});

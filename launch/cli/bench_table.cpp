@@ -74,6 +74,8 @@ nlohmann::json BenchTable::json() const {
     summary.push_back({{"mode", r.mode}, {"drafter", r.drafter}, {"k", r.k},
                        {"k_auto", r.auto_k}, {"chosen_k_histogram", r.chosen_k},
                        {"mean_acceptance_length", r.mal()}, {"decode_tokens_per_s", r.tps()},
+                       {"decode_s", r.decode_s}, {"tokens_generated", r.tokens},
+                       {"tokens_after_first", r.after_first}, {"rounds", r.rounds},
                        {"speedup_vs_ar", ar > 0 ? r.tps() / ar : 0},
                        {"draft_time_s", r.draft_s}, {"verify_time_s", r.verify_s},
                        {"greedy_exact", r.exact}, {"greedy_compared", r.compared}});

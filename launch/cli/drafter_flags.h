@@ -1,9 +1,12 @@
-// The drafter flags that `ssd generate` and `ssd bench` share, declared once (name, default,
-// help) and turned into the DrafterOptions every rank builds its drafter with. A command's
-// argument struct holds one DrafterFlags and calls its visit() from its own.
+// The speculation flags that `ssd generate`, `ssd bench` and `ssd serve` share, declared once
+// (name, default, help): the speculation length (--k, --k-max) and the drafters' own options,
+// turned into the DrafterOptions every rank builds its drafter with; and, for generate and serve,
+// the mode and the drafter (ModeFlags; bench compares lists of them under other names). A
+// command's argument struct holds one of each it takes and calls their visit() from its own.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "actors/roles/drafter_factory.h"
 #include "runtime/core/error.h"
@@ -18,6 +21,7 @@ struct KChoice {
 };
 
 struct DrafterFlags {
+  std::string k = "auto";  // one choice; `ssd bench` takes a comma-separated list of them
   bool online_learning = false;
   std::string domino_head = "on", domino_block = "trim";
   int64_t suffix_cache_tokens = int64_t{1} << 20;
@@ -26,6 +30,10 @@ struct DrafterFlags {
 
   template <class V>
   void visit(V&& v) {
+    v(k, "k",
+      "sd/ssd: draft tokens per round (1..32), or auto: per sequence and round the length in "
+      "0..--k-max with the most expected tokens per second, from the run's own measured costs "
+      "and acceptance (ssd bench: a comma-separated list to compare)");
     v(k_max, "k-max",
       "--k auto: the longest speculation the per-round choice may take (it picks 0..k-max)",
       {.min = 1, .max = 32});
@@ -45,6 +53,9 @@ struct DrafterFlags {
       "below this",
       {.min = 1e-6, .max = 1});
   }
+
+  // --k as one choice (generate, serve); throws ssd::Error naming --k for a list or a bad value.
+  KChoice k_choice() const { return k_choice(k); }
 
   // "auto", or a length 1..32; throws ssd::Error naming --k otherwise.
   KChoice k_choice(const std::string& text) const {
@@ -71,6 +82,23 @@ struct DrafterFlags {
     o.suffix_cache_tokens = suffix_cache_tokens;
     o.suffix_min_prob = suffix_min_prob;
     return o;
+  }
+};
+
+// --mode and --drafter of `ssd generate` and `ssd serve`.
+struct ModeFlags {
+  std::string mode = "ar";
+  std::string drafter = "ngram";
+
+  template <class V>
+  void visit(V&& v) {
+    v(mode, "mode",
+      "ar: the target alone; sd: draft with --drafter, verify with the target; ssd: the drafter "
+      "on its own rank pre-speculates while the target verifies (needs mpirun)",
+      {.choices = {"ar", "sd", "ssd"}});
+    v(drafter, "drafter",
+      "sd/ssd drafter: ngram[:MIN-MAX], model:PATH, early-exit:L, domino:PATH, suffix, "
+      "oracle:ALPHA (research)");
   }
 };
 

@@ -16,9 +16,11 @@
 #include "actors/transport/mpi_world.h"
 #include "launch/cli/backend_flags.h"
 #include "launch/cli/build_info.h"
+#include "launch/cli/decode_flags.h"
 #include "launch/cli/distributed_flags.h"
 #include "launch/cli/drafter_flags.h"
 #include "launch/cli/flags.h"
+#include "launch/cli/model_flags.h"
 #include "launch/cli/run_report.h"
 #include "runtime/core/error.h"
 #include "runtime/generate/generation.h"
@@ -28,31 +30,14 @@
 namespace ssd {
 namespace {
 
-int default_threads() {
-  const unsigned hc = std::thread::hardware_concurrency();
-  return hc == 0 ? 1 : static_cast<int>(std::min(hc, 64u));
-}
-
 struct GenerateArgs {
-  std::filesystem::path model;
-  std::string mode = "ar";
-  std::string drafter = "ngram";
-  std::string k = "auto";
-  int32_t width = 1;
+  ModelFlags target;
+  ModeFlags run;
   DrafterFlags drafter_flags;
   std::string prompt;
   std::optional<std::filesystem::path> prompt_file;
-  int64_t n_predict = 128;
-  float temp = 0;
-  int32_t top_k = 0;
-  float top_p = 1;
-  float min_p = 0;
-  uint64_t seed = 0;
-  bool chat = false;
+  DecodeFlags decode;
   std::optional<std::string> system;
-  int32_t threads = default_threads();
-  int64_t ctx_size = 0;
-  bool ignore_eos = false;
   bool quiet = false;
   std::optional<std::filesystem::path> stats_json;
   DistributedConfig dist;
@@ -60,35 +45,13 @@ struct GenerateArgs {
 
   template <class V>
   void visit(V&& v) {
-    v(model, "model", "GGUF file, or safetensors checkpoint directory with config.json",
-      {.required = true, .short_name = 'm', .must_exist = true});
-    v(mode, "mode",
-      "ar: the target alone; sd: draft with --drafter, verify with the target; ssd: the drafter "
-      "on its own rank pre-speculates while the target verifies (needs mpirun)",
-      {.choices = {"ar", "sd", "ssd"}});
-    v(drafter, "drafter",
-      "sd drafter: ngram[:MIN-MAX], model:PATH, early-exit:L, domino:PATH, oracle:ALPHA (research)");
-    v(k, "k",
-      "sd/ssd: draft tokens per round (1..32), or auto: per sequence and round the length in "
-      "0..--k-max with the most expected tokens per second, from this run's measured costs and "
-      "acceptance");
-    v(width, "width", "sd: first-level draft branches verified as a tree (1 = a chain)",
-      {.min = 1, .max = 16});
+    target.visit(v);
+    run.visit(v);
     drafter_flags.visit(v);
     v(prompt, "prompt", "prompt text (or use --prompt-file)", {.short_name = 'p'});
     v(prompt_file, "prompt-file", "read the prompt from this file", {.must_exist = true});
-    v(n_predict, "n", "maximum number of tokens to generate", {.short_name = 'n', .min = 0});
-    v(temp, "temp", "sampling temperature; 0 = greedy", {.min = 0, .max = 100});
-    v(top_k, "top-k", "keep only the k likeliest tokens; 0 = off", {.min = 0});
-    v(top_p, "top-p", "nucleus sampling mass; 1 = off", {.min = 1e-6, .max = 1});
-    v(min_p, "min-p", "drop tokens below min-p x the top probability; 0 = off",
-      {.min = 0, .max = 1});
-    v(seed, "seed", "sampling seed: the same seed gives the same tokens, bit for bit");
-    v(chat, "chat", "wrap the prompt in the model's chat template as a user message");
+    decode.visit(v);
     v(system, "system", "system message for --chat (default: the template's own, if any)");
-    v(threads, "threads", "CPU worker threads", {.short_name = 't', .min = 1, .max = 1024});
-    v(ctx_size, "ctx-size", "KV cache positions; 0 = min(model context, 4096)", {.min = 0});
-    v(ignore_eos, "ignore-eos", "keep generating past end-of-generation tokens (benchmarks)");
     v(quiet, "quiet", "do not stream the generated text to stdout", {.short_name = 'q'});
     v(stats_json, "stats-json", "write the run's figures and output as JSON to this path");
     visit_flags(dist, v);
@@ -111,8 +74,8 @@ std::vector<int32_t> build_prompt(const GenerateArgs& a, const Tokenizer& tok) {
   SSD_CHECK(a.prompt.empty() != !a.prompt_file.has_value(),
             "give exactly one of --prompt and --prompt-file");
   const std::string text = a.prompt_file ? read_file(*a.prompt_file) : a.prompt;
-  SSD_CHECK(!a.system || a.chat, "--system needs --chat");
-  if (!a.chat) return tok.encode(text, /*add_bos=*/true, /*parse_special=*/true);
+  SSD_CHECK(!a.system || a.decode.chat, "--system needs --chat");
+  if (!a.decode.chat) return tok.encode(text, /*add_bos=*/true, /*parse_special=*/true);
   const ChatTemplate tmpl = ChatTemplate::from_spec(tok.spec());
   std::vector<ChatMessage> msgs;
   if (a.system) msgs.push_back({"system", *a.system});
@@ -139,7 +102,7 @@ void write_failure_json(const GenerateArgs& args, PartialRun& p, std::string_vie
   nlohmann::json j;
   j["status"] = "failed";
   j["cause"] = std::string(cause);
-  j["model"] = args.model.string();
+  j["model"] = args.target.model.string();
   j["ranks"] = p.ranks;
   j["output_token_ids"] = p.tokens;
   j["output_text"] = p.text;
@@ -168,7 +131,7 @@ int run_generate_command(int argc, const char* const* argv) {
   // the job (other ranks never write the file).
   PartialRun partial;
   return run_on_cluster(
-      args.dist, args.backend.backend, resolved_text(args), args.model.string(),
+      args.dist, args.backend.backend, resolved_text(args), args.target.model.string(),
       [&](Cluster& cluster) {
         const bool leader = cluster.layout().is_target_leader();
         if (leader) {
@@ -191,17 +154,17 @@ namespace {
 
 int run_generate(const GenerateArgs& args, Cluster& cluster, PartialRun& partial) {
   const RankLayout& layout = cluster.layout();
-  SessionOptions so =
-      session_options(cluster, args.model.string(), args.threads, args.ctx_size, args.dist);
+  SessionOptions so = session_options(cluster, args.target.model.string(), args.target.threads,
+                                      args.target.ctx_size, args.dist);
   ModelSession session(so);
   JobSpec spec;
-  spec.mode = args.mode;
-  spec.drafter = args.drafter;
-  const KChoice kc = args.drafter_flags.k_choice(args.k);
+  spec.mode = args.run.mode;
+  spec.drafter = args.run.drafter;
+  const KChoice kc = args.drafter_flags.k_choice();
   spec.k = kc.k;
   spec.auto_k = kc.automatic;
-  spec.sampler = SamplerConfig{args.temp, args.top_k, args.top_p, args.min_p, args.seed};
-  spec.drafter_options = args.drafter_flags.options(args.threads);
+  spec.sampler = args.decode.sampler();
+  spec.drafter_options = args.drafter_flags.options(args.target.threads);
   spec.dist = args.dist;
   check_job(spec, layout);
   if (!layout.is_target_leader()) return serve_rank(cluster, session, spec);
@@ -214,19 +177,19 @@ int run_generate(const GenerateArgs& args, Cluster& cluster, PartialRun& partial
 
   GenerationRequest req;
   req.prompt = build_prompt(args, tok);
-  req.max_new_tokens = args.n_predict;
+  req.max_new_tokens = args.decode.n_predict;
   req.sampler = spec.sampler;
-  if (!args.ignore_eos) req.stop_ids = tok.spec().eog_ids;
-  check_context(job.target(), req, args.mode == "ar" ? 0 : kc.k);
+  if (!args.decode.ignore_eos) req.stop_ids = tok.spec().eog_ids;
+  check_context(job.target(), req, args.run.mode == "ar" ? 0 : kc.k);
   WarmupPlan plan;  // CUDA graphs of this run's forward sizes, before its first token
-  if (args.mode != "ar") plan.ks = {kc.k};
+  if (args.run.mode != "ar") plan.ks = {kc.k};
   for (int32_t k = 1; kc.automatic && k < kc.k; ++k) plan.ks.push_back(k);
-  plan.width = args.width;
+  plan.width = args.decode.width;
   job.warm_up(plan, req.prefill_chunk);
-  const SdOptions sd{.k = kc.k, .width = args.width, .auto_k = kc.automatic};
-  SSD_CHECK(args.width == 1 || !job.remote() || args.mode == "ar",
+  const SdOptions sd{.k = kc.k, .width = args.decode.width, .auto_k = kc.automatic};
+  SSD_CHECK(args.decode.width == 1 || !job.remote() || args.run.mode == "ar",
             "--width {} (tree drafts) is not supported with drafter ranks yet; use --width 1",
-            args.width);
+            args.decode.width);
 
   StreamDecoder stream(tok);
   std::string text;
@@ -244,8 +207,8 @@ int run_generate(const GenerateArgs& args, Cluster& cluster, PartialRun& partial
     }
     return true;
   };
-  RunReport r = job.remote() && args.mode != "ar"
-                    ? run_remote_request(*job.remote(), args.mode, args.drafter, req, kc.k, kc.automatic,
+  RunReport r = job.remote() && args.run.mode != "ar"
+                    ? run_remote_request(*job.remote(), args.run.mode, args.run.drafter, req, kc.k, kc.automatic,
                                          on_token)
                     : run_request(job.target(), job.local_drafter(), req, sd, on_token);
   if (!r.drafter_loss) r.drafter_loss = job.drafter_loss();  // lost before its first round
@@ -258,7 +221,7 @@ int run_generate(const GenerateArgs& args, Cluster& cluster, PartialRun& partial
   }
 
   fmt::print(stderr, "{}", r.sd_summary());
-  fmt::print(stderr, "figures: {} | {} threads, {}\n", r.figures_line(), args.threads,
+  fmt::print(stderr, "figures: {} | {} threads, {}\n", r.figures_line(), args.target.threads,
              build_description());
 
   if (args.stats_json) {
@@ -266,14 +229,14 @@ int run_generate(const GenerateArgs& args, Cluster& cluster, PartialRun& partial
     partial.written = true;
     nlohmann::json j = r.to_json();
     j["status"] = "ok";
-    j["model"] = args.model.string();
+    j["model"] = args.target.model.string();
     j["model_summary"] = session.file().summary();
     j["backend"] = session.backend().name();
     j["transport"] = cluster.placement().transport;
     j["ranks"] = layout.summary();
     j["tp"] = layout.tp;
     j["drafter_ranks"] = layout.n_drafters();
-    j["threads"] = args.threads;
+    j["threads"] = args.target.threads;
     j["commit"] = build_commit();
     j["build"] = build_description();
     j["prompt_token_ids"] = req.prompt;

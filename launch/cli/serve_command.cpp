@@ -24,24 +24,16 @@
 #include "launch/cli/distributed_flags.h"
 #include "launch/cli/drafter_flags.h"
 #include "launch/cli/flags.h"
+#include "launch/cli/model_flags.h"
 #include "runtime/core/error.h"
 
 namespace ssd {
 namespace {
 
-int default_threads() {
-  const unsigned hc = std::thread::hardware_concurrency();
-  return hc == 0 ? 1 : static_cast<int>(std::min(hc, 64u));
-}
-
 struct ServeArgs {
-  std::filesystem::path model;
-  std::string mode = "ar";
-  std::string drafter = "ngram";
-  int32_t k = 4;
+  ModelFlags target;
+  ModeFlags run;
   DrafterFlags drafter_flags;
-  int32_t threads = default_threads();
-  int64_t ctx_size = 0;
   std::string host = "127.0.0.1";
   int32_t port = 8080;
   int64_t max_batch = 8;
@@ -55,20 +47,9 @@ struct ServeArgs {
 
   template <class V>
   void visit(V&& v) {
-    v(model, "model", "GGUF file, or safetensors checkpoint directory with config.json",
-      {.required = true, .short_name = 'm', .must_exist = true});
-    v(mode, "mode",
-      "ar: the target alone; sd: draft with --drafter, verify with the target; ssd: the drafter "
-      "on its own rank pre-speculates while the target verifies (needs mpirun)",
-      {.choices = {"ar", "sd", "ssd"}});
-    v(drafter, "drafter",
-      "sd/ssd drafter: ngram[:MIN-MAX], model:PATH, early-exit:L, domino:PATH, oracle:ALPHA");
-    v(k, "k", "sd/ssd: draft tokens per round", {.min = 1, .max = 32});
+    target.visit(v);
+    run.visit(v);
     drafter_flags.visit(v);
-    v(threads, "threads", "CPU worker threads", {.short_name = 't', .min = 1, .max = 1024});
-    v(ctx_size, "ctx-size",
-      "KV cache positions, shared by every running request; 0 = min(model context, 4096)",
-      {.min = 0});
     v(host, "host", "address to listen on");
     v(port, "port", "TCP port; 0 = any free port (see --port-file)", {.min = 0, .max = 65535});
     v(max_batch, "max-batch", "requests decoded together (the running batch)",
@@ -122,7 +103,7 @@ int run_serve_command(int argc, const char* const* argv) {
     return 0;
   }
   install_signal_handlers();
-  return run_on_cluster(args.dist, args.backend.backend, resolved_text(args), args.model.string(),
+  return run_on_cluster(args.dist, args.backend.backend, resolved_text(args), args.target.model.string(),
                         [&](Cluster& cluster) { return run_serve(args, cluster); });
 }
 
@@ -131,12 +112,15 @@ namespace {
 int run_serve(const ServeArgs& args, Cluster& cluster) {
   const RankLayout& layout = cluster.layout();
   ModelSession session(
-      session_options(cluster, args.model.string(), args.threads, args.ctx_size, args.dist));
+      session_options(cluster, args.target.model.string(), args.target.threads,
+                      args.target.ctx_size, args.dist));
   JobSpec spec;
-  spec.mode = args.mode;
-  spec.drafter = args.drafter;
-  spec.k = args.k;
-  spec.drafter_options = args.drafter_flags.options(args.threads);
+  spec.mode = args.run.mode;
+  spec.drafter = args.run.drafter;
+  const KChoice kc = args.drafter_flags.k_choice();
+  spec.k = kc.k;
+  spec.auto_k = kc.automatic;
+  spec.drafter_options = args.drafter_flags.options(args.target.threads);
   spec.dist = args.dist;
   spec.max_batch = args.max_batch;
   check_job(spec, layout);
@@ -147,25 +131,28 @@ int run_serve(const ServeArgs& args, Cluster& cluster) {
   LeaderJob job(cluster, session, spec);
   WarmupPlan plan;
   plan.max_batch = args.max_batch;
-  if (args.mode != "ar") plan.ks = {args.k};
+  if (args.run.mode != "ar")
+    for (int32_t k = kc.automatic ? 1 : kc.k; k <= kc.k; ++k) plan.ks.push_back(k);
   job.warm_up(plan, GenerationRequest{}.prefill_chunk);
 
   const std::string name =
-      args.served_model_name.value_or(std::filesystem::path(args.model).stem().string());
-  const bool speculative = args.mode != "ar";
-  ServeMetrics metrics(name, speculative ? args.k : 0);
+      args.served_model_name.value_or(std::filesystem::path(args.target.model).stem().string());
+  const bool speculative = args.run.mode != "ar";
+  ServeMetrics metrics(name, speculative ? kc.k : 0);
   std::unique_ptr<DecodeEngine> engine;
   if (speculative && job.remote()) {
     RemoteEngineOptions ro;
     ro.feature_layers = job.remote_feature_layers();
-    ro.k = args.k;
-    ro.prespeculate = args.mode == "ssd";
+    ro.k = kc.k;
+    ro.auto_k = kc.automatic;
+    ro.prespeculate = args.run.mode == "ssd";
     ro.step_s = args.dist.watchdog_s;
     engine = std::make_unique<RemoteEngine>(job.target(), *cluster.world(), layout, cluster.dog(),
                                             ro, metrics);
   } else {
-    engine = std::make_unique<LocalEngine>(job.target(), speculative ? job.local_drafter() : nullptr,
-                                           args.k, metrics);
+    engine = std::make_unique<LocalEngine>(
+        job.target(), speculative ? job.local_drafter() : nullptr,
+        SpecLengthOptions{.k_max = kc.k, .automatic = kc.automatic}, metrics);
   }
   Scheduler scheduler(*engine, job.target(), session.tokenizer(),
                       SchedulerOptions{args.max_batch, args.max_queue}, metrics);
@@ -200,10 +187,13 @@ int run_serve(const ServeArgs& args, Cluster& cluster) {
   if (args.port_file) {
     std::ofstream(*args.port_file) << http.port() << "\n";
   }
-  fmt::print(stderr, "ssd serve: listening on http://{}:{} (model '{}', mode {}, max batch {}, "
+  fmt::print(stderr, "ssd serve: listening on http://{}:{} (model '{}', mode {}{}, max batch {}, "
              "pid {}) | {}\n",
-             args.host, http.port(), name, args.mode, args.max_batch, ::getpid(),
-             build_description());
+             args.host, http.port(), name, args.run.mode,
+             speculative ? fmt::format(", k {}", kc.automatic ? fmt::format("auto<={}", kc.k)
+                                                              : std::to_string(kc.k))
+                         : std::string(),
+             args.max_batch, ::getpid(), build_description());
   scheduler.run();
   http.stop();
   job.finish();

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Turns a sweep's JSONL (perf/scaling/sweep.py) into PNGs, one per figure that its axes allow:
-  tok_s_vs_<axis>.png      decode tok/s (median over prompts and repeats, bars = min..max) per mode
+  tok_s_vs_<axis>.png      decode tok/s (median over prompts and repeats, bars = min..max) per mode;
+                           against batch, the whole batch's tok/s (every request's tokens)
   speedup_vs_<axis>.png    SSD/SD: per prompt and repeat, the SSD run's tok/s over the SD run
                            that differs only in mode; median and range, one line per k
   hit_rate_vs_fan_out.png  cache hit rate and planned rate against the fan-out budget, with the
@@ -33,6 +34,39 @@ def summary(xs):
     return statistics.median(xs), min(xs), max(xs)
 
 
+def pair_key(r, drop):
+    """A run's identity without the axes in `drop`: its other axes, prompt and repeat."""
+    return tuple((x, str(r["axes"].get(x))) for x in AXES + ["mode"] if x not in drop) + (
+        ("prompt", r["prompt"]), ("repeat", r["repeat"]))
+
+
+def tok_s_points(runs, axis):
+    """{line label: {axis value: [decode tok/s of each run]}}, one line per mode (and k when k
+    is not the axis)."""
+    lines = defaultdict(lambda: defaultdict(list))
+    for r in runs:
+        label = r["axes"]["mode"] + ("" if axis == "k" else f" k={r['axes']['k']}")
+        lines[label][num(r["axes"][axis])].append(r["stats"]["decode_tokens_per_s"])
+    return lines
+
+
+def speedup_points(runs, axis):
+    """{line label: {axis value: [SSD tok/s / SD tok/s]}}: each SSD run over the SD run that
+    differs from it only in mode (same other axes, prompt and repeat); runs without a partner
+    are left out."""
+    sd = {pair_key(r, {"mode"}): r for r in runs if r["axes"]["mode"] == "sd"}
+    ratio = defaultdict(lambda: defaultdict(list))
+    for r in runs:
+        if r["axes"]["mode"] != "ssd":
+            continue
+        b = sd.get(pair_key(r, {"mode"}))
+        if b and b["stats"]["decode_tokens_per_s"] > 0:
+            label = "SSD/SD" + ("" if axis == "k" else f" k={r['axes']['k']}")
+            ratio[label][num(r["axes"][axis])].append(
+                r["stats"]["decode_tokens_per_s"] / b["stats"]["decode_tokens_per_s"])
+    return ratio
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs")
@@ -43,6 +77,7 @@ def main():
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         print("plot_sweep: matplotlib is not installed (pip install matplotlib); no plots")
         return 0
@@ -57,6 +92,11 @@ def main():
     title = (a.title + "\n" if a.title else "") + note
     written = []
 
+    def batch_axis(ax):  # powers of two, labelled 1, 2, 4, ...
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
     def save(fig, name):
         path = os.path.join(a.out_dir, name)
         fig.tight_layout()
@@ -64,38 +104,23 @@ def main():
         plt.close(fig)
         written.append(path)
 
-    def key_without(r, drop):
-        return tuple((x, str(r["axes"].get(x))) for x in AXES + ["mode"] if x not in drop) + (
-            ("prompt", r["prompt"]), ("repeat", r["repeat"]))
-
     for axis in varied:
         # tok/s per mode (and k when k is not the axis)
         fig, ax = plt.subplots(figsize=(6.5, 4))
-        lines = defaultdict(lambda: defaultdict(list))
-        for r in runs:
-            label = r["axes"]["mode"] + ("" if axis == "k" else f" k={r['axes']['k']}")
-            lines[label][num(r["axes"][axis])].append(r["stats"]["decode_tokens_per_s"])
-        for label, pts in sorted(lines.items()):
+        for label, pts in sorted(tok_s_points(runs, axis).items()):
             xs = sorted(pts)
             m = [summary(pts[x]) for x in xs]
             ax.errorbar(xs, [s[0] for s in m], yerr=[[s[0] - s[1] for s in m], [s[2] - s[0] for s in m]],
                         marker="o", capsize=3, label=label)
-        ax.set_xlabel(axis)
-        ax.set_ylabel("decode tok/s (median, min..max)")
+        ax.set_xlabel(axis + (" (requests decoded together)" if axis == "batch" else ""))
+        ax.set_ylabel("decode tok/s" + (" of the whole batch" if axis == "batch" else "")
+                      + " (median, min..max)")
+        if axis == "batch":
+            batch_axis(ax)
         ax.set_title(title, fontsize=7)
         ax.legend(fontsize=7)
         save(fig, f"tok_s_vs_{axis}.png")
-        # SSD/SD from pairs that differ only in mode
-        sd = {key_without(r, {"mode"}): r for r in runs if r["axes"]["mode"] == "sd"}
-        ratio = defaultdict(lambda: defaultdict(list))
-        for r in runs:
-            if r["axes"]["mode"] != "ssd":
-                continue
-            b = sd.get(key_without(r, {"mode"}))
-            if b and b["stats"]["decode_tokens_per_s"] > 0:
-                label = "SSD/SD" + ("" if axis == "k" else f" k={r['axes']['k']}")
-                ratio[label][num(r["axes"][axis])].append(
-                    r["stats"]["decode_tokens_per_s"] / b["stats"]["decode_tokens_per_s"])
+        ratio = speedup_points(runs, axis)
         if ratio:
             fig, ax = plt.subplots(figsize=(6.5, 4))
             for label, pts in sorted(ratio.items()):
@@ -105,7 +130,9 @@ def main():
                             yerr=[[s[0] - s[1] for s in m], [s[2] - s[0] for s in m]],
                             marker="o", capsize=3, label=label)
             ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-            ax.set_xlabel(axis)
+            ax.set_xlabel(axis + (" (requests decoded together)" if axis == "batch" else ""))
+            if axis == "batch":
+                batch_axis(ax)
             ax.set_ylabel("SSD tok/s / SD tok/s (median, min..max)")
             ax.set_title(title, fontsize=7)
             ax.legend(fontsize=7)

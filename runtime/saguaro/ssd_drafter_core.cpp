@@ -221,7 +221,7 @@ std::vector<Speculation> SsdDrafterCore::first_speculations(std::span<const int3
     SeqState& s = state(seqs[i]);
     if (!out[i].decode_step()) out[i].source = SpecSource::kInitial;
     out[i].id = 0;
-    out[i].asked = ks.empty() ? opts_.k : ks[i];
+    out[i].asked = ks.empty() || ks[i] < 0 ? opts_.k : ks[i];  // -1: K
     s.spec = out[i];
     s.has_spec = true;
   }

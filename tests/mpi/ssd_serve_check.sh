@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `ssd serve` as rank 0 of a distributed SSD job, run by ctest:
-#   ssd_serve_check.sh SSD_BIN RANKS MODE DRAFTER K
+#   ssd_serve_check.sh SSD_BIN RANKS MODE DRAFTER K      (K: a length, or auto)
 # Writes the reference tokens of three prompts with single-process `ssd generate --mode ar`, then
 # starts `mpirun -n RANKS ssd serve --mode MODE` on loopback (ephemeral port) and sends the three
 # greedy requests at once, then a fourth while they run (it joins the running batch: JoinSeqs),
@@ -74,6 +74,10 @@ print(f"{mode}: {len(prompts)} requests, tokens equal generate's: {bad == 0}; dr
       f"{values['ssd:spec_decode_num_draft_tokens_total']:.0f}, cache hit rate "
       f"{values['ssd:spec_decode_cache_hit_rate']:.2f}")
 assert values["ssd:spec_decode_num_draft_tokens_total"] > 0, "no draft was verified"
+# One chosen speculation length per sequence-round (--k auto: the leader's length policy).
+print(f"chosen lengths: {values['ssd:spec_length_chosen_count']:.0f} sequence-rounds, mean "
+      f"{values['ssd:spec_length_chosen_sum'] / values['ssd:spec_length_chosen_count']:.2f}")
+assert values["ssd:spec_length_chosen_count"] >= values["ssd:spec_decode_num_drafts_total"]
 if mode == "ssd":
     assert values["ssd:spec_decode_cache_hits_total"] + values["ssd:spec_decode_cache_misses_total"] > 0
 sys.exit(1 if bad else 0)

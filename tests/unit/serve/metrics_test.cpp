@@ -29,6 +29,23 @@ TEST(ServeMetrics, SpecDecodeCounters) {
   EXPECT_NE(t.find("# TYPE ssd:spec_decode_num_drafts_total counter"), std::string::npos);
 }
 
+TEST(ServeMetrics, ChosenSpeculationLengthHistogram) {
+  ServeMetrics m("tiny", 4);
+  for (int32_t k : {4, 1, 4, 0, 2}) m.add_chosen_length(k);
+  const std::string t = m.prometheus_text();
+  EXPECT_NE(t.find("# TYPE ssd:spec_length_chosen histogram"), std::string::npos);
+  EXPECT_EQ(metric(t, "ssd:spec_length_chosen_bucket", "le=\"0\""), 1);
+  EXPECT_EQ(metric(t, "ssd:spec_length_chosen_bucket", "le=\"1\""), 2);
+  EXPECT_EQ(metric(t, "ssd:spec_length_chosen_bucket", "le=\"2\""), 3);
+  EXPECT_EQ(metric(t, "ssd:spec_length_chosen_bucket", "le=\"3\""), 3);
+  EXPECT_EQ(metric(t, "ssd:spec_length_chosen_bucket", "le=\"4\""), 5);
+  EXPECT_EQ(metric(t, "ssd:spec_length_chosen_bucket", "le=\"+Inf\""), 5);
+  EXPECT_EQ(metric(t, "ssd:spec_length_chosen_sum"), 11);
+  EXPECT_EQ(metric(t, "ssd:spec_length_chosen_count"), 5);
+  // AR (K = 0): no speculation, no histogram.
+  EXPECT_EQ(metric(ServeMetrics("tiny", 0).prometheus_text(), "ssd:spec_length_chosen_count"), -1);
+}
+
 TEST(ServeMetrics, RequestsAndHistograms) {
   ServeMetrics m("tiny", 0);
   m.add_request(10, 5, 0.05, 0.45, "length");  // TPOT (0.45 - 0.05) / 4 = 0.1

@@ -4,11 +4,14 @@
 // a request admitted while others run is announced with JoinSeqs and takes part from the next
 // round; one admitted when nothing runs starts a new batch (StartSeqs); one whose client leaves
 // is finished mid-run (FinishSeqs). Greedy output must equal AR's token for token, in --mode ssd
-// (pre-speculation, with hits from a self-drafting model) and --mode sd.
+// (pre-speculation, with hits from a self-drafting model) and --mode sd, each under a fixed --k
+// and --k auto (the leader's length policy: every next length sent with the outcome, StartSeqs
+// or JoinSeqs; its warm-up asks K, then 1, which a fixed K never asks of a long request).
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>
+#include <tuple>
 
 #include "actors/roles/drafter_actor.h"
 #include "actors/serve/remote_engine.h"
@@ -33,10 +36,10 @@ GenerationRequest request(size_t i) {
   return r;
 }
 
-class RemoteEngineJoins : public ::testing::TestWithParam<bool> {};
+class RemoteEngineJoins : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
 
 TEST_P(RemoteEngineJoins, JoiningAndLeavingSequencesKeepGreedyOutputExact) {
-  const bool prespeculate = GetParam();
+  const auto [prespeculate, automatic] = GetParam();
   test::TempDir tmp;
   const std::string path =
       test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32), tmp.file("t.gguf"));
@@ -78,6 +81,7 @@ TEST_P(RemoteEngineJoins, JoiningAndLeavingSequencesKeepGreedyOutputExact) {
     ASSERT_EQ(ready.kind, MsgKind::kDrafterReady);
     RemoteEngineOptions ro;
     ro.k = 3;
+    ro.auto_k = automatic;
     ro.prespeculate = prespeculate;
     ro.step_s = 30;
     RemoteEngine eng(target, hub.endpoint(0), leader, dog0, ro, metrics);
@@ -102,6 +106,9 @@ TEST_P(RemoteEngineJoins, JoiningAndLeavingSequencesKeepGreedyOutputExact) {
     round();
     round();
     ASSERT_TRUE(slots[0].running) << "request 0 ended before the others could join it";
+    const std::string early = metrics.prometheus_text();  // request 0's lengths: K, then 1 or K
+    EXPECT_EQ(test::metric(early, "ssd:spec_length_chosen_count"), 2);
+    EXPECT_EQ(test::metric(early, "ssd:spec_length_chosen_bucket", "le=\"1\""), automatic ? 1 : 0);
     admit({1, 5});                                    // join a running batch: JoinSeqs
     round();
     round();
@@ -130,13 +137,21 @@ TEST_P(RemoteEngineJoins, JoiningAndLeavingSequencesKeepGreedyOutputExact) {
   EXPECT_EQ(failure, "");
   const std::string text = metrics.prometheus_text();
   EXPECT_GT(test::metric(text, "ssd:spec_decode_num_accepted_tokens_total"), 0);
+  const double chosen = test::metric(text, "ssd:spec_length_chosen_count");
+  EXPECT_GT(chosen, 0);
+  EXPECT_EQ(test::metric(text, "ssd:spec_length_chosen_bucket", "le=\"3\""), chosen);
   if (prespeculate) {  // the self-draft agrees with the target: pre-speculation hits
     EXPECT_GT(test::metric(text, "ssd:spec_decode_cache_hits_total"), 0);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, RemoteEngineJoins, ::testing::Values(true, false),
-                         [](const auto& info) { return info.param ? "ssd" : "sd"; });
+INSTANTIATE_TEST_SUITE_P(Modes, RemoteEngineJoins,
+                         ::testing::Combine(::testing::Values(true, false),
+                                            ::testing::Values(true, false)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) ? "ssd" : "sd") +
+                                  (std::get<1>(info.param) ? "_auto" : "_fixed");
+                         });
 
 }  // namespace
 }  // namespace ssd

@@ -401,6 +401,21 @@ TEST(ServeBatch, SdModeGreedyEqualsAr) {
   EXPECT_EQ(server.terminate(), 0) << server.log();
 }
 
+// --k auto is the default: each sequence's length chosen per round by the length policy.
+TEST(ServeBatch, SdModeAutoKGreedyEqualsAr) {
+  ServeProcess server(server_flags("--max-batch 4 --mode sd --drafter ngram --k-max 4"));
+  const auto alone = check_batch_invariance(server.port(), 200);
+  for (size_t i = 0; i < kPrompts.size(); ++i)
+    EXPECT_EQ(alone[i], generate_ids(kPrompts[i], 200)) << "prompt '" << kPrompts[i] << "'";
+  const std::string m = http_call(server.port(), "GET", "/metrics").body;
+  const double chosen = metric(m, "ssd:spec_length_chosen_count");
+  EXPECT_GT(chosen, 0);  // one per sequence-round, each in 0..--k-max
+  EXPECT_EQ(metric(m, "ssd:spec_length_chosen_bucket", "le=\"4\""), chosen);
+  EXPECT_EQ(metric(m, "ssd:spec_length_chosen_count"), metric(m, "ssd:sequence_rounds_total"));
+  EXPECT_NE(server.log().find("k auto<=4"), std::string::npos) << server.log();
+  EXPECT_EQ(server.terminate(), 0) << server.log();
+}
+
 // Streams a long greedy request on its own thread; records the finish reason and token count.
 struct LongStream {
   std::thread t;

@@ -70,6 +70,7 @@ inline auto sample_messages() {
   JoinSeqs join{{7}, {{5, 6}}, {{2}}, {11}, {2}, 576};
   start.first_k = {4, 0};
   start.memory_scope = 3;
+  join.first_k = {3};
   Features features{2, 100, 3, 8};
   Outcome outcome;
   outcome.round = 41;
