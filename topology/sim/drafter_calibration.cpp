@@ -102,12 +102,14 @@ DrafterCalibration fit_drafter(const SimDrafter& drafter, const DeviceProfile& d
     Box lp{std::log(1e8), std::log(1e15)}, me{0.01, 1.0};
     DrafterFit best;
     double best_err = 1e300;
+    // A fine first grid (the roofline's max() makes the error surface have local minima), then
+    // refinements within two steps of the best point.
     for (int pass = 0; pass < 8; ++pass) {
-      constexpr int kN = 16;
-      for (int i = 0; i <= kN; ++i)
-        for (int j = 0; j <= kN; ++j) {
-          const double l = lp.lo + (lp.hi - lp.lo) * i / kN;
-          const double m = me.lo + (me.hi - me.lo) * j / kN;
+      const int n = pass == 0 ? 48 : 16;
+      for (int i = 0; i <= n; ++i)
+        for (int j = 0; j <= n; ++j) {
+          const double l = lp.lo + (lp.hi - lp.lo) * i / n;
+          const double m = me.lo + (me.hi - me.lo) * j / n;
           for (size_t q = 0; q < samples.size(); ++q)
             r[q] = roof(m, std::exp(l), samples[q]) - samples[q].seconds;
           const Ls ls = nonneg_ls(r, f, one, w);
@@ -117,13 +119,12 @@ DrafterCalibration fit_drafter(const SimDrafter& drafter, const DeviceProfile& d
                               .call_s = ls.c};
           }
         }
-      const double b_lp = std::log(best.peak_flops), b_me = best.mem_efficiency;
-      auto shrink = [](Box b, double at, double lo, double hi) {
-        const double half = (b.hi - b.lo) / 4;
-        return Box{std::max(lo, at - half), std::min(hi, at + half)};
+      auto around = [n](Box b, double at, double lo, double hi) {
+        const double step = (b.hi - b.lo) / n;
+        return Box{std::max(lo, at - 2 * step), std::min(hi, at + 2 * step)};
       };
-      lp = shrink(lp, b_lp, std::log(1e8), std::log(1e15));
-      me = shrink(me, b_me, 0.01, 1.0);
+      lp = around(lp, std::log(best.peak_flops), std::log(1e8), std::log(1e15));
+      me = around(me, best.mem_efficiency, 0.01, 1.0);
     }
     out.fit = best;
   }
