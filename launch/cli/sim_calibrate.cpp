@@ -162,7 +162,11 @@ int run_calibrate(const CalibrateOptions& o) {
   sim::ModelShape shape = sim::load_model_shape(o.model);
   std::vector<sim::ForwardSample> samples;
   std::vector<Stat> stats;
-  for (int32_t n = 1; n <= o.rows; ++n) {
+  // Every size to 8 rows, then every 4th: a batch-4 verification at k = 7 is 32 rows.
+  std::vector<int32_t> sizes;
+  for (int32_t n = 1; n <= o.rows; n += n < 8 ? 1 : 4) sizes.push_back(n);
+  if (sizes.back() != o.rows) sizes.push_back(o.rows);
+  for (int32_t n : sizes) {
     const Stat s = timer.block_seconds(n, true, 4, 5);
     stats.push_back(s);
     samples.push_back({static_cast<double>(n), static_cast<double>(o.context), s.median});

@@ -16,7 +16,7 @@ struct CalibrateOptions {
   std::string model;  // the target (GGUF or checkpoint)
   std::filesystem::path out;
   int32_t threads = 2;
-  int32_t rows = 16;      // target forwards of 1..rows rows
+  int32_t rows = 32;      // target forwards of 1..8 rows, then every 4th up to `rows`
   int32_t context = 128;  // cached tokens before each (and the drafters' prompt length)
   // --drafter specs to time in the runtime's SD loop (ngram, suffix, domino:PATH, model:PATH)
   std::vector<std::string> drafters;

@@ -51,7 +51,7 @@ struct SimArgs {
   bool calibrate = false;
   std::optional<std::filesystem::path> calibrate_model, out;
   int32_t threads = 2;
-  int32_t calibrate_rows = 16;
+  int32_t calibrate_rows = 32;
   int32_t calibrate_context = 128;
   std::string calibrate_drafters;
   std::string calibrate_k = "2,4,7";
@@ -117,7 +117,10 @@ struct SimArgs {
     v(calibrate_model, "calibrate-model", "--calibrate: model to time (default $SSD_MODEL)");
     v(out, "out", "--calibrate: where to write the profile JSON");
     v(threads, "threads", "--calibrate: CPU threads", {.min = 1, .max = 1024});
-    v(calibrate_rows, "calibrate-rows", "--calibrate: forwards of 1..n rows", {.min = 1, .max = 64});
+    v(calibrate_rows, "calibrate-rows",
+      "--calibrate: target forwards of 1..8 rows, then every 4th up to n (a batch-4 "
+      "verification at k 7 is 32 rows)",
+      {.min = 1, .max = 64});
     v(calibrate_context, "calibrate-context", "--calibrate: cached tokens before each forward",
       {.min = 0, .max = 1 << 16});
     v(calibrate_drafters, "calibrate-drafters",
