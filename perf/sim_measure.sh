@@ -1,51 +1,139 @@
 #!/usr/bin/env bash
-# The measured side of the simulator's validation (docs/simulator.md): AR and SD tok/s for a few
-# cells on this machine, to be predicted by `ssd simulate`. Cells: 1 rank (drafter in the target's
-# process, --threads 2) and 2 ranks (target on one core, drafter on the other; AR, SD and SSD in
-# the same job), n-gram and Domino drafters, k 2 and 4, batch 1. The 1-rank and 2-rank jobs
-# alternate for REPS rounds, so drift on a shared machine hits both alike. Every job is preceded
-# by the calibration of the CPU profile it is predicted with (`ssd simulate --calibrate`: 2
-# threads for the 1-rank job; 1 thread pinned to one core, as a rank of the 2-rank jobs is, for
-# each 2-rank job), so profile and run see about the same machine state. The 2-rank jobs also
-# record their outcome traces (--outcome-trace), which perf/sim_validate.py replays.
+# The measured side of the simulator's validation (docs/simulator.md): AR, SD and SSD tok/s over
+# the matrix below, each real run recording its outcome trace (`ssd bench --outcome-trace`) for
+# perf/sim_validate.py to replay on the CPU profile calibrated in the same rep.
 #
-#   perf/sim_measure.sh [REPS]        (default 2)
-# Env: SSD_BIN, SSD_MODEL, PROMPTS (default the held-out set), N (tokens, 64), MAXP (prompts, 6),
-#      OUT (default perf/out/sim_validate).
+#   ranks    1: the drafter in the target's process (--threads 2; modes ar, sd; every drafter
+#               and k in one job per batch size)
+#            2: target and drafter one core each over MPI (launch/ssd-launch; modes ar, sd, ssd;
+#               one drafter, k and pre-speculation chunk per job; chunk 0 jobs run ssd only)
+#   drafters ngram, domino (models/smollm2-domino), model (the target's GGUF drafting for itself:
+#            the only GGUF the project has; slow, as an autoregressive drafter of its size is)
+#   k        2, 4, 7, auto (the chosen k of every round is in the trace)
+#   batch    1, 4
+#   chunk    0, 2 (SSD --prespec-chunk)
+# Each rep first calibrates this machine with every drafter (`ssd simulate --calibrate
+# --calibrate-drafters`): 2 threads for the 1-rank jobs, 1 thread pinned to one core for the
+# 2-rank jobs (as a rank is).
+#
+#   perf/sim_measure.sh [--reps N] [--prompts N] [--tokens N] [--ranks 1,2]
+#       [--drafters ngram,domino,model] [--ks 2,4,7,auto] [--batches 1,4] [--chunks 0,2]
+#       [--estimate]
+# --estimate prints the run time estimate and exits. Defaults: 2 reps, 4 prompts, 48 tokens.
+# Env: SSD_BIN, SSD_MODEL, PROMPTS (default the held-out set), OUT (default perf/out/sim_validate).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-REPS=${1:-2}
+REPS=2 NP=4 NT=48 RANKS=1,2 DRAFTERS=ngram,domino,model KS=2,4,7,auto BATCHES=1,4 CHUNKS=0,2
+ESTIMATE=0
+die() { echo "sim_measure: $*" >&2; exit 2; }
+while (($#)); do
+  case "$1" in
+    --reps) REPS=$2; shift 2 ;;
+    --prompts) NP=$2; shift 2 ;;
+    --tokens) NT=$2; shift 2 ;;
+    --ranks) RANKS=$2; shift 2 ;;
+    --drafters) DRAFTERS=$2; shift 2 ;;
+    --ks) KS=$2; shift 2 ;;
+    --batches) BATCHES=$2; shift 2 ;;
+    --chunks) CHUNKS=$2; shift 2 ;;
+    --estimate) ESTIMATE=1; shift ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown flag '$1' (--help lists them)" ;;
+  esac
+done
+for v in REPS NP NT; do [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer"; done
 BIN=${SSD_BIN:-$ROOT/build/bin/ssd}
 MODEL=${SSD_MODEL:-$ROOT/.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 PROMPTS=${PROMPTS:-$ROOT/perf/prompts/distill-heldout.txt}
 OUT=${OUT:-$ROOT/perf/out/sim_validate}
-DOMINO=domino:$ROOT/models/smollm2-domino/domino.safetensors
-for f in "$BIN" "$MODEL" "$PROMPTS"; do
+DOMINO=$ROOT/models/smollm2-domino/domino.safetensors
+IFS=, read -ra RANKS_L <<<"$RANKS"
+IFS=, read -ra DRAFTERS_L <<<"$DRAFTERS"
+IFS=, read -ra KS_L <<<"$KS"
+IFS=, read -ra BATCHES_L <<<"$BATCHES"
+IFS=, read -ra CHUNKS_L <<<"$CHUNKS"
+spec_of() {
+  case $1 in
+    ngram) echo ngram ;;
+    domino) echo "domino:$DOMINO" ;;
+    model) echo "model:$MODEL" ;;
+    *) die "unknown drafter '$1' (ngram, domino, model)" ;;
+  esac
+}
+for d in "${DRAFTERS_L[@]}"; do spec_of "$d" >/dev/null; done
+for r in "${RANKS_L[@]}"; do [[ $r == 1 || $r == 2 ]] || die "--ranks: 1 or 2, got '$r'"; done
+
+# The estimate: generated tokens of every configuration at rough rates of this 2-core VM when
+# quiet (AR ~60 tok/s at batch 1, ~150 at batch 4; the model drafter ~4x slower; SD/SSD about AR's
+# rate), plus ~4 s of start-up per job and ~60 s per calibration. A loaded machine takes longer.
+est=0
+for b in "${BATCHES_L[@]}"; do
+  rate=$((b == 1 ? 60 : 150))
+  toks=$((NP * NT))
+  for r in "${RANKS_L[@]}"; do
+    for d in "${DRAFTERS_L[@]}"; do
+      slow=$([[ $d == model ]] && echo 4 || echo 1)
+      for k in "${KS_L[@]}"; do
+        if [[ $r == 1 ]]; then
+          est=$((est + toks * slow / rate))
+        else
+          for c in "${CHUNKS_L[@]}"; do
+            modes=$([[ $c == 0 ]] && echo 1 || echo 2)   # ssd (+ sd) with the drafter
+            est=$((est + 4 + toks / rate + modes * toks * slow / rate))
+          done
+        fi
+      done
+    done
+    [[ $r == 1 ]] && est=$((est + 4 + toks / rate))   # the 1-rank job's AR
+  done
+done
+est=$(( (est + 120) * REPS ))
+echo "sim_measure: ${REPS} reps x ranks {$RANKS} x drafters {$DRAFTERS} x k {$KS} x batch" \
+  "{$BATCHES} x chunk {$CHUNKS}, $NP prompts x $NT tokens: about $((est / 60)) min" \
+  "($est s) on a quiet 2-core machine"
+((ESTIMATE)) && exit 0
+
+for f in "$BIN" "$MODEL" "$PROMPTS" "$DOMINO"; do
   [[ -e $f ]] || { echo "sim_measure: missing $f" >&2; exit 1; }
 done
-mkdir -p "$OUT"
-common=(-m "$MODEL" --prompt-file "$PROMPTS" -n "${N:-64}" --max-prompts "${MAXP:-6}")
+specs=""
+for d in "${DRAFTERS_L[@]}"; do specs+="${specs:+,}$(spec_of "$d")"; done
+common=(-m "$MODEL" --prompt-file "$PROMPTS" -n "$NT" --max-prompts "$NP")
+run() {  # run LOG cmd...: the command's output to LOG (the load average beside); stop on failure
+  local log=$1; shift
+  echo "$(basename "$log" .log) $(cut -d' ' -f1-3 /proc/loadavg)" >>"$(dirname "$log")/load.txt"
+  "$@" >"$log" 2>&1 || { cat "$log"; echo "sim_measure: failed: $*" >&2; exit 1; }
+}
 for rep in $(seq 1 "$REPS"); do
-  "$BIN" simulate --calibrate --calibrate-model "$MODEL" --threads 2 \
-    --out "$OUT/cpu_2t_rep$rep.json" >"$OUT/cpu_2t_rep$rep.log" 2>&1 ||
-    { cat "$OUT/cpu_2t_rep$rep.log"; exit 1; }
-  "$BIN" bench "${common[@]}" --drafters "ngram,$DOMINO" --k 2,4 --modes ar,sd --threads 2 \
-    --out-json "$OUT/rank1_rep$rep.json" >"$OUT/rank1_rep$rep.log" 2>&1 ||
-    { cat "$OUT/rank1_rep$rep.log"; exit 1; }
-  # Drafter ranks load one drafter and one k per job.
-  for d in ngram domino; do
-    for k in 2 4; do
-      spec=ngram
-      [[ $d == domino ]] && spec=$DOMINO
-      cal="$OUT/cpu_1t_${d}_k${k}_rep$rep"
-      taskset -c 0 "$BIN" simulate --calibrate --calibrate-model "$MODEL" --threads 1 \
-        --out "$cal.json" >"$cal.log" 2>&1 || { cat "$cal.log"; exit 1; }
-      SSD_BIN=$BIN "$ROOT/launch/ssd-launch" --target-ranks 1 --drafter-ranks 1 -- bench \
-        "${common[@]}" --drafters "$spec" --k "$k" --modes ar,sd,ssd \
-        --outcome-trace "$OUT/traces_${d}_k${k}_rep$rep" \
-        --out-json "$OUT/rank2_${d}_k${k}_rep$rep.json" >"$OUT/rank2_${d}_k${k}_rep$rep.log" 2>&1 ||
-        { cat "$OUT/rank2_${d}_k${k}_rep$rep.log"; exit 1; }
-    done
+  dir=$OUT/rep$rep
+  mkdir -p "$dir"
+  cal=(simulate --calibrate --calibrate-model "$MODEL" --calibrate-drafters "$specs"
+       --calibrate-batch "$BATCHES")
+  for r in "${RANKS_L[@]}"; do
+    if [[ $r == 1 ]]; then
+      run "$dir/cal_2t.log" "$BIN" "${cal[@]}" --threads 2 --out "$dir/cal_2t.json"
+      for b in "${BATCHES_L[@]}"; do
+        run "$dir/r1_b$b.log" "$BIN" bench "${common[@]}" --drafters "$specs" --k "$KS" \
+          --modes ar,sd --threads 2 --batch "$b" --outcome-trace "$dir/r1_b${b}_traces" \
+          --out-json "$dir/r1_b$b.json"
+      done
+    else
+      run "$dir/cal_1t.log" taskset -c 0 "$BIN" "${cal[@]}" --threads 1 --out "$dir/cal_1t.json"
+      for d in "${DRAFTERS_L[@]}"; do
+        for k in "${KS_L[@]}"; do
+          for b in "${BATCHES_L[@]}"; do
+            for c in "${CHUNKS_L[@]}"; do
+              modes=$([[ $c == 0 ]] && echo ssd || echo ar,sd,ssd)
+              name=r2_${d}_k${k}_b${b}_c${c}
+              run "$dir/$name.log" env SSD_BIN="$BIN" "$ROOT/launch/ssd-launch" --target-ranks 1 \
+                --drafter-ranks 1 -- bench "${common[@]}" --drafters "$(spec_of "$d")" --k "$k" \
+                --modes "$modes" --batch "$b" --prespec-chunk "$c" \
+                --outcome-trace "$dir/${name}_traces" --out-json "$dir/$name.json"
+            done
+          done
+        done
+      done
+    fi
   done
   echo "rep $rep done"
 done

@@ -1,21 +1,22 @@
 #!/usr/bin/env python3
-"""Predicted vs measured tok/s for the cells of perf/sim_measure.sh (docs/simulator.md).
+"""Predicted vs measured tok/s for every cell of perf/sim_measure.sh (docs/simulator.md).
 
-Each measured run (one prompt of one mode) becomes an outcome trace: on 2 ranks the leader's own
-per-round record (`ssd bench --outcome-trace`), else its rounds with their accepted counts (from the run's accepted-length histogram; an n-gram drafter offers a draft only
-when its lookup matches, so its offered rounds are estimated from the position-1 acceptance rate;
-SSD rounds get the job's cache hit rate spread evenly). `ssd simulate --outcome-trace` replays it
-on the calibrated CPU profiles, so the counts are the measured ones and only the time is
-predicted. Per cell: tok/s = all tokens / all decode seconds of the rep's prompts; the median over
-reps is compared.
+Every measured batch recorded its outcome trace (`ssd bench --outcome-trace`: AR steps, SD rounds
+with the offered k, which --k auto chose per round, and SSD rounds with their cache hits);
+`ssd simulate --outcome-trace` replays it on the CPU profile calibrated in the same rep (with its
+drafter fits and verifier host cost), so the counts are the measured ones and only the time is
+predicted. 2-rank jobs use the drafter link their own start-up probe measured (latency and 1 MiB
+bandwidth, from the bench JSON). A cell's measured tok/s is the bench summary's decode tok/s of
+that configuration; its predicted tok/s is the replayed tokens over the replayed seconds of the
+same batches. Each cell is compared as the median over its measurements (reps, and for 2-rank AR
+every job that ran it).
 
-  perf/sim_validate.py [MEASURED_DIR]
-    MEASURED_DIR  default perf/out/sim_validate (perf/sim_measure.sh's output): bench JSON and,
-                  the CPU profile calibrated just before each job: cpu_2t_repN.json (the 1-rank
-                  job, 2 threads) and cpu_1t_<drafter>_k<k>_repN.json (each 2-rank job, 1 thread
-                  on one core)
-Env: SSD_BIN (default build/bin/ssd).
+  perf/sim_validate.py [MEASURED_DIR] [--markdown PATH]
+    MEASURED_DIR  default perf/out/sim_validate (perf/sim_measure.sh's output: rep*/)
+    --markdown    also write the table, its summary line and the load averages to PATH
+Env: SSD_BIN (default build/bin/ssd), SSD_MODEL (default the project's model cache).
 """
+import argparse
 import glob
 import json
 import os
@@ -27,107 +28,147 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("SSD_BIN", os.path.join(ROOT, "build/bin/ssd"))
-MEAS = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "perf/out/sim_validate")
+MODEL = os.environ.get("SSD_MODEL",
+                       os.path.join(ROOT, ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"))
+SIM_DRAFTER = {"ngram": "ngram", "domino": "smollm2-domino", "model": MODEL}
 
 
-def trace_of(run, hit_rate=None, recorded=None):
-    if recorded and os.path.exists(recorded):  # the leader's own per-round record
-        return [json.loads(line) for line in open(recorded) if line.strip()]
-    hist = run["accepted_length_histogram"]
-    k = run["k"]
-    if run["mode"] == "ar":
-        return [{"round": i, "seq": 0, "k": 0, "accepted": 0} for i in range(run["tokens_generated"])]
-    rounds = sum(hist)
-    accepted_any = sum(hist[1:])
-    rate0 = (run["acceptance_rate_per_position"] or [0])[0]
-    if "ngram" in (run["drafter"] or ""):
-        offered = min(rounds, round(accepted_any / rate0)) if rate0 > 0 else 0
-    else:
-        offered = rounds
-    recs = []
-    for a, n in enumerate(hist):
-        recs += [a] * n
-    recs.sort(reverse=True)  # rounds that accepted something were offered a draft
-    out = []
-    for i, a in enumerate(recs):
-        r = {"round": i, "seq": 0, "k": k if i < offered else 0, "accepted": a, "bonus_rank": -1}
-        if hit_rate is not None:
-            r["hit"] = int((i + 1) * hit_rate) > int(i * hit_rate)
-        out.append(r)
-    return out
+def kind_of(drafter):
+    """The bench's drafter text ("ngram:1-4", "domino", "model:/p", "domino:/p") -> its kind."""
+    return re.split(r"[: ]", drafter or "-")[0]
 
 
-def predict(trace, mode, args):
+def job_of(path):
+    """(ranks, batch, chunk) of a bench JSON written by sim_measure.sh, or None."""
+    name = os.path.basename(path)
+    m = re.fullmatch(r"r1_b(\d+)\.json", name)
+    if m:
+        return 1, int(m.group(1)), None
+    m = re.fullmatch(r"r2_\w+?_k\w+_b(\d+)_c(\d+)\.json", name)
+    if m:
+        return 2, int(m.group(1)), int(m.group(2))
+    return None
+
+
+def link_json(bench, tmp):
+    """The drafter link the job's start-up probe measured, as a simulator link profile."""
+    d = (bench.get("links") or {}).get("drafters") or []
+    if not d or not d[0].get("gbps_1mib"):
+        return "shm"
+    path = os.path.join(tmp, f"link{abs(hash(json.dumps(d[0])))}.json")
+    with open(path, "w") as f:
+        json.dump({"name": "probed", "latency_s": d[0]["latency_us"] * 1e-6,
+                   "bw_Bps": d[0]["gbps_1mib"] * 1e9}, f)
+    return path
+
+
+def simulate(mode, trace, flags):
+    """(tokens, seconds) of the replayed trace."""
     with tempfile.TemporaryDirectory() as d:
-        tp = os.path.join(d, "t.jsonl")
-        with open(tp, "w") as f:
-            f.write("\n".join(json.dumps(r) for r in trace) + "\n")
-        jp = os.path.join(d, "r.json")
-        cmd = [BIN, "simulate", "--mode", mode, "--outcome-trace", tp, "--json", jp] + args
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        return json.load(open(jp))["results"][0]["seconds"]
+        out = os.path.join(d, "r.json")
+        subprocess.run([BIN, "simulate", "--mode", mode, "--outcome-trace", trace, "--json", out]
+                       + flags, check=True, stdout=subprocess.DEVNULL)
+        r = json.load(open(out))["results"][0]
+        return r["tokens"], r["seconds"]
 
 
-def cells():
-    """(cell name, rep, mode, list of runs, simulate flags)"""
-    for path in sorted(glob.glob(os.path.join(MEAS, "rank*.json"))):
-        name = os.path.basename(path)
-        rep = int(re.search(r"rep(\d+)", name).group(1))
-        j = json.load(open(path))
-        ranks = 1 if name.startswith("rank1") else 2
-        prof = os.path.join(MEAS, f"cpu_2t_rep{rep}.json")
-        if ranks == 2:  # the profile calibrated just before this job
-            prof = os.path.join(MEAS, name.replace("rank2_", "cpu_1t_"))
-        summ = {(s["mode"], s["drafter"] or "", s["k"]): s for s in j["summary"]}
-        groups = {}
-        for r in j["runs"]:
-            groups.setdefault((r["mode"], r["drafter"] or "", r["k"]), []).append(r)
-        for (mode, drafter, k), runs in groups.items():
-            dname = "ngram" if "ngram" in drafter else ("domino" if drafter else "-")
-            flags = ["--target", "smollm2-135m", "--device-profile", prof, "--tp", "1"]
-            flags += ["--drafter", "smollm2-domino" if dname == "domino" else "ngram"]
-            flags += ["--k", str(max(k, 1))]
-            if ranks == 1:
-                flags += ["--colocated"]
-            else:
-                flags += ["--drafter-link", "shm", "--prespec-chunk", "2"]
-            hit = None
+def cells(meas_dir, tmp):
+    """Yields (cell name, measured tok/s, predicted tok/s) for every configuration of every job."""
+    for path in sorted(glob.glob(os.path.join(meas_dir, "rep*", "r*.json"))):
+        job = job_of(path)
+        if not job:
+            continue
+        ranks, batch, chunk = job
+        rep_dir = os.path.dirname(path)
+        bench = json.load(open(path))
+        prof = os.path.join(rep_dir, "cal_2t.json" if ranks == 1 else "cal_1t.json")
+        traces = path[:-len(".json")] + "_traces"
+        k_max = bench.get("config", {}).get("k-max", 8)
+        link = link_json(bench, tmp) if ranks == 2 else None
+        for row in bench["summary"]:
+            mode, kind = row["mode"], kind_of(row["drafter"])
+            ktext = "auto" if row.get("k_auto") else str(row["k"])
+            runs = [r for r in bench["runs"] if r["mode"] == mode and
+                    kind_of(r["drafter"]) == (kind if mode != "ar" else "-") and
+                    (mode == "ar" or (r["k"] == row["k"] and r["k_auto"] == row.get("k_auto")))]
+            firsts = sorted({r["prompt_index"] - r["prompt_index"] % batch for r in runs})
+            flags = ["--target", MODEL, "--device-profile", prof, "--tp", "1"]
+            if mode != "ar":
+                flags += ["--drafter", SIM_DRAFTER[kind],
+                          "--k", str(k_max if row.get("k_auto") else row["k"])]
+            flags += ["--colocated"] if ranks == 1 else ["--drafter-link", link]
             if mode == "ssd":
-                s = summ[(mode, drafter, k)]
-                hit = s.get("cache_hit_rate", 0)
-                flags += ["--critical-batch", str(s.get("critical_batch", 0)),
-                          "--mal", str(max(1.0, s["mean_acceptance_length"]))]
-            cell = f"{ranks} rank{'s' if ranks > 1 else ''} {mode} {dname}" + (f" k{k}" if k else "")
-            tdir = None
-            if ranks == 2 and mode != "ar":
-                tdir = os.path.join(MEAS, f"traces_{dname}_k{k}_rep{rep}")
-            yield cell, rep, mode, runs, flags, hit, tdir
+                flags += ["--prespec-chunk", str(chunk),
+                          "--mal", str(max(1.0, row["mean_acceptance_length"]))]
+            tokens = seconds = 0
+            for first in firsts:
+                batch_runs = [r for r in runs if first <= r["prompt_index"] < first + batch]
+                if ranks == 1:
+                    stem = "ar" if mode == "ar" else f"sd_{kind}_k{ktext}"
+                else:
+                    stem = mode
+                trace = os.path.join(traces, f"{stem}_p{first}.jsonl")
+                if not os.path.exists(trace):
+                    sys.exit(f"sim_validate: missing trace {trace}")
+                prompt = statistics.mean(r["prompt_tokens"] for r in batch_runs)
+                extra = ["--prompt", str(round(prompt))]
+                if mode == "ssd":
+                    extra += ["--critical-batch", str(batch_runs[0].get("critical_batch", 0))]
+                t, s = simulate(mode, trace, flags + extra)
+                tokens, seconds = tokens + t, seconds + s
+            if seconds <= 0 or row["decode_tokens_per_s"] <= 0:
+                continue
+            name = f"{ranks} rank{'s' if ranks > 1 else ''} {mode}"
+            if mode != "ar":
+                name += f" {kind} k{ktext}"
+            name += f" b{batch}"
+            if mode == "ssd":
+                name += f" chunk{chunk}"
+            yield name, row["decode_tokens_per_s"], tokens / seconds
+
+
+def load_range(meas_dir):
+    vals = []
+    for f in glob.glob(os.path.join(meas_dir, "rep*", "load.txt")):
+        for line in open(f):
+            parts = line.split()
+            if len(parts) >= 2:
+                vals.append(float(parts[1]))
+    return (min(vals), max(vals)) if vals else None
 
 
 def main():
-    if not glob.glob(os.path.join(MEAS, "rank*.json")):
-        sys.exit(f"sim_validate: no measurements in {MEAS} (run perf/sim_measure.sh)")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("meas_dir", nargs="?", default=os.path.join(ROOT, "perf/out/sim_validate"))
+    ap.add_argument("--markdown")
+    a = ap.parse_args()
+    if not glob.glob(os.path.join(a.meas_dir, "rep*", "r*.json")):
+        sys.exit(f"sim_validate: no measurements in {a.meas_dir} (run perf/sim_measure.sh)")
     res = {}
-    for cell, rep, mode, runs, flags, hit, tdir in cells():
-        tokens = sum(r["tokens_generated"] for r in runs)
-        meas_s = sum(r["decode_s"] for r in runs)
-        pred_s = 0
-        for r in runs:
-            rec = os.path.join(tdir, f"{mode}_p{r['prompt_index']}.jsonl") if tdir else None
-            pred_s += predict(trace_of(r, hit, rec), mode, flags + ["--prompt", str(r["prompt_tokens"])])
-        res.setdefault(cell, []).append((tokens / meas_s, tokens / pred_s))
-    print("| cell | measured tok/s, median (min..max) | predicted tok/s | error |")
-    print("|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, meas, pred in cells(a.meas_dir, tmp):
+            res.setdefault(name, []).append((meas, pred))
+    lines = ["| cell | measured tok/s, median (min..max) | predicted tok/s | error |",
+             "|---|---|---|---|"]
     errs = []
-    for cell in sorted(res):
-        m = [x[0] for x in res[cell]]
-        p = statistics.median(x[1] for x in res[cell])
-        mm = statistics.median(m)
+    for name in sorted(res):
+        m = [x[0] for x in res[name]]
+        mm, p = statistics.median(m), statistics.median(x[1] for x in res[name])
         e = (p - mm) / mm
         errs.append(abs(e))
-        print(f"| {cell} | {mm:.1f} ({min(m):.1f}..{max(m):.1f}) | {p:.1f} | {100 * e:+.1f}% |")
-    print(f"\n{len(errs)} cells: median |error| {100 * statistics.median(errs):.1f}%, "
-          f"worst {100 * max(errs):.1f}%")
+        lines.append(f"| {name} | {mm:.1f} ({min(m):.1f}..{max(m):.1f}) | {p:.1f} | "
+                     f"{100 * e:+.1f}% |")
+    lines.append("")
+    lines.append(f"{len(errs)} cells: median |error| {100 * statistics.median(errs):.1f}%, "
+                 f"worst {100 * max(errs):.1f}% (targets: median <= 10%, worst <= 25%)")
+    lr = load_range(a.meas_dir)
+    if lr:
+        lines.append(f"load average (1 min) at the jobs' starts: {lr[0]:.2f}..{lr[1]:.2f}")
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(text)
 
 
 if __name__ == "__main__":

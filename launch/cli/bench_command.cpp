@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -59,11 +60,12 @@ struct BenchArgs {
       {.min = 0});
     drafter_flags.visit(v);
     v(out_json, "out-json", "write all runs and the summary as JSON here");
-    v(outcome_trace, "outcome-trace", "with drafter ranks: write each sd/ssd batch's round "
-                                      "outcomes (JSONL, topology/sim/outcome_trace.h) into this "
-                                      "directory as <mode>_p<first prompt>.jsonl (with "
-                                      "--workloads: <category>_<mode>_p<first prompt>.jsonl), "
-                                      "for `ssd simulate --outcome-trace`");
+    v(outcome_trace, "outcome-trace", "write each batch's round outcomes (JSONL, topology/sim/"
+                                      "outcome_trace.h) into this directory, for `ssd simulate "
+                                      "--outcome-trace`: ar_p<first prompt>.jsonl, "
+                                      "sd_<drafter kind>_k<k>_p<first prompt>.jsonl for a drafter "
+                                      "in this process, <mode>_p<first prompt>.jsonl for sd/ssd on "
+                                      "drafter ranks (with --workloads: <category>_ before each)");
     v(out_md, "out-md", "write the summary table as markdown here");
     v(modes, "modes",
       "comma-separated modes to run: ar, sd, ssd (sd and ssd on the drafter rank when there is "
@@ -230,6 +232,34 @@ void account(const BenchSetup& s, const std::string& category, size_t first, con
   }
 }
 
+// Writes one batch's outcome trace as `<category>_<stem>_p<first>.jsonl` under --outcome-trace.
+void write_trace(const BenchSetup& s, const std::string& category, size_t first,
+                 const std::string& stem, const std::vector<sim::OutcomeRecord>& records) {
+  if (!s.args.outcome_trace) return;
+  std::filesystem::create_directories(*s.args.outcome_trace);
+  const std::string name = category.empty() ? fmt::format("{}_p{}.jsonl", stem, first)
+                                            : fmt::format("{}_{}_p{}.jsonl", category, stem, first);
+  sim::write_outcome_trace((*s.args.outcome_trace / name).string(), records);
+}
+
+// An AR batch's trace: one record per decode step of every request (k 0, nothing accepted); the
+// first token of each comes from its prefill, as in SD.
+std::vector<sim::OutcomeRecord> ar_trace(const std::vector<GenerationResult>& gen) {
+  std::vector<sim::OutcomeRecord> out;
+  for (size_t r = 0; r < gen.size(); ++r)
+    for (size_t step = 1; step < gen[r].tokens.size(); ++step)
+      out.push_back({static_cast<int64_t>(step - 1), static_cast<int32_t>(r), 0, 0, -1, {}});
+  return out;
+}
+
+// "ngram:1-4" -> "ngram", "oracle:0.7 (research only)" -> "oracle": a file-name-safe kind.
+std::string drafter_kind(const std::string& name) {
+  std::string k = name.substr(0, name.find_first_of(": "));
+  for (char& c : k)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') c = '_';
+  return k;
+}
+
 // Every configuration of the run over one batch of requests: AR, then SD with each local
 // drafter and k, then SD/SSD on the drafter ranks.
 void run_batch(BenchSetup& s, const std::string& category, size_t first,
@@ -242,6 +272,7 @@ void run_batch(BenchSetup& s, const std::string& category, size_t first,
     account(s, category, first,
             BatchRun{"ar", "", KChoice{0, false}, gen, {}, monotonic_seconds() - t0, nullptr},
             ar_ids, out);
+    write_trace(s, category, first, "ar", ar_trace(gen));
   }
   if (s.has_mode("sd") && !s.remote_drafter)
     for (BenchSetup::LocalConfig& c : s.local) {
@@ -255,6 +286,11 @@ void run_batch(BenchSetup& s, const std::string& category, size_t first,
         b.sd.push_back(r.stats);
       }
       account(s, category, first, b, ar_ids, out);
+      std::vector<sim::OutcomeRecord> trace;
+      for (const SdRoundRecord& r : res.log)
+        trace.push_back({r.round, r.seq, r.k, r.accepted, -1, {}});
+      write_trace(s, category, first,
+                  fmt::format("sd_{}_k{}", drafter_kind(c.drafter->name()), c.k.text()), trace);
     }
   for (const char* mode : {"sd", "ssd"}) {
     if (!s.remote_drafter || !s.has_mode(mode)) continue;
@@ -268,13 +304,7 @@ void run_batch(BenchSetup& s, const std::string& category, size_t first,
     account(s, category, first,
             BatchRun{mode, s.spec.drafter, s.ks.front(), res.gen, res.sd, wall, &res.split}, ar_ids,
             out);
-    if (s.args.outcome_trace) {
-      std::filesystem::create_directories(*s.args.outcome_trace);
-      const std::string name = category.empty()
-                                   ? fmt::format("{}_p{}.jsonl", mode, first)
-                                   : fmt::format("{}_{}_p{}.jsonl", category, mode, first);
-      sim::write_outcome_trace((*s.args.outcome_trace / name).string(), res.outcomes);
-    }
+    write_trace(s, category, first, mode, res.outcomes);
   }
 }
 

@@ -8,14 +8,10 @@
 #include <optional>
 #include <sstream>
 
-#include "launch/cli/bench_kernels_measure.h"
-#include "launch/cli/build_info.h"
 #include "launch/cli/flags.h"
-#include "kernels/cpu/thread_pool.h"
-#include "runtime/backend/cpu/cpu_backend.h"
+#include "launch/cli/sim_calibrate.h"
 #include "runtime/core/error.h"
 #include "topology/sim/chrome_trace.h"
-#include "topology/sim/cpu_calibration.h"
 #include "topology/sim/round_sim.h"
 
 namespace ssd {
@@ -48,15 +44,19 @@ struct SimArgs {
   int32_t prespec_chunk = 0;
   std::string miss_policy = "auto";
   int32_t critical_batch = -1;
-  double lookup_us = 20;
+  std::optional<double> lookup_us;
   int64_t drafter_feature_dim = -1;
   uint64_t seed = 1;
   std::optional<std::filesystem::path> outcome_trace, record_trace, trace_json, json;
   bool calibrate = false;
   std::optional<std::filesystem::path> calibrate_model, out;
   int32_t threads = 2;
-  int32_t calibrate_rows = 16;
+  int32_t calibrate_rows = 32;
   int32_t calibrate_context = 128;
+  std::string calibrate_drafters;
+  std::string calibrate_k = "2,4,7";
+  std::string calibrate_batch = "1,4";
+  int32_t calibrate_tokens = 24;
 
   template <class V>
   void visit(V&& v) {
@@ -104,7 +104,8 @@ struct SimArgs {
     v(drafter_feature_dim, "drafter-feature-dim", "floats of target features the drafter needs "
                                                   "per accepted token (EAGLE / Domino style; -1: "
                                                   "the drafter preset's)", {.min = -1});
-    v(lookup_us, "lookup-us", "an n-gram lookup per sequence, microseconds", {.min = 0});
+    v(lookup_us, "lookup-us", "an n-gram lookup per sequence, microseconds (default: the "
+                              "profile's measured fit, else 20)", {.min = 0});
     v(seed, "seed", "seed of the sampled outcomes (the same seed gives the same run)");
     v(outcome_trace, "outcome-trace", "replay this outcome trace (JSONL, topology/sim/"
                                       "outcome_trace.h) instead of sampling outcomes",
@@ -116,9 +117,19 @@ struct SimArgs {
     v(calibrate_model, "calibrate-model", "--calibrate: model to time (default $SSD_MODEL)");
     v(out, "out", "--calibrate: where to write the profile JSON");
     v(threads, "threads", "--calibrate: CPU threads", {.min = 1, .max = 1024});
-    v(calibrate_rows, "calibrate-rows", "--calibrate: forwards of 1..n rows", {.min = 1, .max = 64});
+    v(calibrate_rows, "calibrate-rows",
+      "--calibrate: target forwards of 1..8 rows, then every 4th up to n (a batch-4 "
+      "verification at k 7 is 32 rows)",
+      {.min = 1, .max = 64});
     v(calibrate_context, "calibrate-context", "--calibrate: cached tokens before each forward",
       {.min = 0, .max = 1 << 16});
+    v(calibrate_drafters, "calibrate-drafters",
+      "--calibrate: comma-separated drafter specs (ngram, suffix, domino:PATH, model:PATH) to time "
+      "in SD rounds and fit, with the verifier's host cost, into the profile");
+    v(calibrate_k, "calibrate-k", "--calibrate-drafters: draft lengths to time");
+    v(calibrate_batch, "calibrate-batch", "--calibrate-drafters: batch sizes to time");
+    v(calibrate_tokens, "calibrate-tokens", "--calibrate-drafters: tokens per request of each run",
+      {.min = 2, .max = 4096});
   }
 };
 
@@ -142,62 +153,32 @@ double to_num(const std::string& flag, const std::string& s) {
   return v;
 }
 
-int run_calibrate(const SimArgs& a) {
-  std::string path;
-  if (a.calibrate_model) path = a.calibrate_model->string();
-  else if (const char* env = std::getenv("SSD_MODEL")) path = env;
-  SSD_CHECK(!path.empty(), "--calibrate needs --calibrate-model or $SSD_MODEL");
-  SSD_CHECK(a.out.has_value(), "--calibrate needs --out PATH for the profile JSON");
-  const ModelFile file = ModelFile::open(path);
-  Stat bw;
-  {
-    kernels::ThreadPool pool(kernels::ThreadPool::Options{a.threads, {}, 200});
-    bw = measure_read_bandwidth(pool, int64_t{256} << 20, 5);
+std::vector<int32_t> int_list(const std::string& flag, const std::string& text, int32_t lo,
+                              int32_t hi) {
+  std::vector<int32_t> out;
+  for (const std::string& item : split(text)) {
+    const double v = to_num(flag, item);
+    SSD_CHECK(v >= lo && v <= hi && v == static_cast<int32_t>(v),
+              "--{}: {} must be an integer in {}..{}", flag, item, lo, hi);
+    out.push_back(static_cast<int32_t>(v));
   }
-  ForwardTimer timer(file, make_cpu_backend(CpuBackendOptions{a.threads, {}, 200}),
-                     a.calibrate_context, a.calibrate_rows, 1);
-  sim::ModelShape shape = sim::load_model_shape(path);
-  std::vector<sim::ForwardSample> samples;
-  std::vector<Stat> stats;
-  for (int32_t n = 1; n <= a.calibrate_rows; ++n) {
-    const Stat s = timer.block_seconds(n, true, 4, 5);
-    stats.push_back(s);
-    samples.push_back({static_cast<double>(n), static_cast<double>(a.calibrate_context), s.median});
-  }
-  const std::string name = fmt::format("cpu-{}t-calibrated", a.threads);
-  sim::Calibration cal = sim::fit_device(name, shape, bw.median * 1e9, samples);
-  cal.profile.source = fmt::format("ssd simulate --calibrate on {} ({} threads, {}), model {}",
-                                   build_description(), a.threads,
-                                   fmt::format("read bandwidth {:.2f} GB/s", bw.median), path);
-  nlohmann::json j = cal.profile.to_json();
-  nlohmann::json meas = nlohmann::json::array();
-  fmt::print("| rows | measured ms (min..max) | fitted ms | error |\n|---|---|---|---|\n");
-  for (size_t i = 0; i < samples.size(); ++i) {
-    meas.push_back({{"rows", samples[i].rows},
-                    {"context", samples[i].context},
-                    {"median_s", stats[i].median},
-                    {"min_s", stats[i].min},
-                    {"max_s", stats[i].max},
-                    {"fitted_s", cal.predicted_s[i]}});
-    fmt::print("| {} | {:.2f} ({:.2f}..{:.2f}) | {:.2f} | {:+.1f}% |\n", samples[i].rows,
-               stats[i].median * 1e3, stats[i].min * 1e3, stats[i].max * 1e3,
-               cal.predicted_s[i] * 1e3,
-               100 * (cal.predicted_s[i] - samples[i].seconds) / samples[i].seconds);
-  }
-  j["measurements"] = meas;
-  j["fit"] = {{"median_rel_err", cal.median_rel_err}, {"max_rel_err", cal.max_rel_err}};
-  std::ofstream o(a.out->string());
-  SSD_CHECK(o.good(), "cannot write '{}'", a.out->string());
-  o << j.dump(2) << '\n';
-  fmt::print("\nprofile {}: bandwidth {:.2f} GB/s measured x {:.2f} achieved, overhead {:.3f} ms "
-             "per forward of {} layers, effective peak {:.1f} GFLOP/s; fit error median {:.1f}%, "
-             "worst {:.1f}%\nwritten to {}\n",
-             name, bw.median, cal.profile.mem_efficiency,
-             cal.profile.layer_overhead_s * static_cast<double>(shape.n_layers) * 1e3,
-             shape.n_layers,
-             cal.profile.peak_flops.at("bf16") / 1e9, 100 * cal.median_rel_err,
-             100 * cal.max_rel_err, a.out->string());
-  return 0;
+  SSD_CHECK(!out.empty(), "--{}: give at least one value", flag);
+  return out;
+}
+
+int calibrate(const SimArgs& a) {
+  CalibrateOptions o;
+  if (a.calibrate_model) o.model = a.calibrate_model->string();
+  else if (const char* env = std::getenv("SSD_MODEL")) o.model = env;
+  if (a.out) o.out = *a.out;
+  o.threads = a.threads;
+  o.rows = a.calibrate_rows;
+  o.context = a.calibrate_context;
+  o.drafters = split(a.calibrate_drafters);
+  o.ks = int_list("calibrate-k", a.calibrate_k, 1, 32);
+  o.batches = int_list("calibrate-batch", a.calibrate_batch, 1, 64);
+  o.tokens = a.calibrate_tokens;
+  return run_calibrate(o);
 }
 
 sim::SimConfig build_config(const SimArgs& a) {
@@ -216,8 +197,8 @@ sim::SimConfig build_config(const SimArgs& a) {
   cl.drafter_link = sim::load_link(a.drafter_link);
   cl.colocated = a.colocated;
   c.target = sim::load_model_shape(a.target);
-  if (a.drafter == "ngram") {
-    c.drafter.shape.name = "ngram";
+  if (a.drafter == "ngram" || a.drafter == "suffix") {
+    c.drafter.shape.name = a.drafter;
     c.drafter.shape.style = sim::DraftStyle::kLookup;
   } else {
     c.drafter.shape = sim::load_model_shape(a.drafter);
@@ -225,7 +206,11 @@ sim::SimConfig build_config(const SimArgs& a) {
     if (a.drafter_style == "block") c.drafter.shape.style = sim::DraftStyle::kBlock;
   }
   if (a.drafter_feature_dim >= 0) c.drafter.shape.feature_dim = a.drafter_feature_dim;
-  c.drafter.lookup_s = c.backup.lookup_s = a.lookup_us * 1e-6;
+  if (a.lookup_us) {  // a given lookup cost wins over a measured one
+    c.drafter.lookup_s = c.backup.lookup_s = *a.lookup_us * 1e-6;
+    for (sim::DeviceProfile* d : {&cl.target_device, &cl.drafter_device})
+      for (const char* n : {"ngram", "suffix"}) d->drafter_fits.erase(n);
+  }
   c.backup.shape.name = "ngram";
   c.backup.shape.style = sim::DraftStyle::kLookup;
   c.work = {.batch = 1, .tokens = a.tokens, .prompt = a.prompt, .k = a.k};
@@ -288,7 +273,7 @@ int run_sim_command(int argc, const char* const* argv) {
                                "profile."));
     return 0;
   }
-  if (a.calibrate) return run_calibrate(a);
+  if (a.calibrate) return calibrate(a);
 
   sim::SimConfig cfg = build_config(a);
   std::vector<sim::SimMode> modes;

@@ -194,6 +194,7 @@ class SdBatchRun {
       drafter_time(i, td);
       if (!s.running) leave(i);
     }
+    out_.drafter_start_s = out_.stats.draft_s;
   }
 
   // Each active request's longest draft this round: k, clipped so that the round cannot decide
@@ -280,6 +281,8 @@ class SdBatchRun {
       r.gen.forwards++;
       count_round(r.stats, trees[a], v, opts_.k, depth[a]);
       count_round(out_.stats, trees[a], v, opts_.k, depth[a]);
+      out_.log.push_back({out_.stats.forwards - 1, static_cast<int32_t>(i),
+                          static_cast<int32_t>(trees[a].size()), v.accepted()});
       length_->observe_outcome(static_cast<int32_t>(i), max_depth(trees[a]), v.accepted());
       apply(i, trees[a], v, round.logits(a), round.seqs[a].features);
     }

@@ -78,9 +78,22 @@ struct SdResult {
   SdStats stats;
 };
 
+// One request's part in one verification round: what the round simulator's outcome trace
+// records (topology/sim/outcome_trace.h), kept here without depending on it.
+struct SdRoundRecord {
+  int64_t round = 0;     // verification forward of the batch, from 0
+  int32_t seq = 0;       // request index in the batch
+  int32_t k = 0;         // draft tokens offered (tree nodes; 0: a plain decode step)
+  int32_t accepted = 0;  // draft tokens accepted
+};
+
 struct SdBatchResult {
   std::vector<SdResult> requests;  // in request order; each request's own counters and times
   SdStats stats;                   // the batch: counters summed, times of the batch's calls
+  std::vector<SdRoundRecord> log;  // every (round, request) verified, in order
+  // The drafter's time before the first round (start with the prompt, its features, the first
+  // token's commit): part of stats.draft_s, so stats.draft_s - this is the rounds' share.
+  double drafter_start_s = 0;
 };
 
 // Runs the request with `drafter` on a fresh target sequence (released afterwards). The drafter

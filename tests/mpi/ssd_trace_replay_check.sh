@@ -57,3 +57,41 @@ for mode in ("sd", "ssd"):
     print(f"{mode}: {seq_rounds} sequence-rounds, MAL {mal:.3f}, hits {hits} misses {misses}: "
           "trace, replay and run agree")
 PY
+
+# One rank (the drafter in the target's process): AR and SD with --k auto record traces too, each
+# carrying its batch's sequence-rounds and tokens (SD: as the run counted them, its chosen k per
+# round), and the replay reports the same counts.
+"$BIN" bench -m "$SSD_MODEL" --prompt-file "$SRC/perf/prompts/mixed.txt" --max-prompts 4 -n 16 \
+  --modes ar,sd --drafters ngram --k 2,auto --batch 2 --threads 1 \
+  --out-json "$DIR/bench1.json" --outcome-trace "$DIR/traces1" >"$DIR/bench1.log" 2>&1 ||
+  { cat "$DIR/bench1.log"; exit 1; }
+python3 - "$BIN" "$DIR" <<'PY'
+import json, os, subprocess, sys
+binary, d = sys.argv[1], sys.argv[2]
+bench = json.load(open(os.path.join(d, "bench1.json")))
+for stem, mode, k, auto in (("ar", "ar", 0, False), ("sd_ngram_k2", "sd", 2, False),
+                            ("sd_ngram_kauto", "sd", None, True)):
+    runs = [r for r in bench["runs"] if r["mode"] == mode and r["k_auto"] == auto and
+            (k is None or mode == "ar" or r["k"] == k)]
+    assert len(runs) == 4, (stem, len(runs))
+    for first in (0, 2):
+        f = os.path.join(d, "traces1", f"{stem}_p{first}.jsonl")
+        recs = [json.loads(l) for l in open(f) if l.strip()]
+        batch = [r for r in runs if first <= r["prompt_index"] < first + 2]
+        tokens = sum(r["tokens_generated"] - 1 for r in batch)
+        assert sum(x["accepted"] + 1 for x in recs) == tokens, (f, tokens)
+        if mode == "sd":
+            assert len(recs) == sum(r["rounds"] for r in batch), (f, len(recs))
+            chosen = [0] * len(batch[0]["chosen_k_histogram"])
+            for r in batch:
+                chosen = [a + b for a, b in zip(chosen, r["chosen_k_histogram"])]
+            assert sum(chosen) == len(recs), (f, chosen)
+        out = os.path.join(d, "sim1.json")
+        flags = ["--drafter", "ngram", "--colocated"] if mode == "sd" else []
+        subprocess.run([binary, "simulate", "--mode", mode, "--outcome-trace", f, "--target",
+                        "smollm2-135m", "--target-device", "cpu", "--k", "8", "--json", out]
+                       + flags, check=True, stdout=subprocess.DEVNULL)
+        s = json.load(open(out))["results"][0]
+        assert s["tokens"] == tokens and s["seq_rounds"] == len(recs), (f, s, tokens)
+    print(f"one rank {stem}: traces, runs and replays agree")
+PY

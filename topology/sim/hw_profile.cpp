@@ -52,6 +52,51 @@ DeviceProfile gpu(std::string name, double bw_GBps, double bf16_TF, double fp8_T
 
 }  // namespace
 
+nlohmann::json DrafterFit::to_json() const {
+  return {{"mem_efficiency", mem_efficiency}, {"peak_flops", peak_flops},
+          {"forward_s", forward_s},           {"call_s", call_s},
+          {"lookup_s", lookup_s},             {"median_rel_err", median_rel_err},
+          {"max_rel_err", max_rel_err}};
+}
+
+DrafterFit DrafterFit::from_json(const nlohmann::json& j, const std::string& where) {
+  SSD_CHECK(j.is_object(), "{}: a drafter fit must be a JSON object", where);
+  DrafterFit f;
+  f.mem_efficiency = num(j, "mem_efficiency", where, 1, false);
+  f.peak_flops = num(j, "peak_flops", where, 0, false);
+  f.forward_s = num(j, "forward_s", where, 0, false);
+  f.call_s = num(j, "call_s", where, 0, false);
+  f.lookup_s = num(j, "lookup_s", where, 0, false);
+  f.median_rel_err = num(j, "median_rel_err", where, 0, false);
+  f.max_rel_err = num(j, "max_rel_err", where, 0, false);
+  SSD_CHECK(f.mem_efficiency > 0 && f.mem_efficiency <= 1, "{}: mem_efficiency must be in (0, 1] "
+            "(got {})", where, f.mem_efficiency);
+  SSD_CHECK(f.peak_flops >= 0 && f.forward_s >= 0 && f.call_s >= 0 && f.lookup_s >= 0,
+            "{}: peak_flops, forward_s, call_s and lookup_s must be >= 0", where);
+  return f;
+}
+
+const DrafterFit* DeviceProfile::drafter_fit(const std::string& drafter) const {
+  auto it = drafter_fits.find(drafter);
+  return it == drafter_fits.end() ? nullptr : &it->second;
+}
+
+DeviceProfile DeviceProfile::for_drafter(const std::string& drafter) const {
+  const DrafterFit* f = drafter_fit(drafter);
+  if (!f) return *this;
+  DeviceProfile d;
+  d.name = name + "/" + drafter;
+  d.mem_bw_Bps = mem_bw_Bps;
+  d.mem_bytes = mem_bytes;
+  d.mem_efficiency = f->mem_efficiency;
+  d.flop_efficiency = 1;
+  d.peak_flops = {{"bf16", f->peak_flops > 0 ? f->peak_flops : peak("bf16")}};
+  d.overhead_s = f->forward_s;
+  d.layer_overhead_s = 0;
+  d.source = source;
+  return d;
+}
+
 double DeviceProfile::peak(const std::string& dtype) const {
   auto it = peak_flops.find(dtype);
   if (it == peak_flops.end()) it = peak_flops.find("bf16");
@@ -75,12 +120,20 @@ void DeviceProfile::validate() const {
 }
 
 nlohmann::json DeviceProfile::to_json() const {
-  return {{"kind", "device"},         {"name", name},
+  nlohmann::json j = {{"kind", "device"},         {"name", name},
           {"mem_bw_Bps", mem_bw_Bps}, {"peak_flops", peak_flops},
           {"overhead_s", overhead_s}, {"layer_overhead_s", layer_overhead_s},
           {"mem_bytes", mem_bytes},
           {"mem_efficiency", mem_efficiency}, {"flop_efficiency", flop_efficiency},
           {"source", source}};
+  j["verify_host_s"] = verify_host_s;
+  j["verify_host_row_s"] = verify_host_row_s;
+  if (!drafter_fits.empty()) {
+    nlohmann::json fits = nlohmann::json::object();
+    for (const auto& [n, f] : drafter_fits) fits[n] = f.to_json();
+    j["drafter_fits"] = fits;
+  }
+  return j;
 }
 
 DeviceProfile DeviceProfile::from_json(const nlohmann::json& j, const std::string& where) {
@@ -94,6 +147,15 @@ DeviceProfile DeviceProfile::from_json(const nlohmann::json& j, const std::strin
   d.mem_efficiency = num(j, "mem_efficiency", where, 1, false);
   d.flop_efficiency = num(j, "flop_efficiency", where, 1, false);
   d.source = j.value("source", where);
+  d.verify_host_s = num(j, "verify_host_s", where, 0, false);
+  d.verify_host_row_s = num(j, "verify_host_row_s", where, 0, false);
+  SSD_CHECK(d.verify_host_s >= 0 && d.verify_host_row_s >= 0,
+            "{}: verify_host_s and verify_host_row_s must be >= 0", where);
+  if (auto fits = j.find("drafter_fits"); fits != j.end()) {
+    SSD_CHECK(fits->is_object(), "{}: drafter_fits must be an object keyed by drafter", where);
+    for (const auto& [n, f] : fits->items())
+      d.drafter_fits[n] = DrafterFit::from_json(f, where + ": drafter_fits." + n);
+  }
   auto pf = j.find("peak_flops");
   SSD_CHECK(pf != j.end() && pf->is_object(), "{}: missing object 'peak_flops'", where);
   for (const auto& [dt, v] : pf->items()) {

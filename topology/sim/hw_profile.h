@@ -30,6 +30,26 @@
 
 namespace ssd::sim {
 
+// One drafter's own costs on a device (`ssd simulate --calibrate --calibrate-drafters`): its
+// rounds timed in the runtime's SD loop and fitted to draft_seconds() (round_sim.h). A drafter's
+// kernels need not run like the target's: Domino's BF16 matmuls and GRU head, or a host lookup,
+// achieve other fractions of the peaks than the Q4_1 target the device was fitted on, and every
+// draft call carries host work (sampling, commit, the features) no roofline sees. A draft call of
+// f forwards costs
+//   sum of the forwards' rooflines at (mem_efficiency, peak_flops) + f x forward_s + call_s
+// and a lookup drafter's call of n sequences call_s + n x lookup_s.
+struct DrafterFit {
+  double mem_efficiency = 1;
+  double peak_flops = 0;  // FLOP/s its matmuls achieve (every dtype); 0 for a lookup drafter
+  double forward_s = 0;   // fixed cost per drafter forward
+  double call_s = 0;      // fixed cost per draft call (per SD round: the commit and bookkeeping)
+  double lookup_s = 0;    // lookup drafters: per sequence
+  double median_rel_err = 0, max_rel_err = 0;  // of the fit, over its samples
+
+  nlohmann::json to_json() const;
+  static DrafterFit from_json(const nlohmann::json& j, const std::string& where);
+};
+
 struct DeviceProfile {
   std::string name;
   double mem_bw_Bps = 0;
@@ -41,8 +61,21 @@ struct DeviceProfile {
   // profile, whose figures are already what this machine's kernels achieved).
   double mem_efficiency = 1, flop_efficiency = 1;
   std::string source;  // "preset" or where it was measured
+  // The verifier's host work per target forward beyond the forward itself (sampling or argmax of
+  // every row, accept/reject, the emitted tokens' bookkeeping): verify_host_s + rows x
+  // verify_host_row_s. Measured by --calibrate-drafters (SD's verify time minus its forwards);
+  // 0 for the presets (on a GPU it is inside the graph-launched step).
+  double verify_host_s = 0, verify_host_row_s = 0;
+  // Per drafter (keyed by the simulator's drafter name: a preset such as smollm2-domino, the
+  // path a model was given as, ngram, suffix): costs measured for it on this device.
+  std::map<std::string, DrafterFit> drafter_fits;
 
   double peak(const std::string& dtype) const;  // falls back to bf16; Error when neither
+  // Null when the profile has no fit for that drafter.
+  const DrafterFit* drafter_fit(const std::string& drafter) const;
+  // This device as that drafter's forwards see it: the fit's efficiency, peak (every dtype) and
+  // per-forward overhead; the device itself when there is no fit.
+  DeviceProfile for_drafter(const std::string& drafter) const;
   // Throws ssd::Error naming the field: zero/negative bandwidth or peak, negative overhead.
   void validate() const;
   nlohmann::json to_json() const;

@@ -153,11 +153,12 @@ class Run {
     const SimCluster& c = cfg_.cluster;
     const ForwardCost f = forward_cost(cfg_.target, c.target_device, c.tp, c.tp_link,
                                        {.rows = rows, .seqs = seqs, .context = context});
-    res_.target_busy_s += f.total_s - f.comm_s;
+    const double host = verify_host_seconds(c.target_device, rows);
+    res_.target_busy_s += f.total_s - f.comm_s + host;
     res_.comm_s += f.comm_s;
     ++res_.rounds;
-    for (int32_t r = 0; r < c.tp; ++r) event(r, "target", name, start, f.total_s);
-    return start + f.total_s;
+    for (int32_t r = 0; r < c.tp; ++r) event(r, "target", name, start, f.total_s + host);
+    return start + f.total_s + host;
   }
   double message(double start, double bytes, int32_t from, const char* name) {
     if (cfg_.cluster.colocated) return start;
@@ -208,19 +209,36 @@ class Run {
   void run_sd() {
     double target_free = 0, drafter_start = 0;
     std::vector<int32_t> last_accepted(static_cast<size_t>(out_.batch()), 0);
+    if (cfg_.cluster.colocated) {
+      // In the target's process the drafter starts every sequence (its own pass over the prompt)
+      // after the target's prefill, inside the decode time (sd_generation.cpp's start()).
+      const double b = static_cast<double>(out_.batch());
+      const double d = draft(cfg_.drafter, b, cfg_.work.prompt, 0, 0, false);
+      event(0, "drafter", "start", 0, d);
+      res_.drafter_busy_s += d;
+      target_free = d;
+    }
     for (int64_t round = 0; out_.more_rounds(round); ++round) {
       const std::vector<int32_t> act = out_.active(round);
       if (act.empty()) continue;
+      // A model drafter is asked only for the sequences offered k > 0 (--k auto may choose 0);
+      // a lookup drafter looks every sequence up (k 0: its lookup found nothing).
+      const bool lookup = cfg_.drafter.shape.style == DraftStyle::kLookup;
       int32_t k = 0;
-      double suffix = 0;
+      double suffix = 0, asked = 0;
       for (int32_t s : act) {
-        k = std::max(k, out_.k_for(round, s));
+        const int32_t ks = out_.k_for(round, s);
+        k = std::max(k, ks);
+        if (!lookup && ks == 0) continue;
         suffix += last_accepted[s] + 1;
+        asked += 1;
       }
-      suffix /= static_cast<double>(act.size());
+      suffix = asked > 0 ? suffix / asked : 1;
       const double ctx = mean_context(act);
       const double n = static_cast<double>(act.size());
-      const double d = draft(cfg_.drafter, n, suffix, k, ctx, !cfg_.cluster.colocated);
+      const double d = asked > 0 && (lookup || k > 0)
+                           ? draft(cfg_.drafter, asked, suffix, k, ctx, !cfg_.cluster.colocated)
+                           : 0.0;
       const double start = cfg_.cluster.colocated ? target_free : drafter_start;
       event(drafter_rank(0), "drafter", "draft", start, d);
       res_.drafter_busy_s += d;
@@ -440,19 +458,27 @@ void SimConfig::validate() const {
   SSD_CHECK(ssd.chunk >= 0, "pre-speculation chunk must be >= 0 (got {})", ssd.chunk);
 }
 
-double draft_seconds(const SimDrafter& drafter, const DeviceProfile& device, double n,
+double verify_host_seconds(const DeviceProfile& device, double rows) {
+  return device.verify_host_s + rows * device.verify_host_row_s;
+}
+
+double draft_seconds(const SimDrafter& drafter, const DeviceProfile& on, double n,
                      double suffix, int32_t k, double context, bool predict_bonus,
                      double kv_seqs) {
   if (n <= 0) return 0;
   if (kv_seqs < 0) kv_seqs = n;
   const ModelShape& m = drafter.shape;
   const LinkProfile none{"none", 0, 1};
+  const DrafterFit* fit = on.drafter_fit(m.name);
+  const double call = fit ? fit->call_s : 0;
+  if (m.style == DraftStyle::kLookup) return call + (fit ? fit->lookup_s : drafter.lookup_s) * n;
+  const DeviceProfile device = on.for_drafter(m.name);
   switch (m.style) {
-    case DraftStyle::kLookup: return drafter.lookup_s * n;
+    case DraftStyle::kLookup: break;
     case DraftStyle::kBlock:
-      return forward_cost(m, device, 1, none,
-                          {.rows = n * (suffix + k), .seqs = kv_seqs, .context = context})
-          .total_s;
+      return call + forward_cost(m, device, 1, none,
+                                 {.rows = n * (suffix + k), .seqs = kv_seqs, .context = context})
+                        .total_s;
     case DraftStyle::kAutoregressive: {
       const int32_t steps = k + (predict_bonus ? 1 : 0);
       // The tokens drafted so far by each branch are read too (n x i of them at step i).
@@ -463,7 +489,7 @@ double draft_seconds(const SimDrafter& drafter, const DeviceProfile& device, dou
         t += forward_cost(m, device, 1, none,
                           {.rows = n, .seqs = kv_seqs, .context = context + n / kv_seqs * (suffix + i)})
                  .total_s;
-      return t;
+      return call + t;
     }
   }
   return 0;
@@ -477,7 +503,8 @@ int32_t derived_critical_batch(const SimConfig& cfg) {
   auto verify = [&](double b) {
     return forward_cost(cfg.target, c.target_device, c.tp, c.tp_link,
                         {.rows = b * (k + 1), .seqs = b, .context = ctx})
-        .total_s;
+               .total_s +
+           verify_host_seconds(c.target_device, b * (k + 1));
   };
   auto draft = [&](double m) { return draft_seconds(cfg.drafter, dd, m, 1, k, ctx, true); };
   MissCosts mc;
@@ -502,10 +529,12 @@ AnalyticEstimate analytic_estimate(const SimConfig& cfg) {
   AnalyticEstimate e;
   e.verify_s = forward_cost(cfg.target, c.target_device, c.tp, c.tp_link,
                             {.rows = b * (k + 1), .seqs = b, .context = ctx})
-                   .total_s;
+                   .total_s +
+               verify_host_seconds(c.target_device, b * (k + 1));
   const double ar_s = forward_cost(cfg.target, c.target_device, c.tp, c.tp_link,
                                    {.rows = b, .seqs = b, .context = ctx})
-                          .total_s;
+                          .total_s +
+                      verify_host_seconds(c.target_device, b);
   e.ar_tokens_per_s = b / ar_s;
   auto draft = [&](const SimDrafter& d, double m, double kv_seqs = -1) {
     return draft_seconds(d, dd, m, lp, k, ctx, !c.colocated, kv_seqs);

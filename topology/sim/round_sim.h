@@ -86,10 +86,15 @@ AnalyticEstimate analytic_estimate(const SimConfig& cfg);
 // The b* the SSD miss policy would derive from the simulated costs (miss_policy.h).
 int32_t derived_critical_batch(const SimConfig& cfg);
 
+// The verifier's host seconds around a target forward of `rows` rows (hw_profile.h).
+double verify_host_seconds(const DeviceProfile& device, double rows);
+
 // Seconds of one draft call of `drafter` for `n` sequences (or branches), each with `suffix` new
 // tokens to take in and k tokens to draft (k + 1 asked when `predict_bonus`), at `context`.
 // `kv_seqs` (default n) is how many distinct sequences' cached prefixes are read: the branches of
 // one sequence share its prefix and one batched tree-masked forward reads it once for all of them.
+// When `device` carries a fit for this drafter (DeviceProfile::drafter_fits, keyed by its shape's
+// name), the call is priced with it: its roofline figures, per-forward and per-call costs.
 double draft_seconds(const SimDrafter& drafter, const DeviceProfile& device, double n,
                      double suffix, int32_t k, double context, bool predict_bonus,
                      double kv_seqs = -1);

@@ -2,6 +2,8 @@
 // counts, and clear errors with a non-zero exit for impossible configurations.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -45,6 +47,46 @@ TEST(SimCommand, RecordsAndReplaysATrace) {
   EXPECT_GT(tl["traceEvents"].size(), 10u);
 }
 
+// The default model with the committed Domino and the n-gram drafter (SSD_MODEL; skipped
+// visibly without it): the profile carries a fit per drafter, keyed as --drafter names it, and
+// the verifier's host cost; a simulation with that profile prices Domino's rounds with its fit.
+TEST(SimCommand, CalibratesDraftersIntoTheProfile) {
+  const char* model = std::getenv("SSD_MODEL");
+  const char* src = std::getenv("SSD_SOURCE_DIR");
+  if (!model || !src || !std::filesystem::exists(model)) GTEST_SKIP() << "set SSD_MODEL";
+  test::TempDir d;
+  const std::string domino = std::string(src) + "/models/smollm2-domino/domino.safetensors";
+  auto r = run_command(ssd() + "--calibrate --calibrate-model " + model +
+                       " --threads 1 --calibrate-rows 3 --calibrate-k 2,4 --calibrate-batch 1,2 "
+                       "--calibrate-tokens 8 --calibrate-drafters ngram,domino:" + domino +
+                       " --out " + d.file("p.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("simulated as --drafter smollm2-domino"), std::string::npos) << r.out;
+  const nlohmann::json j = read_json(d.file("p.json"));
+  const auto& fits = j.at("drafter_fits");
+  ASSERT_TRUE(fits.contains("ngram") && fits.contains("smollm2-domino")) << fits.dump();
+  EXPECT_GT(fits["ngram"]["lookup_s"].get<double>() + fits["ngram"]["call_s"].get<double>(), 0);
+  EXPECT_GT(fits["smollm2-domino"]["peak_flops"].get<double>(), 0);
+  EXPECT_EQ(j.at("drafter_measurements").at("smollm2-domino").at("runs").size(), 4u);
+  EXPECT_GE(j.at("verify_host_s").get<double>(), 0);
+  EXPECT_GE(j.at("verify_host_row_s").get<double>(), 0);
+  // The fitted profile against the same profile without the Domino fit: different SD times.
+  nlohmann::json bare = j;
+  bare["drafter_fits"].erase("smollm2-domino");
+  {
+    std::ofstream o(d.file("bare.json"));
+    o << bare.dump();
+  }
+  auto sd_seconds = [&](const std::string& prof) {
+    const auto s = run_command(ssd() + "--target smollm2-135m --drafter smollm2-domino "
+                               "--colocated --mode sd --tokens 32 --device-profile " + prof +
+                               " --json " + d.file("s.json"));
+    EXPECT_EQ(s.exit_code, 0) << s.err;
+    return read_json(d.file("s.json"))["results"][0]["seconds"].get<double>();
+  };
+  EXPECT_NE(sd_seconds(d.file("p.json")), sd_seconds(d.file("bare.json")));
+}
+
 TEST(SimCommand, ImpossibleConfigsExitNonZeroNamingTheProblem) {
   struct Case {
     std::string flags, says;
@@ -55,7 +97,13 @@ TEST(SimCommand, ImpossibleConfigsExitNonZeroNamingTheProblem) {
                         Case{"--tp-link warp", "unknown link preset 'warp'"},
                         Case{"--tp 1", "do not fit"},
                         Case{"--tp 4 --colocated --mode ssd", "ssd needs the drafter on its own"},
-                        Case{"--tp 4 --batch 0", "--batch"}}) {
+                        Case{"--tp 4 --batch 0", "--batch"},
+                        Case{"--calibrate --calibrate-model /nonexistent.gguf --out x.json "
+                             "--calibrate-drafters early-exit:3",
+                             "cannot calibrate 'early-exit:3'"},
+                        Case{"--calibrate --calibrate-model /nonexistent.gguf --out x.json "
+                             "--calibrate-drafters ngram --calibrate-k 0",
+                             "--calibrate-k: 0 must be an integer in 1..32"}}) {
     const auto r = run_command(ssd() + c.flags);
     EXPECT_EQ(r.exit_code, 1) << c.flags;
     EXPECT_NE(r.err.find(c.says), std::string::npos) << c.flags << ": " << r.err;

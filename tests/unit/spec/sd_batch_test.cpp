@@ -240,6 +240,28 @@ TEST_P(SdBatchGreedy, EveryRequestEqualsItsArRun) {
       rows += static_cast<int64_t>(calls[round - 1].rows);
     }
     EXPECT_EQ(res.stats.verified_rows, rows);
+    // The round log (the outcome trace a bench writes): one record per sequence-round, in round
+    // order, carrying each request's own rounds, acceptances and verified rows.
+    ASSERT_EQ(static_cast<int64_t>(res.log.size()), rounds);
+    std::vector<int64_t> log_rounds(b), log_accepted(b);
+    int64_t log_rows = 0;
+    for (size_t r = 0; r < res.log.size(); ++r) {
+      const SdRoundRecord& x = res.log[r];
+      ASSERT_TRUE(x.seq >= 0 && x.seq < static_cast<int32_t>(b));
+      EXPECT_TRUE(x.round >= 0 && x.round < most);
+      if (r > 0) EXPECT_GE(x.round, res.log[r - 1].round);
+      EXPECT_TRUE(x.accepted >= 0 && x.accepted <= x.k && x.k <= k);
+      log_rounds[x.seq]++;
+      log_accepted[x.seq] += x.accepted;
+      log_rows += 1 + x.k;
+    }
+    for (size_t i = 0; i < b; ++i) {
+      EXPECT_EQ(log_rounds[i], res.requests[i].stats.rounds) << "request " << i;
+      EXPECT_EQ(log_accepted[i], res.requests[i].stats.accepted) << "request " << i;
+    }
+    EXPECT_EQ(log_rows, rows);
+    EXPECT_GE(res.drafter_start_s, 0.0);
+    EXPECT_LE(res.drafter_start_s, res.stats.draft_s);
     EXPECT_LE(static_cast<int64_t>(d.draft_calls.size()), most) << "at most one draft() a round";
     EXPECT_EQ(target.released, static_cast<int64_t>(b));
     EXPECT_EQ(w.engine->kv->pages_in_use(), 0);

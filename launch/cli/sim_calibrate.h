@@ -1,0 +1,34 @@
+// `ssd simulate --calibrate`: measure this machine and write the CPU device profile the round
+// simulator prices forwards with (topology/sim/cpu_calibration.h), and, with drafters named,
+// each drafter's own fit and the verifier's host cost (topology/sim/drafter_calibration.h).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "topology/sim/sim_config.h"
+
+namespace ssd {
+
+struct CalibrateOptions {
+  std::string model;  // the target (GGUF or checkpoint)
+  std::filesystem::path out;
+  int32_t threads = 2;
+  int32_t rows = 32;      // target forwards of 1..8 rows, then every 4th up to `rows`
+  int32_t context = 128;  // cached tokens before each (and the drafters' prompt length)
+  // --drafter specs to time in the runtime's SD loop (ngram, suffix, domino:PATH, model:PATH)
+  std::vector<std::string> drafters;
+  std::vector<int32_t> ks{2, 4, 7}, batches{1, 4};
+  int32_t tokens = 24;  // generated per request in each drafter run
+};
+
+int run_calibrate(const CalibrateOptions& o);
+
+// The simulator's drafter for a --drafter spec, named as `ssd simulate --drafter` names it (the
+// key of its fit): ngram and suffix (lookups), smollm2-domino for domino:PATH (the committed
+// Domino's shape), the model file's shape for model:PATH (its file name). Error for other kinds.
+sim::SimDrafter sim_drafter_for_spec(const std::string& spec);
+
+}  // namespace ssd

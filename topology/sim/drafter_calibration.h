@@ -1,0 +1,46 @@
+// A drafter's own costs from measured draft calls (`ssd simulate --calibrate
+// --calibrate-drafters`): the runtime's SD loop is timed with that drafter at several k and
+// batch sizes, each run giving the mean seconds of one round's drafting (the draft call, then the
+// commit of the outcome), and fit_drafter() finds the DrafterFit (hw_profile.h) under which
+// draft_seconds() (round_sim.h) reproduces them:
+//   model drafters  a grid over the achieved bandwidth fraction and peak (refined around the
+//                   best point); for each, the per-forward and per-call costs are the
+//                   non-negative least-squares solution (the cost is linear in them), all
+//                   minimising the squared relative error. A block drafter has one forward per
+//                   call, so its fixed cost is all per-call.
+//   lookup drafters call_s + n x lookup_s, by the same least squares.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "topology/sim/hw_profile.h"
+#include "topology/sim/sim_config.h"
+
+namespace ssd::sim {
+
+// One measured configuration: the mean draft call of a run.
+struct DraftSample {
+  double n = 1;       // sequences (or branches) per call
+  double suffix = 1;  // new tokens each takes in (the last round's accepted + 1)
+  int32_t k = 4;      // tokens drafted per sequence
+  double context = 0;
+  bool predict_bonus = false;  // a drafter rank drafts k + 1 (round_sim.h)
+  double seconds = 0;          // measured, per call
+};
+
+struct DrafterCalibration {
+  DrafterFit fit;
+  std::vector<double> predicted_s;  // [samples] under the fit
+};
+
+// `device` supplies the measured bandwidth (and the peak a lookup drafter never uses). Throws
+// ssd::Error for no samples or a non-positive time.
+DrafterCalibration fit_drafter(const SimDrafter& drafter, const DeviceProfile& device,
+                               const std::vector<DraftSample>& samples);
+
+// The verifier's host cost per forward, host_s = verify_host_s + rows x verify_host_row_s, by
+// non-negative least squares over (rows, seconds) pairs; sets both fields of `device`.
+void fit_verify_host(DeviceProfile& device, const std::vector<std::pair<double, double>>& samples);
+
+}  // namespace ssd::sim
