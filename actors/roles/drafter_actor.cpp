@@ -50,7 +50,9 @@ class DrafterActor {
     loop_.on(MsgKind::kPrespecCut, [this](const Envelope& env) { on_cut(env); });
     if (layout.is_drafter_lead()) {
       // The target leader's sign of life (heartbeat.h): a leader that stops sending ends the job.
-      leader_watch_.emplace(layout.rank, layout.role(), layout.target_leader(), opts.step_s);
+      // Twice the step: heartbeats are read on the loop thread, which an answer (its own step,
+      // watched) can hold for up to one step.
+      leader_watch_.emplace(layout.rank, layout.role(), layout.target_leader(), 2 * opts.step_s);
       loop_.on(MsgKind::kHeartbeat, [this](const Envelope& env) {
         decode<Heartbeat>(env);
         if (!stopping_) leader_watch_->beat();

@@ -5,7 +5,8 @@
 // other work: its drafter, a request's prefill, an idle server). So while a LeaderJob with
 // drafter ranks lives, a thread of its own sends the drafter lead a Heartbeat every period
 // (a quarter of the step deadline), and the drafter lead's LeaderWatch fails the job when no
-// heartbeat came for a whole step deadline:
+// heartbeat was read for two step deadlines (the lead reads them on its loop thread, which one
+// answer, a step watched on its own, can hold for up to a step):
 //   "rank 2 (drafter) timed out after S s while waiting for a heartbeat from the target leader
 //    (rank 0)"
 // A stopped or dead process sends nothing, whatever its threads were doing. Heartbeats travel
