@@ -5,11 +5,13 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "actors/transport/handshake.h"
+#include "actors/transport/mpi_check.h"
 #include "actors/transport/mpi_collective.h"
 #include "actors/transport/mpi_transport.h"
 #include "actors/transport/mpi_world.h"
@@ -51,7 +53,8 @@ std::string my_place(int rank, int device) {
 }  // namespace
 
 Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_path,
-                 double watchdog_s, const GpuLinkOptions& gpu) {
+                 double watchdog_s, const GpuLinkOptions& gpu, std::vector<StartupField> startup,
+                 const FaultPlan& fault) {
   if (!MpiSession::launched_by_launcher()) {
     SSD_CHECK(tp == 1,
               "--tp {} needs {} target ranks: launch with mpirun -n {} (or launch/ssd-launch "
@@ -59,31 +62,68 @@ Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_pa
               tp, tp, tp, tp);
     layout_ = RankLayout::make(1, 0, 1);
     dog_ = std::make_unique<Watchdog>(0, Role::kTarget);
+    faults_ = std::make_unique<FaultInjector>(fault, layout_);
     placement_ = place_on_gpus(nullptr, layout_, gpu);
     links_.transport = "none";
     places_ = nlohmann::json::array({nlohmann::json::parse(my_place(0, placement_.device))});
     return;
   }
   session_ = std::make_unique<MpiSession>(nullptr, nullptr);
-  mpi_ = std::make_unique<MpiWorld>(tp);
-  layout_ = mpi_->layout();
-  dog_ = std::make_unique<Watchdog>(layout_.rank, layout_.role());
-  placement_ = place_on_gpus(&mpi_->world(), layout_, gpu);
-  if (layout_.world == 1) {
-    places_ = nlohmann::json::array({nlohmann::json::parse(my_place(0, placement_.device))});
-    return;
+  // The watchdog starts before the first collective, with this rank's role as its own --tp says
+  // (the layout is validated by MpiWorld below; the agreement makes every rank's --tp the same).
+  int world_rank = 0;
+  SSD_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+  dog_ = std::make_unique<Watchdog>(world_rank, world_rank < tp ? Role::kTarget : Role::kDrafter);
+  const auto ms = std::chrono::milliseconds(static_cast<int64_t>(watchdog_s * 1000));
+  {
+    // The first collective: every rank's start-up flags, before any collective they shape.
+    if (std::none_of(startup.begin(), startup.end(),
+                     [](const StartupField& f) { return f.flag == "--tp"; }))
+      startup.insert(startup.begin(), StartupField{"--tp", std::to_string(tp)});
+    Watchdog::Scope scope(*dog_, "agreeing on the start-up flags with every rank", watchdog_s);
+    agree_on_startup(MPI_COMM_WORLD, startup);
   }
-  // Every frame on the drafter link can go on the timeline (--trace-json): costs nothing when off.
-  // --link-emulate delays target<->drafter frames below the tracing (which sees the actors' view).
-  std::unique_ptr<Transport> link = make_world_transport(mpi_->world(), placement_, gpu);
-  if (gpu.link.active())
-    link = std::make_unique<EmulatedLink>(std::move(link), layout_.tp, gpu.link);
-  world_ = std::make_unique<TracingTransport>(std::move(link));
-  if (layout_.is_target() && layout_.tp > 1) tp_ = make_tp_collective(mpi_->tp(), placement_, gpu);
+  {
+    Watchdog::Scope scope(*dog_,
+                          "the start-up collectives (communicator splits, device placement, "
+                          "transport set-up)",
+                          watchdog_s);
+    mpi_ = std::make_unique<MpiWorld>(tp);
+    layout_ = mpi_->layout();
+    faults_ = std::make_unique<FaultInjector>(fault, layout_);
+    placement_ = place_on_gpus(&mpi_->world(), layout_, gpu);
+    if (layout_.world == 1) {
+      places_ = nlohmann::json::array({nlohmann::json::parse(my_place(0, placement_.device))});
+      return;
+    }
+    // Every frame on the drafter link can go on the timeline (--trace-json): costs nothing when
+    // off. --link-emulate delays target<->drafter frames below the tracing (which sees the
+    // actors' view).
+    std::unique_ptr<Transport> link = make_world_transport(mpi_->world(), placement_, gpu);
+    if (gpu.link.active())
+      link = std::make_unique<EmulatedLink>(std::move(link), layout_.tp, gpu.link);
+    world_ = std::make_unique<TracingTransport>(std::move(link));
+    if (layout_.is_target() && layout_.tp > 1)
+      tp_ = make_tp_collective(mpi_->tp(), placement_, gpu);
+  }
+  faults_->set_world(world_.get());
   {
     Watchdog::Scope scope(*dog_, "the start-up handshake", watchdog_s);
-    handshake(*world_, make_hello(layout_, digest64(config_text), model_digest(model_path)),
-              std::chrono::milliseconds(static_cast<int64_t>(watchdog_s * 1000)));
+    try {
+      faults_->at(FaultPhase::kStartup, 0, "before the start-up handshake");
+    } catch (const std::exception& e) {
+      abort(e.what());  // one rank's error: the others are already waiting in the handshake
+    }
+    try {
+      handshake(*world_, make_hello(layout_, digest64(config_text), model_digest(model_path)),
+                ms);
+    } catch (const TransportTimeout& e) {
+      // Only this rank gave up (a peer is dead or hung): returning through MPI_Finalize would
+      // wait for that peer, so the job ends here. A refusal is thrown on every rank alike.
+      abort(e.what());
+    } catch (const HandshakePeerFailed& e) {  // a peer's error or corrupted frame: ours alone
+      abort(e.what());
+    }
   }
   Watchdog::Scope probe(*dog_, "the start-up link probe", watchdog_s);
   links_ = probe_links(*world_, tp_.get(), layout_, LinkProbeOptions{});
@@ -93,6 +133,7 @@ Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_pa
 }
 
 Cluster::~Cluster() {
+  faults_.reset();
   dog_.reset();
   tp_.reset();
   world_.reset();

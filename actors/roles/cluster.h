@@ -9,10 +9,12 @@
 #include <memory>
 #include <string_view>
 
+#include "actors/roles/fault_injection.h"
 #include "actors/roles/gpu_link.h"
 #include "actors/transport/clock_sync.h"
 #include "actors/transport/link_probe.h"
 #include "actors/transport/rank_layout.h"
+#include "actors/transport/startup_agreement.h"
 #include "actors/transport/transport.h"
 #include "actors/transport/watchdog.h"
 #include "runtime/parallel/collective.h"
@@ -27,9 +29,13 @@ class Cluster {
   // config_text: the resolved flags (identical on every rank, or the handshake refuses the job);
   // model_path: the model every rank must have loaded the same (empty: no model, e.g. probe-links) (its size and header bytes are
   // hashed into the model digest). watchdog_s: the deadline of the handshake. gpu: the transport
-  // and device placement flags (gpu_link.h), resolved and checked on every rank.
+  // and device placement flags (gpu_link.h), resolved and checked on every rank. startup: the
+  // flags that shape the start-up collectives (--tp, --transport, ...), compared by the very
+  // first collective (startup_agreement.h) under the watchdog; tp is always among them. fault:
+  // the fault-injection plan (fault_injection.h), bound to this rank as faults().
   Cluster(int tp, std::string_view config_text, std::string_view model_path, double watchdog_s,
-          const GpuLinkOptions& gpu = {});
+          const GpuLinkOptions& gpu = {}, std::vector<StartupField> startup = {},
+          const FaultPlan& fault = {});
   ~Cluster();
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
@@ -41,6 +47,8 @@ class Cluster {
   // Every rank of the job (the leader <-> drafter link); null on a world of one.
   Transport* world() { return world_.get(); }
   Watchdog& dog() { return *dog_; }
+  // This rank's fault points (inactive unless SSD_FAULT named a fault).
+  const FaultInjector& faults() const { return *faults_; }
   // The job's backend (CUDA only when every rank resolved it), this rank's CUDA device (-1 when
   // no GPU is used) and the transport ("mpi" / "nccl").
   const GpuPlacement& placement() const { return placement_; }
@@ -74,6 +82,7 @@ class Cluster {
   std::unique_ptr<Collective> tp_;
   GpuPlacement placement_;
   std::unique_ptr<Watchdog> dog_;
+  std::unique_ptr<FaultInjector> faults_;
   LinkReport links_;
   nlohmann::json places_;
   int lost_rank_ = -1;

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "actors/roles/fault_injection.h"
 #include "runtime/saguaro/ssd_drafter_core.h"
 
 namespace ssd {
@@ -32,6 +33,7 @@ struct DistributedConfig {
   bool share_devices = false;
   std::optional<std::string> trace_json;
   std::optional<std::string> link_emulate;  // LATENCY_US[,GBPS] (emulated_link.h)  // the job's timeline, every rank (trace_capture.h)
+  FaultPlan fault;  // SSD_FAULT, read once by the command line (fault_injection.h); not a flag
 };
 
 // The SSD drafter options these flags describe for drafts of depth k under `sampler`. Throws

@@ -6,8 +6,10 @@
 #include <atomic>
 #include <deque>
 #include <map>
+#include <optional>
 
 #include "actors/roles/drafter_wire.h"
+#include "actors/roles/heartbeat.h"
 #include "actors/transport/actor_loop.h"
 #include "runtime/core/error.h"
 #include "runtime/core/trace.h"
@@ -46,6 +48,16 @@ class DrafterActor {
       loop_.on(k, [this](const Envelope& env) { enqueue(env); });
     loop_.on(MsgKind::kPrespecShare, [this](const Envelope& env) { on_share(env); });
     loop_.on(MsgKind::kPrespecCut, [this](const Envelope& env) { on_cut(env); });
+    if (layout.is_drafter_lead()) {
+      // The target leader's sign of life (heartbeat.h): a leader that stops sending ends the job.
+      // Twice the step: heartbeats are read on the loop thread, which an answer (its own step,
+      // watched) can hold for up to one step.
+      leader_watch_.emplace(layout.rank, layout.role(), layout.target_leader(), 2 * opts.step_s);
+      loop_.on(MsgKind::kHeartbeat, [this](const Envelope& env) {
+        decode<Heartbeat>(env);
+        if (!stopping_) leader_watch_->beat();
+      });
+    }
     loop_.on(MsgKind::kError, [](const Envelope& env) {
       const auto e = decode<ErrorMsg>(env);
       fail(fmt::format("rank {} ({}) failed: {}", e.rank, role_name(e.role), e.what));
@@ -133,6 +145,7 @@ class DrafterActor {
             if (r != layout_.rank) world_.send(r, DrafterShutdown{});
         stopping_ = true;
         dog_.disarm();
+        if (leader_watch_) leader_watch_->stop();
         loop_.stop();
         break;
       default:
@@ -150,8 +163,13 @@ class DrafterActor {
       if (r != layout_.rank) world_.send(r, m, std::span<const std::byte>(env.bulk()));
   }
 
+  void fault_point(FaultPhase phase, int64_t round, const std::string& where) const {
+    if (opts_.faults) opts_.faults->at(phase, round, where);
+  }
+
   void on_start(const Envelope& env) {
     const StartSeqs m = decode<StartSeqs>(env);
+    fault_point(FaultPhase::kPrefill, 0, "starting the sequences (prefilling its drafter)");
     prespeculate_ = m.prespeculate;
     core_ = m.prespeculate ? &ssd_core_ : &sd_core_;
     cut_round_ = cut_sent_round_ = -1;  // rounds count from 0 again
@@ -196,6 +214,7 @@ class DrafterActor {
     SSD_CHECK(layout_.is_drafter_lead(), "drafter rank {} got an outcome; only the lead does",
               layout_.rank);
     const Outcome m = decode<Outcome>(env);
+    fault_point(FaultPhase::kRound, m.round, fmt::format("answering round {}", m.round));
     const std::vector<RoundOutcome> outs =
         round_outcomes(m, env.bulk_as<float>(), core_->feature_dim());
     std::vector<Speculation> next;
@@ -260,6 +279,8 @@ class DrafterActor {
   // A secondary rank: adopt the lead's answers, draft this rank's share, send it to the lead.
   void on_work(const Envelope& env) {
     const PrespecWork w = decode<PrespecWork>(env);
+    fault_point(FaultPhase::kRound, w.round,
+                fmt::format("adopting the lead's work for round {}", w.round));
     const std::vector<RoundOutcome> outs =
         work_outcomes(w, env.bulk_as<float>(), core_->feature_dim());
     core_->adopt(outs, w.next);
@@ -291,6 +312,9 @@ class DrafterActor {
           // outcome is here (cut_): what is drafted by then is the cache. The first chunk is
           // always drafted: if verification beat the job's start, the likeliest branches cost
           // about what a fallback draft would, and are a probable hit.
+          fault_point(FaultPhase::kPrespec, round,
+                      fmt::format("pre-speculating {} branches for round {}", mine->size(),
+                                  round));
           const double t0 = monotonic_seconds();
           const std::span<const Branch> todo(*mine);
           for (size_t at = 0; at < todo.size() && (at == 0 || !cut_.load()); at += chunk) {
@@ -364,6 +388,7 @@ class DrafterActor {
   double idle_since_us_ = 0;  // the timeline: when this rank last finished its part of a round
   bool stopping_ = false;
   bool job_running_ = false;
+  std::optional<LeaderWatch> leader_watch_;  // the lead: the target leader's heartbeats
 };
 
 }  // namespace

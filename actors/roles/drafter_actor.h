@@ -34,6 +34,7 @@
 
 #include <memory>
 
+#include "actors/roles/fault_injection.h"
 #include "actors/transport/rank_layout.h"
 #include "actors/transport/transport.h"
 #include "actors/transport/watchdog.h"
@@ -43,6 +44,7 @@ namespace ssd {
 
 struct DrafterActorOptions {
   double step_s = 120;  // watchdog deadline of one drafting job
+  const FaultInjector* faults = nullptr;  // the rank's fault points (fault_injection.h), if any
 };
 
 // Runs until kDrafterShutdown. `world` is the job's world transport (ranks as in `layout`).

@@ -28,7 +28,19 @@ int run_on_cluster(const DistributedConfig& dist, const std::string& backend_fla
   gpu.megatron = dist.tp_mode == "megatron";
   gpu.timeout_s = dist.watchdog_s;
   if (dist.link_emulate) gpu.link = parse_link_emulation(*dist.link_emulate);
-  Cluster cluster(dist.tp, config_text, model_path, dist.watchdog_s, gpu);
+  // The flags that shape the start-up collectives, compared before any of them runs (not
+  // --backend: ranks may resolve it differently, and place_on_gpus() agrees on the job's).
+  std::vector<StartupField> startup = {
+      {"--tp", std::to_string(dist.tp)},
+      {"--transport", dist.transport},
+      {"--tp-mode", dist.tp_mode},
+      {"--devices", dist.devices.value_or("")},
+      {"--share-devices", dist.share_devices ? "on" : "off"},
+      {"--link-emulate", dist.link_emulate.value_or("")},
+      {"--trace-json", dist.trace_json ? "on" : "off"},
+  };
+  Cluster cluster(dist.tp, config_text, model_path, dist.watchdog_s, gpu, std::move(startup),
+                  dist.fault);
   try {
     std::optional<TraceCapture> trace;
     if (dist.trace_json) trace.emplace(cluster, *dist.trace_json);
@@ -86,7 +98,7 @@ int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec) {
   const double step_s = spec.dist.watchdog_s;
   if (layout.is_target()) {
     LocalTarget shard(session.model(), session.kv());
-    run_tp_worker(shard, *cluster.tp_group(), cluster.dog(), step_s);
+    run_tp_worker(shard, *cluster.tp_group(), cluster.dog(), step_s, &cluster.faults());
     return 0;
   }
   // A drafter rank. When the leader goes on without a lost drafter, a drafter whose own deadline
@@ -106,6 +118,7 @@ int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec) {
   std::unique_ptr<Drafter> backup = make_backup(spec);
   DrafterActorOptions opts;
   opts.step_s = step_s;
+  opts.faults = &cluster.faults();
   SsdDrafterOptions core = to_ssd_options(spec.dist, spec.k, spec.sampler);
   core.prespec_chunk = resolve_prespec_chunk(core.prespec_chunk, session.backend().name());
   if (const ReplayStatus rs = replay_status(session.backend()); rs.replays) {
@@ -175,6 +188,9 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
                                               PrespecSwitchOptions{
                                                   .adaptive = spec.dist.prespec_switch == "auto"});
     remote_->set_loss_policy(loss_policy_);
+    remote_->set_faults(&cluster.faults());
+    heartbeat_ = std::make_unique<HeartbeatSender>(world, layout.drafter_lead(),
+                                                   spec.dist.watchdog_s / 4);
   } else if (spec.mode == "sd") {
     drafter_ = make_drafter(parse_drafter_spec(spec.drafter), session, spec.drafter_options);
   }
@@ -226,6 +242,7 @@ std::optional<DrafterLoss> LeaderJob::drafter_loss() const {
 void LeaderJob::finish() {
   if (finished_) return;
   finished_ = true;
+  if (heartbeat_) heartbeat_->stop();  // none after the drafters' shutdown
   if (remote_) {
     remote_->shutdown_drafters();
   } else if (load_loss_) {

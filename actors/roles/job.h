@@ -22,6 +22,7 @@
 #include "actors/roles/distributed_config.h"
 #include "actors/roles/drafter_loss.h"
 #include "actors/roles/drafter_factory.h"
+#include "actors/roles/heartbeat.h"
 #include "actors/roles/model_session.h"
 #include "actors/roles/remote_decode.h"
 #include "actors/roles/tp_target.h"
@@ -101,6 +102,7 @@ class LeaderJob {
   std::unique_ptr<RemoteDecoder> remote_;
   DrafterLossPolicy loss_policy_;
   std::optional<DrafterLoss> load_loss_;  // lost before it said it was ready
+  std::unique_ptr<HeartbeatSender> heartbeat_;  // to the drafter lead while the job lives
   bool finished_ = false;
   int uncaught_at_start_ = std::uncaught_exceptions();  // the destructor knows it is unwinding
 };

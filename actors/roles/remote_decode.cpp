@@ -182,6 +182,7 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
   for (size_t i = 0; i < run.reqs.size(); ++i) {
     const GenerationRequest& req = run.reqs[i];
     Watchdog::Scope scope(dog_, fmt::format("prefilling request {}", i), step_s_);
+    if (faults_ && i == 0) faults_->at(FaultPhase::kPrefill, 0, "prefilling request 0");
     Run::Seq& s = run.seqs[i];
     s.kv = run.tseqs.create();
     s.id = next_seq_id_++;
@@ -321,6 +322,9 @@ VerifyInput RemoteDecoder::verify_input(Run& run, size_t i, int64_t round, Draft
 void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>& active,
                                             int64_t round) {
   Watchdog::Scope scope(dog_, fmt::format("verifying round {}", round), step_s_);
+  if (faults_)
+    faults_->at(FaultPhase::kPrespec, round,
+                fmt::format("verifying round {} (the drafter pre-speculates meanwhile)", round));
   std::vector<DraftTree> trees(active.size());
   std::vector<VerifyInput> inputs(active.size());
   for (size_t a = 0; a < active.size(); ++a)
@@ -385,6 +389,9 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
   if (!finished.seqs.empty()) send_drafter_lead(finished);
   if (!outcome.seqs.empty())
     send_drafter_lead(outcome, std::as_bytes(std::span<const float>(round_features)));
+  if (faults_)
+    faults_->at(FaultPhase::kRound, round,
+                fmt::format("after sending the outcome of round {}", round));
 }
 
 // Sequence i after its verification `v`: the hit/miss figures, its emitted tokens, its new root.

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "actors/roles/drafter_loss.h"
+#include "actors/roles/fault_injection.h"
 #include "actors/transport/protocol.h"
 #include "actors/transport/rank_layout.h"
 #include "actors/transport/transport.h"
@@ -120,6 +121,8 @@ class RemoteDecoder {
   // What to do when the drafter lead dies or misses a deadline (default: abort the job).
   void set_loss_policy(DrafterLossPolicy policy) { loss_policy_ = std::move(policy); }
   const std::optional<DrafterLoss>& loss() const { return loss_; }
+  // The leader's fault points (fault_injection.h): prefill, round and prespec; none by default.
+  void set_faults(const FaultInjector* faults) { faults_ = faults; }
 
  private:
   struct Run;  // one run's requests, results and sequences (remote_decode.cpp)
@@ -147,6 +150,7 @@ class RemoteDecoder {
   DrafterLossPolicy loss_policy_;
   std::optional<DrafterLoss> loss_;
   DrafterStatsMsg last_stats_;  // the drafter's figures as last fetched (kept after a loss)
+  const FaultInjector* faults_ = nullptr;
 };
 
 }  // namespace ssd

@@ -113,9 +113,11 @@ void TpLeaderTarget::shutdown() {
   shut_ = true;
 }
 
-void run_tp_worker(TargetModel& shard, Collective& group, Watchdog& dog, double step_s) {
+void run_tp_worker(TargetModel& shard, Collective& group, Watchdog& dog, double step_s,
+                   const FaultInjector* faults) {
   SSD_CHECK(group.rank() > 0, "run_tp_worker on the TP leader");
   trace::set_track("target TP shard");
+  int64_t forwards = 0;
   for (int64_t call = 0;; ++call) {
     const Envelope env = receive_frame(group);
     Watchdog::Scope scope(dog, fmt::format("running target call {} ({})", call,
@@ -123,6 +125,13 @@ void run_tp_worker(TargetModel& shard, Collective& group, Watchdog& dog, double 
                           step_s);
     switch (env.kind) {
       case MsgKind::kTargetForward: {
+        if (faults && forwards == 0)
+          faults->at(FaultPhase::kPrefill, 0, "running its first forward (the prefill)");
+        if (faults && forwards > 0)
+          faults->at(FaultPhase::kRound, forwards - 1,
+                     fmt::format("running forward {} (verifying round {})", forwards,
+                                 forwards - 1));
+        ++forwards;
         trace::Span span("target forward (shard)", "target");
         shard.forward(from_wire(decode<TargetForward>(env)));
         break;

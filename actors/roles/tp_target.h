@@ -19,6 +19,7 @@
 
 #include <memory>
 
+#include "actors/roles/fault_injection.h"
 #include "actors/transport/watchdog.h"
 #include "runtime/model/target_model.h"
 #include "runtime/parallel/collective.h"
@@ -58,7 +59,9 @@ class TpLeaderTarget final : public TargetModel {
 
 // A TP worker (group rank >= 1): replays the leader's calls on `shard` until kTargetShutdown.
 // Each wait for the next call is under no deadline (the leader may be waiting for a drafter);
-// each call runs under the watchdog with `step_s`.
-void run_tp_worker(TargetModel& shard, Collective& group, Watchdog& dog, double step_s);
+// each call runs under the watchdog with `step_s`. faults: the rank's fault points (its first
+// forward is the prefill's, forward N + 1 verifies round N), if any.
+void run_tp_worker(TargetModel& shard, Collective& group, Watchdog& dog, double step_s,
+                   const FaultInjector* faults = nullptr);
 
 }  // namespace ssd

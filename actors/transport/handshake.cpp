@@ -72,6 +72,27 @@ std::string judge_hellos(const Hello& root, const std::vector<Hello>& all) {
   return out;
 }
 
+namespace {
+
+// A peer's frame during the handshake: a peer that failed before it sent its Hello sends an
+// Error instead, which is decoded (a corrupted one is refused naming its sender) and reported.
+Envelope receive_hello_frame(Transport& world, std::chrono::milliseconds timeout) {
+  Envelope env = world.recv(timeout);
+  if (env.kind != MsgKind::kError) return env;
+  try {
+    const ErrorMsg e = decode<ErrorMsg>(env);
+    throw HandshakePeerFailed(
+        fmt::format("rank {} failed before the start-up handshake: {}", env.peer, e.what));
+  } catch (const HandshakePeerFailed&) {
+    throw;
+  } catch (const Error& e) {  // a corrupted frame: decode names its sender
+    throw HandshakePeerFailed(e.what());
+  }
+  return env;
+}
+
+}  // namespace
+
 void handshake(Transport& world, const Hello& mine, std::chrono::milliseconds timeout) {
   const int n = world.size();
   SSD_CHECK(mine.rank == world.rank() && mine.world == n,
@@ -79,7 +100,7 @@ void handshake(Transport& world, const Hello& mine, std::chrono::milliseconds ti
             mine.world, world.rank(), n);
   if (world.rank() != 0) {
     world.send(0, mine);
-    const Envelope env = world.recv(timeout);
+    const Envelope env = receive_hello_frame(world, timeout);
     // HelloReply's layout is frozen: read it whatever version the sender speaks.
     const HelloReply reply = detail::decode_head<HelloReply>(env, /*check_version=*/false);
     SSD_CHECK(reply.ok, "job refused at start-up: {}", reply.what);
@@ -90,7 +111,7 @@ void handshake(Transport& world, const Hello& mine, std::chrono::milliseconds ti
   all[0] = mine;
   seen[0] = true;
   for (int got = 1; got < n; ++got) {
-    const Envelope env = world.recv(timeout);
+    const Envelope env = receive_hello_frame(world, timeout);
     Hello h = detail::decode_head<Hello>(env, /*check_version=*/false);
     SSD_CHECK(h.rank == env.peer && !seen[env.peer],
               "handshake: rank {} sent a Hello claiming rank {}", env.peer, h.rank);

@@ -31,9 +31,16 @@ Hello make_hello(const RankLayout& layout, uint64_t config_digest, uint64_t mode
 // hostile Hellos without a transport.
 std::string judge_hellos(const Hello& root, const std::vector<Hello>& all);
 
+// Thrown on the rank that received a peer's Error (or a corrupted frame) instead of a Hello or
+// HelloReply: only this rank knows, so it must end the job rather than wait in MPI_Finalize.
+struct HandshakePeerFailed : Error {
+  using Error::Error;
+};
+
 // Runs the handshake over `world` (a transport over every rank of the job; transport rank =
 // layout rank). Returns when the job is accepted; throws ssd::Error (the same message on every
-// rank) when it is refused, and TransportTimeout when a rank does not answer within `timeout`.
+// rank) when it is refused, TransportTimeout when a rank does not answer within `timeout`, and
+// HandshakePeerFailed when a peer sent an Error (or a corrupted frame) instead of its Hello.
 void handshake(Transport& world, const Hello& mine, std::chrono::milliseconds timeout);
 
 }  // namespace ssd

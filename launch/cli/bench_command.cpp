@@ -89,7 +89,9 @@ int run_bench_command(int argc, const char* const* argv) {
                                "for several drafters and draft lengths."));
     return 0;
   }
-  return run_on_cluster(args.dist, args.backend.backend, resolved_text(args), args.target.model.string(),
+  args.dist.fault = fault_plan_from_env();
+  return run_on_cluster(args.dist, args.backend.backend, resolved_text(args),
+                        args.target.model.string(),
                         [&](Cluster& cluster) { return run_bench(args, cluster); });
 }
 

@@ -3,6 +3,8 @@
 // resolved config of both. They fill in the plain DistributedConfig the roles receive.
 #pragma once
 
+#include <cstdlib>
+
 #include "actors/roles/distributed_config.h"
 #include "launch/cli/flags.h"
 
@@ -73,6 +75,13 @@ void visit_flags(DistributedConfig& c, V&& v) {
   v(c.trace_json, "trace-json",
     "write the run's timeline from every rank (forwards, drafts, pre-speculation, waits, "
     "messages, cache hits) as one Chrome trace-event JSON file (Perfetto, chrome://tracing)");
+}
+
+// The fault-injection plan of this process (SSD_FAULT, actors/roles/fault_injection.h): read
+// once, right after the flags, by every command that runs a distributed job.
+inline FaultPlan fault_plan_from_env() {
+  const char* v = std::getenv("SSD_FAULT");
+  return parse_fault_plan(v ? v : "");
 }
 
 }  // namespace ssd

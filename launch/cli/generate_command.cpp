@@ -123,6 +123,7 @@ int run_generate_command(int argc, const char* const* argv) {
     fmt::print("{}", help_text(GenerateArgs{}, "ssd generate", kSummary));
     return 0;
   }
+  args.dist.fault = fault_plan_from_env();
   SSD_CHECK(args.prompt.empty() != !args.prompt_file.has_value(),
             "give exactly one of --prompt and --prompt-file");
 

@@ -102,6 +102,7 @@ int run_serve_command(int argc, const char* const* argv) {
     fmt::print("{}", help_text(ServeArgs{}, "ssd serve", kSummary));
     return 0;
   }
+  args.dist.fault = fault_plan_from_env();
   install_signal_handlers();
   return run_on_cluster(args.dist, args.backend.backend, resolved_text(args), args.target.model.string(),
                         [&](Cluster& cluster) { return run_serve(args, cluster); });
