@@ -8,17 +8,6 @@
 #include "runtime/spec/verify_round.h"
 
 namespace ssd {
-namespace {
-
-// The deepest node of a draft (its chain length for a chain).
-int32_t max_depth(const DraftTree& tree) {
-  int32_t d = 0;
-  for (size_t i = 0; i < tree.size(); ++i) d = std::max(d, tree.depth(static_cast<int32_t>(i)));
-  return d;
-}
-
-}  // namespace
-
 LocalEngine::LocalEngine(TargetModel& target, Drafter* drafter, const SpecLengthOptions& length,
                          ServeMetrics& metrics)
     : target_(target), drafter_(drafter), k_(length.k_max), metrics_(metrics), length_(length) {
@@ -164,7 +153,7 @@ void LocalEngine::verify_round_sd(std::span<Slot* const> running) {
     const VerifyResult& v = vr.seqs[a].result;
     s.gen.forwards++;
     metrics_.add_round(static_cast<int64_t>(trees[a].size()), v.accepted());
-    length_.observe_outcome(dseq(s), max_depth(trees[a]), v.accepted());
+    length_.observe_outcome(dseq(s), trees[a].max_depth(), v.accepted());
     std::vector<int32_t> emitted;
     for (int32_t tok : v.emitted) {
       emitted.push_back(tok);

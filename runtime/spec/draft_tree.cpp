@@ -1,5 +1,7 @@
 #include "runtime/spec/draft_tree.h"
 
+#include <algorithm>
+
 #include "runtime/core/error.h"
 
 namespace ssd {
@@ -16,19 +18,25 @@ int32_t DraftTree::depth(int32_t node) const {
   return d;
 }
 
+int32_t DraftTree::max_depth() const {
+  int32_t d = 0;
+  for (size_t i = 0; i < size(); ++i) d = std::max(d, depth(static_cast<int32_t>(i)));
+  return d;
+}
+
 bool DraftTree::is_chain() const {
   for (size_t i = 0; i < parents.size(); ++i)
     if (parents[i] != static_cast<int32_t>(i) - 1) return false;
   return true;
 }
 
-DraftTree DraftTree::truncated(int32_t max_depth) const {
+DraftTree DraftTree::truncated(int32_t depth_limit) const {
   DraftTree t;
   std::vector<int32_t> index(size(), -1), depth_of(size(), 0);  // old node -> new node, depth
   for (size_t i = 0; i < size(); ++i) {
     const int32_t p = parents[i];
     depth_of[i] = p < 0 ? 1 : depth_of[static_cast<size_t>(p)] + 1;
-    if (depth_of[i] > max_depth) continue;
+    if (depth_of[i] > depth_limit) continue;
     index[i] = t.add(p < 0 ? -1 : index[static_cast<size_t>(p)], tokens[i], q[i]);
     if (!predicted.empty()) t.predicted.push_back(predicted[i]);
   }

@@ -28,6 +28,7 @@ struct DraftTree {
   size_t size() const { return tokens.size(); }
   bool empty() const { return tokens.empty(); }
   int32_t depth(int32_t node) const;  // 1 for a child of the root
+  int32_t max_depth() const;          // the deepest node's depth (a chain's length; 0 if empty)
   bool is_chain() const;              // parents[i] == i - 1 for all i
 
   // Appends a node; returns its index.
@@ -38,8 +39,8 @@ struct DraftTree {
   static DraftTree chain(const std::vector<int32_t>& tokens, const std::vector<ProcessedDist>& q);
   // Throws ssd::Error naming the node when parents are out of order or tokens out of range.
   void validate(int32_t vocab) const;
-  // The nodes at depth <= depth, in their order (q and predicted with them).
-  DraftTree truncated(int32_t depth) const;
+  // The nodes at depth <= depth_limit, in their order (q and predicted with them).
+  DraftTree truncated(int32_t depth_limit) const;
 };
 
 // One-hot distribution at `token` (the q of a deterministic draft).

@@ -51,16 +51,6 @@ void size_stats(SdStats& s, int32_t k) {
   s.chosen_k_hist.assign(k + 1, 0);
 }
 
-namespace {
-
-int32_t max_depth(const DraftTree& tree) {
-  int32_t d = 0;
-  for (size_t i = 0; i < tree.size(); ++i) d = std::max(d, tree.depth(static_cast<int32_t>(i)));
-  return d;
-}
-
-}  // namespace
-
 void count_round(SdStats& s, const DraftTree& tree, const VerifyResult& v, int32_t k,
                  int32_t chosen_k) {
   s.rounds++;
@@ -71,7 +61,7 @@ void count_round(SdStats& s, const DraftTree& tree, const VerifyResult& v, int32
   s.empty_drafts += tree.empty() ? 1 : 0;
   s.full_accepts += v.all_accepted ? 1 : 0;
   s.accept_hist[std::min<int32_t>(v.accepted(), k)]++;
-  for (int32_t j = 0; j < max_depth(tree); ++j) s.pos_offered[j]++;
+  for (int32_t j = 0; j < tree.max_depth(); ++j) s.pos_offered[j]++;
   for (int32_t j = 0; j < v.accepted(); ++j) s.pos_accepted[j]++;
 }
 
@@ -149,7 +139,7 @@ class SdBatchRun {
       std::vector<DraftTree> trees;
       if (opts_.auto_k && drafter_.drafts_cheaply()) {  // draft the range, then choose within it
         trees = draft(active, depth);
-        for (size_t a = 0; a < active.size(); ++a) depth[a] = max_depth(trees[a]);
+        for (size_t a = 0; a < active.size(); ++a) depth[a] = trees[a].max_depth();
         depth = choose_depths(active, depth);
         for (size_t a = 0; a < active.size(); ++a) trees[a] = trees[a].truncated(depth[a]);
       } else {
@@ -283,7 +273,7 @@ class SdBatchRun {
       count_round(out_.stats, trees[a], v, opts_.k, depth[a]);
       out_.log.push_back({out_.stats.forwards - 1, static_cast<int32_t>(i),
                           static_cast<int32_t>(trees[a].size()), v.accepted()});
-      length_->observe_outcome(static_cast<int32_t>(i), max_depth(trees[a]), v.accepted());
+      length_->observe_outcome(static_cast<int32_t>(i), trees[a].max_depth(), v.accepted());
       apply(i, trees[a], v, round.logits(a), round.seqs[a].features);
     }
   }
