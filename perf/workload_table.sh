@@ -35,11 +35,12 @@ for part in "${parts[@]}"; do
       echo "part 1: $OUT/one_process.md";;
     2)
       for d in ${DRAFTERS:-ngram suffix}; do
+        name=${d%%:*}  # domino:PATH -> domino
         SSD_BIN=$BIN "$ROOT/launch/ssd-launch" --target-ranks 1 --drafter-ranks 1 -- bench \
           "${common[@]}" --drafters "$d" --k auto --modes ar,sd,ssd \
-          --out-json "$OUT/two_ranks_$d.json" --out-md "$OUT/two_ranks_$d.md" \
-          >"$OUT/two_ranks_$d.log" 2>&1 || { tail -20 "$OUT/two_ranks_$d.log"; exit 1; }
-        echo "part 2, $d: $OUT/two_ranks_$d.md"
+          --out-json "$OUT/two_ranks_$name.json" --out-md "$OUT/two_ranks_$name.md" \
+          >"$OUT/two_ranks_$name.log" 2>&1 || { tail -20 "$OUT/two_ranks_$name.log"; exit 1; }
+        echo "part 2, $d: $OUT/two_ranks_$name.md"
       done;;
     *) echo "workload_table: unknown part '$part' (1 or 2)" >&2; exit 1;;
   esac
