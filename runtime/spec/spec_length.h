@@ -38,7 +38,7 @@
 // rounds (a probe): without it, a position past the chosen k would never be tried again and a
 // row count never re-measured, so the choice could not climb when the text turns predictable
 // (measured on the rewrite prompts of perf/workloads with n-gram: stuck at k = 1 while a fixed
-// k = 4 ran 1.16x faster), nor leave k = 0.
+// k = 4 ran 1.36x faster), nor leave k = 0.
 //
 // Exactness: the choice depends only on rounds already verified, and any k verifies exactly
 // (k = 0 is the plain decode step), so greedy output stays the target's token for token and
