@@ -9,7 +9,7 @@
 //   phases  startup (before the handshake), prefill, round (round 1), prespec (round 1)
 // Every cell must: end within the watchdog deadline + 10 s of the fault (timed from the steady
 // clock the fault's own line prints), with a non-zero status; say what happened in one line (the
-// line each fault leaves is below, in expected_line(): mpirun's for a killed rank, a watchdog's for
+// line each fault leaves is below, in expected_lines(): mpirun's for a killed rank, a watchdog's for
 // a hung one, the failing rank's own for an error, the receiver's naming the sender for a
 // corrupted frame); and leave the tokens already streamed
 // intact, a prefix of the target's AR output (non-empty once the job is past its first round); and
@@ -92,16 +92,29 @@ std::string cell_env(const Cell& c) {
   return v;
 }
 
-// The line a fault must leave on the job's stderr (a substring of it).
-std::string expected_line(const Cell& c) {
+// The lines a fault may leave on the job's stderr (substrings; one of them must be there).
+// A stopped leader outside the start-up is found by the drafter lead's heartbeat watch (two
+// deadlines, heartbeat.h), the one detector that does not depend on the stopped process. Its own
+// watchdog line ("rank 0 (target) timed out after 8 s while verifying round 1") appears only when
+// mpirun's SIGCONT, sent before the SIGTERM that ends the job, lets its watchdog thread print
+// first: a race it wins most of the time, not always (seen once in 20 passes).
+std::vector<std::string> expected_lines(const Cell& c) {
   const int r = rank_of(c.role);
   switch (c.kind) {
-    case FaultKind::kKill: return fmt::format("process rank {} with PID", r);  // mpirun's
-    case FaultKind::kStop: return fmt::format("timed out after {:g} s while", kWatchdogS);
-    case FaultKind::kError: return "error: injected error";  // from the rank itself
-    case FaultKind::kCorrupt: return fmt::format("corrupted Error from rank {}", r);
+    case FaultKind::kKill: return {fmt::format("process rank {} with PID", r)};  // mpirun's
+    case FaultKind::kStop: {
+      std::vector<std::string> lines = {fmt::format("timed out after {:g} s while", kWatchdogS)};
+      if (c.role == FaultRole::kLeader && c.phase != FaultPhase::kStartup) {
+        lines.push_back(fmt::format(
+            "timed out after {:g} s while waiting for a heartbeat from the target leader (rank 0)",
+            2 * kWatchdogS));
+      }
+      return lines;
+    }
+    case FaultKind::kError: return {"error: injected error"};  // from the rank itself
+    case FaultKind::kCorrupt: return {fmt::format("corrupted Error from rank {}", r)};
   }
-  return "";
+  return {};
 }
 
 std::string line_with(const std::string& text, const std::string& needle) {
@@ -164,7 +177,14 @@ void run_cell(const Cell& c) {
     std::printf("| (retry: a watchdog fired before the fault point: %s)\n",
                 line_with(r.err, "timed out after").c_str());
   }
-  const std::string want = expected_line(c);
+  const std::vector<std::string> wants = expected_lines(c);
+  std::string want = wants.front();  // the first of them on stderr, or the main one
+  for (const std::string& w : wants) {
+    if (r.err.find(w) != std::string::npos) {
+      want = w;
+      break;
+    }
+  }
   std::string line = line_with(r.err, want);
   if (c.kind == FaultKind::kKill) line = line_with(r.err, "signal 9");
   const double after = t_fault ? t_end - *t_fault : -1;
