@@ -140,6 +140,9 @@ int run_serve(const ServeArgs& args, Cluster& cluster) {
       args.served_model_name.value_or(std::filesystem::path(args.target.model).stem().string());
   const bool speculative = args.run.mode != "ar";
   ServeMetrics metrics(name, speculative ? kc.k : 0);
+  // Lost while loading: the server decodes with the target alone from the start.
+  if (const std::optional<DrafterLoss> loss = job.drafter_loss())
+    metrics.set_drafter_lost(loss->rank);
   std::unique_ptr<DecodeEngine> engine;
   const RemoteEngine* remote = nullptr;  // the engine when the drafter runs on drafter ranks
   if (speculative && job.remote()) {
