@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # A drafter rank killed at a set round (SSD_FAULT, actors/roles/fault_injection.h) under Open MPI's
 # recovery mode costs speed, not the run (docs/faults.md, "Recovery"). Run by ctest:
-#   ssd_recover_fault_check.sh SSD_BIN generate-secondary | serve-lead | serve-secondary
+#   ssd_recover_fault_check.sh SSD_BIN generate-secondary | generate-secondary-stop | serve-lead |
+#                                      serve-secondary
 #   generate-secondary  3 ranks (target, drafter lead, secondary drafter rank 2); rank 2 SIGKILLs
 #                       itself adopting the lead's work for round 3. `ssd generate --mode ssd`
 #                       must exit 0 with ONE line "lost drafter rank 2: died", the output token for
 #                       token the target's alone (AR), the loss in --stats-json, and --trace-json
 #                       written (rank 0's events, "lost_rank": 2, the "drafter rank 2 lost" instant).
+#   generate-secondary-stop  the same with rank 2 SIGSTOPping itself (a hang) and --watchdog-s 30:
+#                       the leader's deadline expires and the line names rank 2, stopped.
 #   serve-lead          `ssd serve --mode ssd` on 2 ranks; the drafter lead SIGKILLs itself
 #   serve-secondary     answering round 3 (serve-lead), or rank 2 of 3 adopting round 3's work
 #                       (serve-secondary), while two greedy requests run; a third comes after.
 #                       Every response's tokens must equal AR's, /metrics must say
 #                       ssd:drafter_lost{rank="N"} 1, and SIGTERM must drain the server: exit 0,
 #                       one loss line, the job ended with MPI_Abort(0) past the lost rank.
-# --watchdog-s 120: only the leader's process probe may find the loss, never a slow round. Every
-# wait is bounded; no timing is asserted. Skips (exit 77) without the default model (SSD_MODEL).
+# --watchdog-s 120 (but for the stop case): only the leader's process probe may find the loss,
+# never a slow round. Every wait is bounded; no timing is asserted. Skips (exit 77) without the
+# default model (SSD_MODEL).
 set -uo pipefail
 BIN=$1 HOW=$2
 if [[ -z ${SSD_MODEL:-} || ! -f ${SSD_MODEL:-} ]]; then
@@ -22,6 +26,7 @@ if [[ -z ${SSD_MODEL:-} || ! -f ${SSD_MODEL:-} ]]; then
 fi
 case $HOW in
   generate-secondary) RANKS=3 LOST=2 FAULT=secondary:kill:round:round=3 ;;
+  generate-secondary-stop) RANKS=3 LOST=2 FAULT=secondary:stop:round:round=3 ;;
   serve-lead) RANKS=2 LOST=1 FAULT=drafter:kill:round:round=3 ;;
   serve-secondary) RANKS=3 LOST=2 FAULT=secondary:kill:round:round=3 ;;
   *) echo "unknown case '$HOW'"; exit 2 ;;
@@ -40,7 +45,9 @@ REC=(--mca orte_enable_recovery 1 --mca orte_abort_on_non_zero_status 0)
 export SSD_FAULT=$FAULT
 MPI=("${MPIEXEC:-mpirun}" "${ROOT[@]}" --oversubscribe --bind-to none "${REC[@]}"
      -x SSD_FAULT -n "$RANKS" "$BIN")
-DRAFT=(--mode ssd --drafter "model:$SSD_MODEL" --k 4 --threads 1 --watchdog-s 120)
+WATCHDOG=120
+[[ $FAULT == *:stop:* ]] && WATCHDOG=30
+DRAFT=(--mode ssd --drafter "model:$SSD_MODEL" --k 4 --threads 1 --watchdog-s $WATCHDOG)
 N=48
 PROMPTS=("Count from one to one thousand in words:" "The capital of France is" "def fibonacci(n):")
 # What the target alone produces (one process, no mpirun, no fault).
@@ -52,19 +59,20 @@ for i in "${!PROMPTS[@]}"; do
 done
 
 if [[ $HOW == generate-* ]]; then
-  timeout -s KILL 300 "${MPI[@]}" generate -m "$SSD_MODEL" -p "${PROMPTS[0]}" -n $N --ignore-eos -q "${DRAFT[@]}" \
-    --stats-json "$DIR/run.json" --trace-json "$DIR/trace.json" >"$DIR/out" 2>"$DIR/log"
+  timeout -s KILL 300 "${MPI[@]}" generate -m "$SSD_MODEL" -p "${PROMPTS[0]}" -n $N --ignore-eos \
+    -q "${DRAFT[@]}" --stats-json "$DIR/run.json" --trace-json "$DIR/trace.json" >"$DIR/out" 2>"$DIR/log"
   STATUS=$?
   echo "job ended with status $STATUS; its stderr:"
   grep -v '^ *[0-9]* |' "$DIR/log" | tail -n 8
   ((STATUS == 0)) || fail "exit status $STATUS"
-  python3 - "$DIR/ar0.json" "$DIR/run.json" "$DIR/trace.json" "$LOST" <<'PY' || fail "see above"
+  python3 - "$DIR/ar0.json" "$DIR/run.json" "$DIR/trace.json" "$LOST" "$HOW" <<'PY' || fail "above"
 import json, sys
 ar, run = (json.load(open(p)) for p in sys.argv[1:3])
-lost = int(sys.argv[4])
+lost, died = int(sys.argv[4]), not sys.argv[5].endswith("-stop")
 assert run["status"] == "ok", run["status"]
 loss = run["drafter_loss"]
-assert loss and loss["rank"] == lost and loss["died"] and loss["fallback"] == "plain decoding", loss
+assert loss and loss["rank"] == lost and loss["died"] == died, loss
+assert loss["fallback"] == "plain decoding", loss
 a, b = ar["output_token_ids"], run["output_token_ids"]
 assert len(a) == 48 and a == b, f"tokens differ: AR {a} vs run {b}"
 trace = json.load(open(sys.argv[3]))
@@ -124,10 +132,16 @@ PY
   ((STATUS == 0)) || fail "exit status $STATUS"
   grep -q "drained, exiting" "$DIR/log" || fail "the server did not drain"
 fi
-grep -q "^ssd: fault injection: rank $LOST .* kill" "$DIR/log" || fail "the fault was not injected"
+KIND=$(cut -d: -f2 <<<"$FAULT")
+grep -q "^ssd: fault injection: rank $LOST ([a-z]*) $KIND " "$DIR/log" || fail "the fault was not injected"
 LINES=$(grep -c "^ssd: lost drafter rank " "$DIR/log")
 ((LINES == 1)) || fail "$LINES lines about a lost drafter, not 1"
-grep -q "^ssd: lost drafter rank $LOST: died" "$DIR/log" || fail "the line does not name rank $LOST dead"
+if [[ $FAULT == *:stop:* ]]; then
+  grep -q "^ssd: lost drafter rank $LOST: deadline of $WATCHDOG s expired .*(its process is stopped" \
+    "$DIR/log" || fail "the line does not name rank $LOST stopped at the deadline"
+else
+  grep -q "^ssd: lost drafter rank $LOST: died" "$DIR/log" || fail "the line does not name rank $LOST dead"
+fi
 grep -q "the requests are done; ending the job with MPI_Abort(0)" "$DIR/log" ||
   fail "the leader did not end the job past the lost rank"
 echo "OK"
