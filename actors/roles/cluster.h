@@ -70,6 +70,7 @@ class Cluster {
   // (docs/faults.md, "Recovery"). So once the command is done the job ends through
   // end_past_lost_rank() instead.
   void mark_lost(int rank) { lost_rank_ = rank; }
+  int lost_rank() const { return lost_rank_; }  // -1: none (on rank 0, once the job knows)
   // With a rank marked: flushes stdout and stderr, says why in one line and ends the job with
   // MPI_Abort(0) (mpirun then ends every rank; the command's work is complete). Else nothing.
   void end_past_lost_rank();

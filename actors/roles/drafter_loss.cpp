@@ -1,4 +1,4 @@
-// The leader's policy for a lost drafter lead and the liveness probe (see drafter_loss.h).
+// The leader's policy for a lost drafter rank and the liveness probe (see drafter_loss.h).
 #include "actors/roles/drafter_loss.h"
 
 #include <fmt/format.h>
@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+
+#include "runtime/core/trace.h"
 
 namespace ssd {
 
@@ -71,6 +73,12 @@ nlohmann::json DrafterLoss::to_json() const {
           {"fallback", fallback}};
 }
 
+void report_loss(const DrafterLoss& loss) {
+  fmt::print(stderr, "{}\n", loss.line());
+  std::fflush(stderr);
+  trace::instant(fmt::format("drafter rank {} lost", loss.rank).c_str(), "fault", loss.round, -1);
+}
+
 Envelope wait_for_drafter(Transport& world, int drafter, double deadline_s,
                           const DrafterLossPolicy& policy, const std::string& what) {
   using Clock = std::chrono::steady_clock;
@@ -79,7 +87,19 @@ Envelope wait_for_drafter(Transport& world, int drafter, double deadline_s,
   // receive's own deadline only backs it up, later, so the watchdog's line always wins the race.
   if (!policy.continue_on_loss) return world.recv(2 * total + std::chrono::seconds(5));
   const Clock::time_point end = Clock::now() + total;
-  const auto probe = [&] { return policy.probe ? policy.probe(drafter) : ProcessState::kUnknown; };
+  std::vector<int> ranks = {drafter};
+  for (int r : policy.ranks)
+    if (r != drafter) ranks.push_back(r);
+  // The first rank of `ranks` whose process is in `state`, or -1.
+  const auto find = [&](ProcessState state) {
+    for (int r : ranks)
+      if (policy.probe && policy.probe(r) == state) return r;
+    return -1;
+  };
+  // What a rank other than the awaited one is to the wait.
+  const auto why = [&](int rank) {
+    return std::string(rank == drafter ? "" : "; the drafter lead's answers wait for its share");
+  };
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
     if (left.count() <= 0) break;
@@ -87,13 +107,16 @@ Envelope wait_for_drafter(Transport& world, int drafter, double deadline_s,
       return world.recv(std::min(left, policy.slice));
     } catch (const TransportTimeout&) {
     }
-    if (probe() == ProcessState::kGone)
-      throw DrafterLost(drafter, true, fmt::format("died (its process is gone) while {}", what));
+    if (const int gone = find(ProcessState::kGone); gone >= 0)
+      throw DrafterLost(gone, true,
+                        fmt::format("died (its process is gone{}) while {}", why(gone), what));
   }
-  const bool stopped = probe() == ProcessState::kStopped;
-  throw DrafterLost(drafter, false,
+  const int stopped = find(ProcessState::kStopped);
+  const int lost = stopped >= 0 ? stopped : drafter;
+  throw DrafterLost(lost, false,
                     fmt::format("deadline of {:g} s expired while {}{}", deadline_s, what,
-                                stopped ? " (its process is stopped)" : ""));
+                                stopped >= 0 ? fmt::format(" (its process is stopped{})", why(lost))
+                                             : std::string()));
 }
 
 }  // namespace ssd

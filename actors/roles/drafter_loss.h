@@ -1,5 +1,5 @@
-// What the target leader does when it loses its drafter lead (--on-drafter-loss), and how it
-// tells a dead drafter from a slow one.
+// What the target leader does when it loses a drafter rank (--on-drafter-loss), and how it tells
+// a dead drafter from a slow one.
 //
 // A drafter rank can die (crash, SIGKILL, OOM) or hang (SIGSTOP, a stuck device). Under Open MPI
 // (4.1, ORTE) neither reaches the leader as an MPI error: its pending receive from the drafter just
@@ -19,12 +19,20 @@
 //             token for token (sampled: its distribution), only slower. Once the command has
 //             written everything, the job ends with MPI_Abort(0) (Cluster::end_past_lost_rank):
 //             Open MPI 4.1's MPI_Finalize can wait forever for the lost rank.
+//
+// A secondary drafter rank (ranks past the lead, draft-compute scaling) is lost the same way: the
+// lead's answers wait for every rank's pre-speculation share (drafter_actor.h), so one lost rank
+// stalls them all. The wait probes every drafter rank (DrafterLossPolicy::ranks), names the one
+// that is gone or stopped, and the leader falls back to plain decoding as for a lost lead. (The
+// lead carrying on with fewer ranks would need it to learn of the loss and re-split the branch
+// plan mid-round; the fallback is simpler, and the output is the target's either way.)
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -60,6 +68,9 @@ struct DrafterLossPolicy {
   bool continue_on_loss = false;
   // The state of a rank's process (default: always kUnknown, so only the deadline detects loss).
   std::function<ProcessState(int rank)> probe;
+  // Every drafter rank the awaited answer depends on, probed in this order (the lead's answers
+  // need every rank's share); empty: only the rank awaited.
+  std::vector<int> ranks;
   std::chrono::milliseconds slice{100};  // how often the wait looks at the drafter's process
 };
 
@@ -75,6 +86,10 @@ struct DrafterLoss {
   nlohmann::json to_json() const;
 };
 
+// Prints the loss's one line on stderr and marks it on the --trace-json timeline ("drafter rank
+// N lost", an instant on the leader's track).
+void report_loss(const DrafterLoss& loss);
+
 // Thrown by wait_for_drafter when the drafter is lost under a continue policy; the leader
 // catches it where it can fall back.
 class DrafterLost : public Error {
@@ -89,7 +104,9 @@ class DrafterLost : public Error {
 // Waits up to `deadline_s` for the next frame on `world` while drafter rank `drafter` is the one
 // awaited (`what`: "waiting for the speculation of round 4"). Under an abort policy this is
 // world.recv (a TransportTimeout at the deadline). Under a continue policy it polls in slices and
-// throws DrafterLost when the drafter's process is gone or the deadline passes.
+// throws DrafterLost when the process of the drafter, or of any rank in policy.ranks, is gone
+// (naming that rank), or when the deadline passes (naming a stopped rank of policy.ranks if
+// there is one, else `drafter`).
 Envelope wait_for_drafter(Transport& world, int drafter, double deadline_s,
                           const DrafterLossPolicy& policy, const std::string& what);
 

@@ -156,6 +156,7 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
     loss_policy_.probe = [live = RankLiveness(cluster.rank_places())](int rank) {
       return live.state(rank);
     };
+    loss_policy_.ranks = layout.drafter_ranks();  // a lost secondary stalls the lead's answers
     if (loss_policy_.continue_on_loss && !launcher_recovery_on())
       fmt::print(stderr,
                  "ssd: --on-drafter-loss continue without mpirun's recovery mode: a drafter "
@@ -173,7 +174,7 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
                              what);
     } catch (const DrafterLost& e) {
       load_loss_ = DrafterLoss{e.rank, -1, e.died, e.cause, "plain decoding"};
-      fmt::print(stderr, "{}\n", load_loss_->line());
+      report_loss(*load_loss_);
       return;
     }
     if (env.kind == MsgKind::kError) {
@@ -232,6 +233,10 @@ void LeaderJob::warm_up(WarmupPlan plan, int64_t prefill_chunk,
   fmt::print(stderr,
              "cuda graphs: {} forward shapes captured at start-up ({} forwards, {:.2f} s): {}\n",
              after.captured, r.forwards, r.seconds, r.summary.empty() ? "none" : r.summary);
+}
+
+void LeaderJob::note_drafter_loss(const DrafterLoss& loss) {
+  if (remote_) remote_->note_loss(loss);
 }
 
 std::optional<DrafterLoss> LeaderJob::drafter_loss() const {

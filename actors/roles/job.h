@@ -77,8 +77,14 @@ class LeaderJob {
   // sd / ssd with drafter ranks; null too when the drafter was lost before it was ready (the
   // job then runs the target alone: drafter_loss() says so).
   RemoteDecoder* remote() { return remote_.get(); }
-  // The drafter lead lost under --on-drafter-loss continue (while loading or in a round).
+  // A drafter rank lost under --on-drafter-loss continue (while loading or in a round).
   std::optional<DrafterLoss> drafter_loss() const;
+  // A loss found outside remote() (the server's engine): finish() then leaves the lost rank out
+  // and the job ends past it (Cluster::end_past_lost_rank).
+  void note_drafter_loss(const DrafterLoss& loss);
+  // The policy for a lost drafter rank (--on-drafter-loss and the liveness probe), for an engine
+  // of this job's own that waits for the drafter lead (the server's).
+  const DrafterLossPolicy& loss_policy() const { return loss_policy_; }
   // The target layers the remote drafter conditions on (its kDrafterReady).
   const std::vector<int32_t>& remote_feature_layers() const { return remote_features_; }
   void finish();  // the same as the destructor, but errors surface

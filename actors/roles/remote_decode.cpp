@@ -69,8 +69,11 @@ Envelope RemoteDecoder::receive(MsgKind kind, const std::string& waiting_for) {
 void RemoteDecoder::lose_drafter(const DrafterLost& e, int64_t round) {
   if (loss_) return;
   loss_ = DrafterLoss{e.rank, round, e.died, e.cause, "plain decoding"};
-  fmt::print(stderr, "{}\n", loss_->line());
-  std::fflush(stderr);
+  report_loss(*loss_);
+}
+
+void RemoteDecoder::note_loss(const DrafterLoss& loss) {
+  if (!loss_) loss_ = loss;
 }
 
 // One run's state on the leader: the requests, their results so far, and each sequence's place.

@@ -30,9 +30,10 @@
 // was not hidden), bytes_exchanged on the drafter link, and the drafter's own figures (cache hit
 // rate, acceptance after hits and misses, its busy time, the fan-out it used) fetched at the end.
 //
-// A lost drafter lead (drafter_loss.h): under a continue policy the leader stops talking to it,
-// prints one line, and verifies every later round with an empty speculation (a plain target
-// step), so the run finishes with the target's output; the result records the loss.
+// A lost drafter rank, the lead or another (drafter_loss.h): under a continue policy the leader
+// stops talking to the drafter ranks, prints one line, and verifies every later round with an
+// empty speculation (a plain target step), so the run finishes with the target's output; the
+// result records the loss.
 #pragma once
 
 #include <optional>
@@ -93,7 +94,7 @@ struct RemoteDecodeResult {
   // cache (known from the next speculation's source; absent for a request's last round). The
   // bonus's rank lives on the drafter rank and is not recorded (-1).
   std::vector<sim::OutcomeRecord> outcomes;
-  std::optional<DrafterLoss> drafter_loss;  // the drafter lead was lost (in this run or before)
+  std::optional<DrafterLoss> drafter_loss;  // a drafter rank was lost (in this run or before)
 };
 
 class RemoteDecoder {
@@ -121,6 +122,9 @@ class RemoteDecoder {
   // What to do when the drafter lead dies or misses a deadline (default: abort the job).
   void set_loss_policy(DrafterLossPolicy policy) { loss_policy_ = std::move(policy); }
   const std::optional<DrafterLoss>& loss() const { return loss_; }
+  // A loss another engine of this job found (the server's RemoteEngine), already reported: kept
+  // as this decoder's (the first one stays), so shutdown_drafters() and the job know of it.
+  void note_loss(const DrafterLoss& loss);
   // The leader's fault points (fault_injection.h): prefill, round and prespec; none by default.
   void set_faults(const FaultInjector* faults) { faults_ = faults; }
 

@@ -19,8 +19,12 @@ void TraceCapture::finish() {
   if (finished_) return;
   finished_ = true;
   const std::vector<trace::Event> mine = trace::stop();
-  const std::vector<std::string> all = cluster_.gather_text(trace::encode(mine));
   const RankLayout& layout = cluster_.layout();
+  // Past a lost drafter rank the gather would wait for it forever: rank 0 writes its own events.
+  const int lost = cluster_.lost_rank();
+  const std::vector<std::string> all =
+      lost >= 0 ? std::vector<std::string>{trace::encode(mine)}
+                : cluster_.gather_text(trace::encode(mine));
   if (layout.rank != 0) return;
   std::vector<trace::Event> events;
   std::map<int32_t, double> offsets;
@@ -43,6 +47,12 @@ void TraceCapture::finish() {
       "ping-pong at start-up, 16 exchanges per rank, the smallest round trip kept: offset = "
       "t_peer - (t_send + t_recv) / 2, exact within +-uncertainty_us (half that round trip)";
   meta["clock_offsets"] = clocks;
+  if (lost >= 0) {
+    meta["lost_rank"] = lost;
+    meta["gathered_ranks"] = "rank 0 only: a drafter rank was lost, and gathering the others' "
+                             "events would wait for it (the loss is the 'drafter rank N lost' "
+                             "instant on rank 0's timeline)";
+  }
   std::ofstream out(path_);
   SSD_CHECK(out.good(), "--trace-json: cannot write '{}'", path_);
   out << trace::chrome_trace(std::move(events), offsets, names, meta).dump() << "\n";

@@ -3,7 +3,10 @@
 // rank 0 (ping-pong, clock_sync.h) and starts this rank's recorder; end() stops it, gathers every
 // rank's events to rank 0 and writes the file there, each rank's times moved onto rank 0's clock.
 // The file's metadata states the offsets, their uncertainty and how they were measured. Both
-// calls are collective over the job's ranks.
+// calls are collective over the job's ranks, but for one case: once the leader has gone on
+// without a lost drafter rank (Cluster::lost_rank, recovery mode), rank 0 writes its own events
+// alone (the gather would wait for the lost rank), with "lost_rank" in the metadata and the loss
+// as an instant on its timeline; the job then ends with MPI_Abort(0) (Cluster::end_past_lost_rank).
 #pragma once
 
 #include <string>

@@ -115,6 +115,11 @@ void ServeMetrics::set_load(int64_t waiting, int64_t running) {
   running_ = running;
 }
 
+void ServeMetrics::set_drafter_lost(int rank) {
+  std::lock_guard lk(mu_);
+  if (lost_rank_ < 0) lost_rank_ = rank;
+}
+
 void ServeMetrics::add_rejected() {
   std::lock_guard lk(mu_);
   rejected_++;
@@ -159,6 +164,12 @@ std::string ServeMetrics::prometheus_text() const {
          hits_ + misses_ ? double(hits_) / double(hits_ + misses_) : 0.0);
   sample(o, "ssd:spec_decode_target_wait_seconds_total",
          "Time the target leader waited for the drafter's answer.", "counter", l, target_wait_s_);
+  header(o, "ssd:drafter_lost",
+         "1 once a drafter rank was lost (label rank): the target decodes alone since, its "
+         "output unchanged, slower.",
+         "gauge");
+  o += lost_rank_ < 0 ? fmt::format("ssd:drafter_lost{{{}}} 0\n", l)
+                      : fmt::format("ssd:drafter_lost{{{},rank=\"{}\"}} 1\n", l, lost_rank_);
   if (!accepted_per_pos_.empty())
     chosen_k_.write(o, "ssd:spec_length_chosen",
                     "Speculation length chosen per sequence-round (--k auto: per sequence and "

@@ -4,7 +4,8 @@
 // the time the target waited for the drafter, queue length and running requests, and histograms
 // of time to first token, time per output token and end-to-end latency. One name has no vLLM
 // counterpart: ssd:spec_length_chosen, the histogram of the speculation lengths the length
-// policy chose per sequence-round (runtime/spec/spec_length.h; --k auto).
+// policy chose per sequence-round (runtime/spec/spec_length.h; --k auto); and ssd:drafter_lost,
+// 1 (with the rank) once a drafter rank was lost under recovery mode (docs/faults.md).
 //
 // Thread-safe: the engine thread adds, the HTTP threads read (one mutex; every call is short).
 #pragma once
@@ -55,6 +56,9 @@ class ServeMetrics {
                    double e2e_s, const std::string& finish_reason);
   void set_load(int64_t waiting, int64_t running);
   void add_rejected();  // a request refused with 503 (queue full, draining)
+  // A drafter rank was lost (actors/roles/drafter_loss.h): ssd:drafter_lost{rank="N"} 1 from now
+  // on (the first loss is kept).
+  void set_drafter_lost(int rank);
 
   std::string prometheus_text() const;
 
@@ -67,6 +71,7 @@ class ServeMetrics {
   int64_t hits_ = 0, misses_ = 0;
   double target_wait_s_ = 0;
   int64_t waiting_ = 0, running_ = 0, rejected_ = 0;
+  int lost_rank_ = -1;  // the lost drafter rank, -1: none
   int64_t prompt_tokens_ = 0, generation_tokens_ = 0;
   std::vector<std::pair<std::string, int64_t>> finished_;  // by finish reason
   Histogram ttft_, tpot_, e2e_;

@@ -33,13 +33,18 @@ RemoteEngine::RemoteEngine(TargetModel& target, Transport& world, const RankLayo
 // in order with its own work (drafter_actor.h).
 template <class T>
 void RemoteEngine::send(const T& msg, std::span<const float> bulk) {
+  if (loss_) return;  // nobody to tell
   world_.send_frame(layout_.drafter_lead(), encode_frame(msg, std::as_bytes(bulk)));
 }
 
 Envelope RemoteEngine::receive(MsgKind kind, const std::string& waiting_for) {
-  Watchdog::Scope scope(dog_, waiting_for, opts_.step_s);
+  // Under a continue policy the wait's own deadline decides (DrafterLost); the watchdog only
+  // backs it up, later (as in RemoteDecoder::receive).
+  const DrafterLossPolicy& policy = opts_.loss_policy;
+  Watchdog::Scope scope(dog_, waiting_for,
+                        policy.continue_on_loss ? 2 * opts_.step_s + 5 : opts_.step_s);
   Envelope env =
-      world_.recv(std::chrono::milliseconds(static_cast<int64_t>(opts_.step_s * 1000)));
+      wait_for_drafter(world_, layout_.drafter_lead(), opts_.step_s, policy, waiting_for);
   if (env.kind == kind) return env;
   if (env.kind == MsgKind::kError) {
     const auto e = decode<ErrorMsg>(env);
@@ -49,9 +54,17 @@ Envelope RemoteEngine::receive(MsgKind kind, const std::string& waiting_for) {
                    waiting_for));
 }
 
+void RemoteEngine::lose_drafter(const DrafterLost& e) {
+  loss_ = DrafterLoss{e.rank, round_, e.died, e.cause, "plain decoding"};
+  report_loss(*loss_);
+  metrics_.set_drafter_lost(e.rank);
+}
+
 std::vector<int32_t> RemoteEngine::choose(const std::vector<int32_t>& ids,
                                           const std::vector<int32_t>& limit) {
-  std::vector<int32_t> ks = length_.choose(ids, limit);
+  // Without a drafter every sequence runs plain decode steps.
+  std::vector<int32_t> ks =
+      loss_ ? std::vector<int32_t>(ids.size(), 0) : length_.choose(ids, limit);
   for (size_t i = 0; i < ids.size(); ++i) chosen_[ids[i]] = ks[i];
   return ks;
 }
@@ -143,17 +156,27 @@ void RemoteEngine::round(std::span<Slot* const> slots) {
   // decode steps alone gets no answer at all (protocol.h, SpeculationMsg), as in RemoteDecoder.
   std::map<int32_t, SeqSpeculation> specs;
   double wait_s = 0;
-  if (asked > 0) {
+  std::optional<Envelope> env;
+  if (asked > 0 && !loss_) {
     const double tw = monotonic_seconds();
-    const Envelope env = receive(
-        MsgKind::kSpeculation, fmt::format("waiting for the speculation of round {} from the "
-                                           "drafter (rank {})",
-                                           round_, layout_.drafter_lead()));
+    try {
+      env = receive(MsgKind::kSpeculation,
+                    fmt::format("waiting for the speculation of round {} from the drafter "
+                                "(rank {})",
+                                round_, layout_.drafter_lead()));
+    } catch (const DrafterLost& e) {
+      lose_drafter(e);
+    }
     wait_s = monotonic_seconds() - tw;
-    SpeculationMsg sm = decode<SpeculationMsg>(env);
+  }
+  if (env) {
+    SpeculationMsg sm = decode<SpeculationMsg>(*env);
     SSD_CHECK(sm.round == round_, "drafter answered round {} while the target is at round {}",
               sm.round, round_);
     for (SeqSpeculation& w : sm.seqs) specs[w.seq] = std::move(w);  // ended ones dropped below
+  } else if (loss_) {  // no answer will come: this round's sequences take plain decode steps
+    for (const Slot* s : active) chosen_[dseq(*s)] = 0;
+    asked = 0;
   }
   awaiting_ = false;
 

@@ -17,11 +17,19 @@
 // chosen after each verification, from the rounds verified so far (--k auto) or K (a fixed --k),
 // and sent with the outcome (SeqOutcome::next_k); a sequence's first one with StartSeqs::first_k
 // or JoinSeqs::first_k. The policy lives as long as the engine: its costs carry over requests.
+//
+// A lost drafter rank (actors/roles/drafter_loss.h, under --on-drafter-loss continue): the wait
+// for an answer names the loss (the lead's or another drafter rank's process gone, or the
+// deadline expired); the engine prints the one line, sets ssd:drafter_lost in the metrics, and
+// from then on sends the drafter nothing and runs every sequence, in flight or admitted later,
+// as a plain decode step (length 0): the target's tokens, slower. loss() hands it to the job.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <vector>
 
+#include "actors/roles/drafter_loss.h"
 #include "actors/serve/decode_engine.h"
 #include "actors/serve/metrics.h"
 #include "actors/transport/protocol.h"
@@ -39,6 +47,7 @@ struct RemoteEngineOptions {
   bool auto_k = false;   // --k auto: each sequence's length chosen per round
   bool prespeculate = true;  // ssd; false: sd (the drafter drafts after each outcome)
   double step_s = 120;       // watchdog deadline of one wait
+  DrafterLossPolicy loss_policy;  // what a lost drafter rank does (default: ends the job)
 };
 
 class RemoteEngine final : public DecodeEngine {
@@ -52,6 +61,8 @@ class RemoteEngine final : public DecodeEngine {
   int64_t extra_positions() const override { return opts_.k; }
   int32_t k() const override { return opts_.k; }
   bool recoverable() const override { return false; }
+  // The drafter rank lost under a continue policy (the rounds since are plain decode steps).
+  const std::optional<DrafterLoss>& loss() const { return loss_; }
 
  private:
   struct Joiner {
@@ -63,6 +74,7 @@ class RemoteEngine final : public DecodeEngine {
     int32_t limit = 0;            // the most tokens its first speculation may offer
   };
   Envelope receive(MsgKind kind, const std::string& waiting_for);
+  void lose_drafter(const DrafterLost& e);  // records the loss, says so once, sets the metric
   template <class T> void send(const T& msg, std::span<const float> bulk = {});
   template <class M> M joiners_message();  // StartSeqs or JoinSeqs of joining_ (then cleared)
   int32_t dseq(const Slot& s) const { return static_cast<int32_t>(s.id & 0x7fffffff); }
@@ -83,6 +95,7 @@ class RemoteEngine final : public DecodeEngine {
   std::map<int32_t, bool> known_;   // sequences the drafter speculates for
   bool awaiting_ = false;           // an answer (StartSeqs' or Outcome's) is on its way
   int64_t round_ = 0;               // the round that answer is for
+  std::optional<DrafterLoss> loss_;  // set: the drafter is gone, nothing is sent to it
 };
 
 }  // namespace ssd

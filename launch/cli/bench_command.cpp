@@ -440,8 +440,12 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
       args.workloads ? fmt::format(" in {} categories", sets.size()) : std::string(),
       args.decode.n_predict, args.batch, args.decode.temp, args.target.threads, layout.summary(),
       session.file().summary(), build_description());
+  // A drafter rank lost mid-run (recovery mode): the ssd/sd rows after it are plain decoding.
+  const std::optional<DrafterLoss> loss = job.drafter_loss();
   report(args, context, sets, measured,
-         {{"links", cluster.links().to_json()}, {"rank_places", cluster.rank_places()}});
+         {{"links", cluster.links().to_json()},
+          {"rank_places", cluster.rank_places()},
+          {"drafter_loss", loss ? loss->to_json() : nlohmann::json(nullptr)}});
   bool all_exact = true;
   for (const auto& m : measured) all_exact = all_exact && m.all_exact;
   SSD_CHECK(all_exact, "greedy SD output differed from AR (see MISMATCH lines): a bug");

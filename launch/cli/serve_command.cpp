@@ -140,7 +140,11 @@ int run_serve(const ServeArgs& args, Cluster& cluster) {
       args.served_model_name.value_or(std::filesystem::path(args.target.model).stem().string());
   const bool speculative = args.run.mode != "ar";
   ServeMetrics metrics(name, speculative ? kc.k : 0);
+  // Lost while loading: the server decodes with the target alone from the start.
+  if (const std::optional<DrafterLoss> loss = job.drafter_loss())
+    metrics.set_drafter_lost(loss->rank);
   std::unique_ptr<DecodeEngine> engine;
+  const RemoteEngine* remote = nullptr;  // the engine when the drafter runs on drafter ranks
   if (speculative && job.remote()) {
     RemoteEngineOptions ro;
     ro.feature_layers = job.remote_feature_layers();
@@ -148,8 +152,11 @@ int run_serve(const ServeArgs& args, Cluster& cluster) {
     ro.auto_k = kc.automatic;
     ro.prespeculate = args.run.mode == "ssd";
     ro.step_s = args.dist.watchdog_s;
-    engine = std::make_unique<RemoteEngine>(job.target(), *cluster.world(), layout, cluster.dog(),
-                                            ro, metrics);
+    ro.loss_policy = job.loss_policy();
+    auto re = std::make_unique<RemoteEngine>(job.target(), *cluster.world(), layout,
+                                             cluster.dog(), ro, metrics);
+    remote = re.get();
+    engine = std::move(re);
   } else {
     engine = std::make_unique<LocalEngine>(
         job.target(), speculative ? job.local_drafter() : nullptr,
@@ -197,6 +204,8 @@ int run_serve(const ServeArgs& args, Cluster& cluster) {
              args.max_batch, ::getpid(), build_description());
   scheduler.run();
   http.stop();
+  // A drafter rank lost while serving: the job leaves it out of the shutdown and ends past it.
+  if (remote && remote->loss()) job.note_drafter_loss(*remote->loss());
   job.finish();
   fmt::print(stderr, "ssd serve: drained, exiting\n");
   return 0;
