@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "actors/roles/drafter_wire.h"
+#include "actors/roles/round_speculations.h"
 #include "runtime/core/error.h"
 #include "runtime/core/trace.h"
 #include "runtime/generate/token_picker.h"
@@ -83,8 +84,6 @@ struct RemoteDecoder::Run {
     int32_t id = 0;  // the drafter's sequence id (unique over the job)
     int32_t root = 0, root_pos = 0;
     bool running = false;
-    bool has_spec = false;  // spec holds this round's speculation (taken, not yet verified)
-    SeqSpeculation spec;
   };
   Run(TargetModel& target, std::span<const GenerationRequest> r, const BatchTokenCallback& cb,
       std::vector<SpecLengthController*> lens, int32_t k_max)
@@ -132,6 +131,7 @@ struct RemoteDecoder::Run {
   }
   int32_t k = 0;                 // K
   std::vector<int32_t> chosen;   // [requests] the length asked for each next speculation
+  std::optional<RoundSpeculations> specs;  // this round's (taken, not yet verified)
 };
 
 RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, bool prespeculate,
@@ -224,19 +224,11 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
 // Receives round `round`'s speculations (answered from the cache in --mode ssd when it hit) and
 // hands each to its sequence.
 void RemoteDecoder::take_speculations(Run& run, int64_t round) {
-  int64_t asked = 0;  // tokens asked for this round: the policy's draft cost is the wait
-  for (size_t i = 0; i < run.seqs.size(); ++i) {
-    Run::Seq& s = run.seqs[i];
-    if (!s.running) continue;
-    asked += run.chosen[i];
-    if (run.chosen[i] > 0) continue;
-    // A decode step (length 0): the drafter sends nothing for it (protocol.h, SpeculationMsg).
-    s.spec = SeqSpeculation{};
-    s.spec.seq = s.id;
-    s.spec.source = static_cast<uint8_t>(SpecSource::kDecodeStep);
-    s.has_spec = true;
-  }
-  if (asked == 0) {  // decode steps alone: no answer comes, the round starts at once
+  RoundSpeculations& specs =
+      run.specs.emplace(round, k_, static_cast<int32_t>(target_.config().vocab));
+  for (size_t i = 0; i < run.seqs.size(); ++i)
+    if (run.seqs[i].running) specs.ask(run.seqs[i].id, run.chosen[i]);
+  if (!specs.answer_comes()) {  // decode steps alone: no answer comes, the round starts at once
     run.length().observe_draft(0, 0.0);
     return;
   }
@@ -255,60 +247,24 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
     }
   }
   if (loss_) {  // no drafter: every running sequence verifies an empty speculation
-    for (size_t i = 0; i < run.seqs.size(); ++i) {
-      if (!run.seqs[i].running) continue;
-      run.seqs[i].spec = SeqSpeculation{};
-      run.seqs[i].spec.seq = run.seqs[i].id;
-      run.seqs[i].has_spec = true;
-      run.chosen[i] = 0;
-    }
+    specs.take_none();
+    for (size_t i = 0; i < run.seqs.size(); ++i)
+      if (run.seqs[i].running) run.chosen[i] = 0;
     return;
   }
-  const Envelope& env = *got;
   const double wait_dt = monotonic_seconds() - tw;
   run.out.split.target_wait_s += wait_dt;
-  run.length().observe_draft(asked, wait_dt);
-  SpeculationMsg sm = decode<SpeculationMsg>(env);
-  SSD_CHECK(sm.round == round, "drafter answered round {} while the target is at round {}",
-            sm.round, round);
-  for (SeqSpeculation& w : sm.seqs) {
-    auto it = std::find_if(run.seqs.begin(), run.seqs.end(),
-                           [&](const Run::Seq& s) { return s.id == w.seq; });
-    SSD_CHECK(it != run.seqs.end() && it->running,
-              "drafter sent a speculation for sequence {}, which is not running", w.seq);
-    SSD_CHECK(run.chosen[static_cast<size_t>(it - run.seqs.begin())] > 0,
-              "drafter sent a speculation for sequence {} in round {}, whose length is 0 (a "
-              "decode step)",
-              w.seq, round);
-    SSD_CHECK(!it->has_spec, "drafter sent two speculations for sequence {} in round {}", w.seq,
-              round);
-    it->spec = std::move(w);
-    it->has_spec = true;
-  }
+  run.length().observe_draft(specs.asked(), wait_dt);
+  specs.take(decode<SpeculationMsg>(*got));
 }
 
-// The verification input of active sequence i: its speculation cut to the length asked for it,
-// itself capped by the depth the request has left (as in single-process SD, a round may not
-// decide more tokens than that; a prefix of a chain keeps every node's q, so it verifies exactly
-// and sampled runs draw what sampled SD draws), checked against the vocabulary and --k.
-VerifyInput RemoteDecoder::verify_input(Run& run, size_t i, int64_t round, DraftTree& tree) const {
-  Run::Seq& s = run.seqs[i];
-  // Not s.spec.seq == s.id: a default SeqSpeculation says sequence 0, and a spec left from an
-  // earlier round has the right id.
-  SSD_CHECK(s.has_spec, "the drafter sent no speculation for sequence {} in round {}", s.id,
-            round);
-  s.has_spec = false;
-  const int64_t left =
-      run.reqs[i].max_new_tokens - static_cast<int64_t>(run.out.gen[i].tokens.size());
-  const size_t depth = static_cast<size_t>(std::clamp<int64_t>(left - 1, 0, run.chosen[i]));
-  if (s.spec.tokens.size() > depth) {
-    s.spec.tokens.resize(depth);
-    s.spec.q.resize(depth);
-  }
-  tree = tree_of(s.spec);
-  tree.validate(static_cast<int32_t>(target_.config().vocab));
-  SSD_CHECK(static_cast<int32_t>(tree.size()) <= k_,
-            "drafter sent {} tokens for sequence {}; --k is {}", tree.size(), s.id, k_);
+// The verification input of active sequence i: its speculation cut to the length asked for it
+// and to the depth the request has left (as in single-process SD, a round may not decide more
+// tokens than that), and checked (RoundSpeculations::tree).
+VerifyInput RemoteDecoder::verify_input(Run& run, size_t i, DraftTree& tree) const {
+  const Run::Seq& s = run.seqs[i];
+  tree = run.specs->tree(
+      s.id, run.reqs[i].max_new_tokens - static_cast<int64_t>(run.out.gen[i].tokens.size()));
   VerifyInput in;
   in.kv_seq = s.kv;
   in.root = s.root;
@@ -331,7 +287,7 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
   std::vector<DraftTree> trees(active.size());
   std::vector<VerifyInput> inputs(active.size());
   for (size_t a = 0; a < active.size(); ++a)
-    inputs[a] = verify_input(run, active[a], round, trees[a]);
+    inputs[a] = verify_input(run, active[a], trees[a]);
   const double tv = monotonic_seconds();
   // The outcome sent to the drafter carries tokens and features, not logits: they may stay on
   // the device.
@@ -369,7 +325,7 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
                          static_cast<int32_t>(v.path.size()));
     // The outcome trace: this round, and the previous round's lookup, answered by where this
     // round's speculation came from.
-    const auto source = static_cast<SpecSource>(run.seqs[i].spec.source);
+    const SpecSource source = run.specs->source(run.seqs[i].id);
     if (run.prespeculate && run.last_record[i] >= 0 && source != SpecSource::kDecodeStep)
       run.out.outcomes[static_cast<size_t>(run.last_record[i])].hit = source == SpecSource::kCache;
     run.last_record[i] = static_cast<int64_t>(run.out.outcomes.size());
@@ -404,7 +360,7 @@ std::optional<SeqOutcome> RemoteDecoder::apply_verification(Run& run, size_t i,
   Run::Seq& s = run.seqs[i];
   SplitFigures& split = run.out.split;
   const int32_t accepted = static_cast<int32_t>(v.path.size());
-  const auto source = static_cast<SpecSource>(s.spec.source);
+  const SpecSource source = run.specs->source(s.id);
   if (source == SpecSource::kCache) {
     ++split.hits;
     split.accepted_hit += accepted;
@@ -427,7 +383,6 @@ std::optional<SeqOutcome> RemoteDecoder::apply_verification(Run& run, size_t i,
   }
   s.root = v.emitted.back();
   s.root_pos += accepted + 1;
-  s.spec = SeqSpeculation{};
   if (!running) {
     run.finish(i);
     return std::nullopt;

@@ -132,7 +132,7 @@ class RemoteDecoder {
   struct Run;  // one run's requests, results and sequences (remote_decode.cpp)
   void start_sequences(Run& run, bool prespeculate);
   void take_speculations(Run& run, int64_t round);
-  VerifyInput verify_input(Run& run, size_t i, int64_t round, DraftTree& tree) const;
+  VerifyInput verify_input(Run& run, size_t i, DraftTree& tree) const;
   void verify_round_and_answer(Run& run, const std::vector<size_t>& active, int64_t round);
   std::optional<SeqOutcome> apply_verification(Run& run, size_t i, const VerifyResult& v);
   Envelope receive(MsgKind kind, const std::string& waiting_for);

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "actors/roles/drafter_wire.h"
+#include "actors/roles/round_speculations.h"
 #include "actors/transport/frame.h"
 #include "runtime/core/error.h"
 #include "runtime/generate/token_picker.h"
@@ -150,14 +150,13 @@ void RemoteEngine::round(std::span<Slot* const> slots) {
   std::vector<Slot*> active;
   for (Slot* s : slots)
     if (s->running && known_.count(dseq(*s))) active.push_back(s);
-  int64_t asked = 0;  // tokens asked for this round: the policy's draft cost is the wait
-  for (const Slot* s : active) asked += chosen_[dseq(*s)];
-  // A sequence at length 0 is a decode step: the drafter sends nothing for it, and a round of
-  // decode steps alone gets no answer at all (protocol.h, SpeculationMsg), as in RemoteDecoder.
-  std::map<int32_t, SeqSpeculation> specs;
+  // The round's speculations, taken as RemoteDecoder takes them (round_speculations.h): the
+  // policy's draft cost is the wait for the tokens asked.
+  RoundSpeculations specs(round_, opts_.k, static_cast<int32_t>(target_.config().vocab));
+  for (const Slot* s : active) specs.ask(dseq(*s), chosen_[dseq(*s)]);
   double wait_s = 0;
   std::optional<Envelope> env;
-  if (asked > 0 && !loss_) {
+  if (specs.answer_comes() && !loss_) {
     const double tw = monotonic_seconds();
     try {
       env = receive(MsgKind::kSpeculation,
@@ -170,50 +169,24 @@ void RemoteEngine::round(std::span<Slot* const> slots) {
     wait_s = monotonic_seconds() - tw;
   }
   if (env) {
-    SpeculationMsg sm = decode<SpeculationMsg>(*env);
-    SSD_CHECK(sm.round == round_, "drafter answered round {} while the target is at round {}",
-              sm.round, round_);
-    for (SeqSpeculation& w : sm.seqs) specs[w.seq] = std::move(w);  // ended ones dropped below
+    // Sequences released since their speculation was asked: theirs is dropped.
+    specs.take(decode<SpeculationMsg>(*env), /*drop_unasked=*/true);
   } else if (loss_) {  // no answer will come: this round's sequences take plain decode steps
+    specs.take_none();
     for (const Slot* s : active) chosen_[dseq(*s)] = 0;
-    asked = 0;
   }
   awaiting_ = false;
 
   Watchdog::Scope scope(dog_, fmt::format("verifying round {}", round_), opts_.step_s);
-  const int32_t vocab = static_cast<int32_t>(target_.config().vocab);
   std::vector<DraftTree> trees(active.size());
   std::vector<VerifyInput> inputs(active.size());
-  std::vector<uint8_t> sources(active.size());
-  length_.observe_draft(asked, wait_s);
+  std::vector<SpecSource> sources(active.size());
+  length_.observe_draft(specs.asked(), wait_s);
   for (size_t a = 0; a < active.size(); ++a) {
     Slot& s = *active[a];
-    if (chosen_[dseq(s)] == 0) {
-      SeqSpeculation step;
-      step.seq = dseq(s);
-      step.source = static_cast<uint8_t>(SpecSource::kDecodeStep);
-      specs[dseq(s)] = std::move(step);
-    }
-    const auto it = specs.find(dseq(s));
-    SSD_CHECK(it != specs.end(), "the drafter sent no speculation for sequence {} in round {}",
-              dseq(s), round_);
-    SeqSpeculation& sp = it->second;
-    // The length asked for, and the round may not decide more tokens than the request has left
-    // (as RemoteDecoder does).
-    const int32_t asked_k = chosen_[dseq(s)];
-    metrics_.add_chosen_length(asked_k);
-    const int64_t left = s.req.max_new_tokens - static_cast<int64_t>(s.gen.tokens.size());
-    const size_t depth = static_cast<size_t>(std::clamp<int64_t>(left - 1, 0, asked_k));
-    if (sp.tokens.size() > depth) {
-      sp.tokens.resize(depth);
-      sp.q.resize(depth);
-    }
-    trees[a] = tree_of(sp);
-    trees[a].validate(vocab);
-    SSD_CHECK(static_cast<int32_t>(trees[a].size()) <= opts_.k,
-              "drafter sent {} tokens for sequence {}; --k is {}", trees[a].size(), dseq(s),
-              opts_.k);
-    sources[a] = sp.source;
+    metrics_.add_chosen_length(chosen_[dseq(s)]);
+    trees[a] = specs.tree(dseq(s), s.req.max_new_tokens - static_cast<int64_t>(s.gen.tokens.size()));
+    sources[a] = specs.source(dseq(s));
     inputs[a] = VerifyInput{s.kv,          s.root,       s.root_pos, &trees[a],
                             s.req.sampler, s.req.stream, static_cast<uint32_t>(s.gen.tokens.size())};
   }
@@ -239,7 +212,7 @@ void RemoteEngine::round(std::span<Slot* const> slots) {
     s.gen.forwards++;
     metrics_.add_round(static_cast<int64_t>(trees[a].size()), accepted);
     length_.observe_outcome(dseq(s), static_cast<int32_t>(trees[a].size()), accepted);
-    const auto source = static_cast<SpecSource>(sources[a]);
+    const SpecSource source = sources[a];
     if (source == SpecSource::kCache) ++hits;
     else if (source != SpecSource::kInitial && source != SpecSource::kDecodeStep) ++misses;
     SeqOutcome o;
