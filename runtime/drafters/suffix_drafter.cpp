@@ -156,19 +156,19 @@ SuffixDrafter::SuffixDrafter(const SuffixDrafterOptions& opts)
 }
 
 SuffixCache& SuffixDrafter::cache_of(uint64_t scope) {
-  last_used_[scope] = ++tick_;
-  auto it = caches_.find(scope);
-  if (it != caches_.end()) return it->second;
-  if (caches_.size() == kMaxScopes) {  // drop the scope used least recently (not this one)
-    auto oldest = last_used_.end();
-    for (auto u = last_used_.begin(); u != last_used_.end(); ++u)
-      if (u->first != scope && (oldest == last_used_.end() || u->second < oldest->second))
-        oldest = u;
-    caches_.erase(oldest->first);
-    last_used_.erase(oldest);
+  auto it = scopes_.find(scope);
+  if (it == scopes_.end()) {
+    if (scopes_.size() == kMaxScopes)  // drop the scope used least recently
+      scopes_.erase(std::min_element(scopes_.begin(), scopes_.end(), [](const auto& a,
+                                                                        const auto& b) {
+        return a.second.last_used < b.second.last_used;
+      }));
+    it = scopes_.emplace(scope, Memory{SuffixCache(SuffixCacheOptions{.max_tokens =
+                                                                          opts_.cache_tokens})})
+             .first;
   }
-  return caches_.emplace(scope, SuffixCache(SuffixCacheOptions{.max_tokens = opts_.cache_tokens}))
-      .first->second;
+  it->second.last_used = ++tick_;
+  return it->second.cache;
 }
 
 void SuffixDrafter::set_memory_scope(uint64_t scope) {
@@ -213,9 +213,9 @@ DraftTree SuffixDrafter::draft_one(const DraftRequest& r, const Sequence& s) con
   // One candidate from earlier requests (the cache's segments, oldest first), one from the
   // sequence's own text; the larger expected number of accepted tokens wins, the own text ties.
   std::vector<const SuffixAutomaton*> earlier;
-  auto mem = caches_.find(s.scope);  // gone only if kMaxScopes newer scopes came since
-  if (mem != caches_.end())
-    for (const auto& seg : mem->second.segments()) earlier.push_back(&seg);
+  auto mem = scopes_.find(s.scope);  // gone only if kMaxScopes newer scopes came since
+  if (mem != scopes_.end())
+    for (const auto& seg : mem->second.cache.segments()) earlier.push_back(&seg);
   int32_t longest = 0;
   const std::vector<Cursor> from_cache = longest_matches(earlier, 0, query, longest);
   Candidate cached = grow(from_cache, longest, r, opts_);

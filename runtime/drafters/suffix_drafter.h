@@ -59,7 +59,7 @@ class SuffixDrafter final : public Drafter {
   void set_memory_scope(uint64_t scope) override;
 
   // The current scope's memory of earlier requests.
-  const SuffixCache& cache() const { return caches_.at(scope_); }
+  const SuffixCache& cache() const { return scopes_.at(scope_).cache; }
   static constexpr size_t kMaxScopes = 8;  // past it, the scope used least recently is dropped
 
  private:
@@ -68,12 +68,15 @@ class SuffixDrafter final : public Drafter {
     SuffixAutomaton own;
     uint64_t scope = 0;            // whose memory it reads and, finished, joins
   };
+  struct Memory {        // one scope's memory of earlier requests
+    SuffixCache cache;
+    int64_t last_used = 0;  // tick of the scope's last start
+  };
   DraftTree draft_one(const DraftRequest& r, const Sequence& s) const;
   SuffixCache& cache_of(uint64_t scope);
 
   SuffixDrafterOptions opts_;
-  std::map<uint64_t, SuffixCache> caches_;  // one memory per scope
-  std::map<uint64_t, int64_t> last_used_;   // scope -> tick of its last start
+  std::map<uint64_t, Memory> scopes_;  // scope -> its memory
   int64_t tick_ = 0;
   uint64_t scope_ = 0;
   std::map<int32_t, Sequence> seqs_;
