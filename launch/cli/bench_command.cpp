@@ -11,15 +11,12 @@
 #include "actors/roles/drafter_factory.h"
 #include "actors/roles/job.h"
 #include "actors/roles/model_session.h"
-#include "launch/cli/backend_flags.h"
 #include "launch/cli/bench_table.h"
 #include "launch/cli/bench_workloads.h"
 #include "launch/cli/build_info.h"
 #include "launch/cli/decode_flags.h"
-#include "launch/cli/distributed_flags.h"
-#include "launch/cli/drafter_flags.h"
 #include "launch/cli/flags.h"
-#include "launch/cli/model_flags.h"
+#include "launch/cli/job_flags.h"
 #include "launch/cli/run_report.h"
 #include "runtime/core/error.h"
 #include "runtime/generate/generation.h"
@@ -29,51 +26,45 @@
 namespace ssd {
 namespace {
 
-struct BenchArgs {
-  ModelFlags target;
+struct BenchArgs : JobFlags {
   std::optional<std::filesystem::path> prompt_file;
   std::optional<std::filesystem::path> workloads;
   std::string drafters = "ngram";
   DecodeFlags decode{.n_predict = 64, .chat = true};
   int32_t max_prompts = 0;
-  DrafterFlags drafter_flags;
   std::optional<std::filesystem::path> out_json;
   std::optional<std::filesystem::path> outcome_trace;
   std::optional<std::filesystem::path> out_md;
   std::string modes = "ar,sd";
   int32_t batch = 1;
-  DistributedConfig dist;
-  BackendFlags backend;
 
   template <class V>
   void visit(V&& v) {
-    target.visit(v);
-    v(prompt_file, "prompt-file", "prompts, one per line ('#' comments, \\n escapes)",
-      {.must_exist = true});
-    v(workloads, "workloads",
-      "instead of --prompt-file: a directory of prompt files, one per category (perf/workloads); "
-      "one table per category and a summary",
-      {.must_exist = true});
-    v(drafters, "drafters", "comma-separated --drafter specs to compare against AR");
-    decode.visit(v);
-    v(max_prompts, "max-prompts", "use only the first N prompts (of each category); 0 = all",
-      {.min = 0});
-    drafter_flags.visit(v);
-    v(out_json, "out-json", "write all runs and the summary as JSON here");
-    v(outcome_trace, "outcome-trace", "write each batch's round outcomes (JSONL, topology/sim/"
-                                      "outcome_trace.h) into this directory, for `ssd simulate "
-                                      "--outcome-trace`: ar_p<first prompt>.jsonl, "
-                                      "sd_<drafter kind>_k<k>_p<first prompt>.jsonl for a drafter "
-                                      "in this process, <mode>_p<first prompt>.jsonl for sd/ssd on "
-                                      "drafter ranks (with --workloads: <category>_ before each)");
-    v(out_md, "out-md", "write the summary table as markdown here");
-    v(modes, "modes",
-      "comma-separated modes to run: ar, sd, ssd (sd and ssd on the drafter rank when there is "
-      "one; ssd needs one)");
-    v(batch, "batch", "requests decoded together (prompts are taken in groups of this size)",
-      {.min = 1, .max = 256});
-    visit_flags(dist, v);
-    backend.visit(v);
+    visit_around(v, [&] {
+      v(prompt_file, "prompt-file", "prompts, one per line ('#' comments, \\n escapes)",
+        {.must_exist = true});
+      v(workloads, "workloads",
+        "instead of --prompt-file: a directory of prompt files, one per category (perf/workloads); "
+        "one table per category and a summary",
+        {.must_exist = true});
+      v(drafters, "drafters", "comma-separated --drafter specs to compare against AR");
+      decode.visit(v);
+      v(max_prompts, "max-prompts", "use only the first N prompts (of each category); 0 = all",
+        {.min = 0});
+      v(out_json, "out-json", "write all runs and the summary as JSON here");
+      v(outcome_trace, "outcome-trace",
+        "write each batch's round outcomes (JSONL, topology/sim/outcome_trace.h) into this "
+        "directory, for `ssd simulate --outcome-trace`: ar_p<first prompt>.jsonl, "
+        "sd_<drafter kind>_k<k>_p<first prompt>.jsonl for a drafter in this process, "
+        "<mode>_p<first prompt>.jsonl for sd/ssd on drafter ranks (with --workloads: "
+        "<category>_ before each)");
+      v(out_md, "out-md", "write the summary table as markdown here");
+      v(modes, "modes",
+        "comma-separated modes to run: ar, sd, ssd (sd and ssd on the drafter rank when there is "
+        "one; ssd needs one)");
+      v(batch, "batch", "requests decoded together (prompts are taken in groups of this size)",
+        {.min = 1, .max = 256});
+    });
   }
 };
 

@@ -14,13 +14,10 @@
 #include "actors/roles/job.h"
 #include "actors/roles/model_session.h"
 #include "actors/transport/mpi_world.h"
-#include "launch/cli/backend_flags.h"
 #include "launch/cli/build_info.h"
 #include "launch/cli/decode_flags.h"
-#include "launch/cli/distributed_flags.h"
-#include "launch/cli/drafter_flags.h"
 #include "launch/cli/flags.h"
-#include "launch/cli/model_flags.h"
+#include "launch/cli/job_flags.h"
 #include "launch/cli/run_report.h"
 #include "runtime/core/error.h"
 #include "runtime/generate/generation.h"
@@ -30,32 +27,26 @@
 namespace ssd {
 namespace {
 
-struct GenerateArgs {
-  ModelFlags target;
+struct GenerateArgs : JobFlags {
   ModeFlags run;
-  DrafterFlags drafter_flags;
   std::string prompt;
   std::optional<std::filesystem::path> prompt_file;
   DecodeFlags decode;
   std::optional<std::string> system;
   bool quiet = false;
   std::optional<std::filesystem::path> stats_json;
-  DistributedConfig dist;
-  BackendFlags backend;
 
   template <class V>
   void visit(V&& v) {
-    target.visit(v);
-    run.visit(v);
-    drafter_flags.visit(v);
-    v(prompt, "prompt", "prompt text (or use --prompt-file)", {.short_name = 'p'});
-    v(prompt_file, "prompt-file", "read the prompt from this file", {.must_exist = true});
-    decode.visit(v);
-    v(system, "system", "system message for --chat (default: the template's own, if any)");
-    v(quiet, "quiet", "do not stream the generated text to stdout", {.short_name = 'q'});
-    v(stats_json, "stats-json", "write the run's figures and output as JSON to this path");
-    visit_flags(dist, v);
-    backend.visit(v);
+    visit_around(v, [&] {
+      run.visit(v);
+      v(prompt, "prompt", "prompt text (or use --prompt-file)", {.short_name = 'p'});
+      v(prompt_file, "prompt-file", "read the prompt from this file", {.must_exist = true});
+      decode.visit(v);
+      v(system, "system", "system message for --chat (default: the template's own, if any)");
+      v(quiet, "quiet", "do not stream the generated text to stdout", {.short_name = 'q'});
+      v(stats_json, "stats-json", "write the run's figures and output as JSON to this path");
+    });
   }
 };
 

@@ -1,6 +1,6 @@
 // The flags that say what model a run loads and how much of the machine it uses, declared once:
-// `ssd generate`, `ssd bench` and `ssd serve` each hold one ModelFlags and call its visit() from
-// their own, so one declaration drives the parsing, --help and the resolved config of all three.
+// `ssd generate`, `ssd bench` and `ssd serve` hold one ModelFlags through JobFlags (job_flags.h),
+// so one declaration drives the parsing, --help and the resolved config of all three.
 #pragma once
 
 #include <algorithm>

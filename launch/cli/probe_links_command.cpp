@@ -6,29 +6,26 @@
 
 #include "actors/roles/job.h"
 #include "actors/transport/link_probe.h"
-#include "launch/cli/backend_flags.h"
 #include "launch/cli/build_info.h"
-#include "launch/cli/distributed_flags.h"
 #include "launch/cli/flags.h"
+#include "launch/cli/job_flags.h"
 
 namespace ssd {
 namespace {
 
-struct ProbeArgs {
+struct ProbeArgs : ClusterFlags {
   int32_t pings = 64;
   int64_t allreduce_mib = 4;
   std::optional<std::filesystem::path> stats_json;
-  DistributedConfig dist;
-  BackendFlags backend;
 
   template <class V>
   void visit(V&& v) {
-    v(pings, "pings", "latency: Ping/Pong round trips per drafter rank (median kept)",
-      {.min = 1, .max = 100000});
-    v(allreduce_mib, "allreduce-mib", "TP all-reduce size in MiB", {.min = 1, .max = 4096});
-    v(stats_json, "stats-json", "write the figures as JSON to this path");
-    visit_flags(dist, v);
-    backend.visit(v);
+    visit_around(v, [&] {
+      v(pings, "pings", "latency: Ping/Pong round trips per drafter rank (median kept)",
+        {.min = 1, .max = 100000});
+      v(allreduce_mib, "allreduce-mib", "TP all-reduce size in MiB", {.min = 1, .max = 4096});
+      v(stats_json, "stats-json", "write the figures as JSON to this path");
+    });
   }
 };
 

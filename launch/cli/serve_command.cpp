@@ -19,21 +19,16 @@
 #include "actors/serve/openai_service.h"
 #include "actors/serve/remote_engine.h"
 #include "actors/serve/scheduler.h"
-#include "launch/cli/backend_flags.h"
 #include "launch/cli/build_info.h"
-#include "launch/cli/distributed_flags.h"
-#include "launch/cli/drafter_flags.h"
 #include "launch/cli/flags.h"
-#include "launch/cli/model_flags.h"
+#include "launch/cli/job_flags.h"
 #include "runtime/core/error.h"
 
 namespace ssd {
 namespace {
 
-struct ServeArgs {
-  ModelFlags target;
+struct ServeArgs : JobFlags {
   ModeFlags run;
-  DrafterFlags drafter_flags;
   std::string host = "127.0.0.1";
   int32_t port = 8080;
   int64_t max_batch = 8;
@@ -42,25 +37,22 @@ struct ServeArgs {
   std::string api_key;
   std::optional<std::string> served_model_name;
   std::optional<std::filesystem::path> port_file;
-  DistributedConfig dist;
-  BackendFlags backend;
 
   template <class V>
   void visit(V&& v) {
-    target.visit(v);
-    run.visit(v);
-    drafter_flags.visit(v);
-    v(host, "host", "address to listen on");
-    v(port, "port", "TCP port; 0 = any free port (see --port-file)", {.min = 0, .max = 65535});
-    v(max_batch, "max-batch", "requests decoded together (the running batch)",
-      {.min = 1, .max = 4096});
-    v(max_queue, "max-queue", "requests waiting beyond the batch; more get 503", {.min = 0});
-    v(max_body, "max-body", "largest request body in bytes; larger gets 413", {.min = 1});
-    v(api_key, "api-key", "if set, /v1/* needs 'Authorization: Bearer KEY' (401 otherwise)");
-    v(served_model_name, "served-model-name", "model id in /v1/models (default: the file's stem)");
-    v(port_file, "port-file", "write the bound port to this file once listening");
-    visit_flags(dist, v);
-    backend.visit(v);
+    visit_around(v, [&] {
+      run.visit(v);
+      v(host, "host", "address to listen on");
+      v(port, "port", "TCP port; 0 = any free port (see --port-file)", {.min = 0, .max = 65535});
+      v(max_batch, "max-batch", "requests decoded together (the running batch)",
+        {.min = 1, .max = 4096});
+      v(max_queue, "max-queue", "requests waiting beyond the batch; more get 503", {.min = 0});
+      v(max_body, "max-body", "largest request body in bytes; larger gets 413", {.min = 1});
+      v(api_key, "api-key", "if set, /v1/* needs 'Authorization: Bearer KEY' (401 otherwise)");
+      v(served_model_name, "served-model-name",
+        "model id in /v1/models (default: the file's stem)");
+      v(port_file, "port-file", "write the bound port to this file once listening");
+    });
   }
 };
 
