@@ -18,25 +18,13 @@
 
 #include "actors/roles/drafter_loss.h"
 #include "actors/roles/remote_decode.h"
-#include "actors/transport/loopback_transport.h"
-#include "tests/support/temp_dir.h"
-#include "tests/unit/spec/drafting_fixture.h"
+#include "tests/unit/actors/split_fixture.h"
 
 namespace ssd {
 namespace {
 
 using namespace std::chrono_literals;
-using test::drafting::Engine;
-
-struct TinyTarget {
-  test::TempDir tmp;
-  std::unique_ptr<Engine> engine;
-  TinyTarget() {
-    const std::string path =
-        test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32), tmp.file("t.gguf"));
-    engine = std::make_unique<Engine>(path, 1, 4096);
-  }
-};
+using test::split::TinyTarget;
 
 std::vector<GenerationRequest> requests(size_t b) {
   std::vector<GenerationRequest> reqs;
@@ -50,39 +38,6 @@ std::vector<GenerationRequest> requests(size_t b) {
   return reqs;
 }
 
-// A drafter lead that answers StartSeqs and the outcomes of rounds up to `last_round` with a
-// two-token chain per sequence, then answers nothing (it still drains its mailbox) until a
-// DrafterShutdown; `silent` turns true when it stops answering.
-void answer_until(Transport& link, int64_t last_round, std::atomic<bool>& silent) {
-  std::vector<int32_t> seqs;
-  for (;;) {
-    const Envelope env = link.recv(60s);
-    int64_t round = 0;
-    if (env.kind == MsgKind::kStartSeqs) {
-      seqs = decode<StartSeqs>(env).seqs;
-    } else if (env.kind == MsgKind::kOutcome) {
-      round = decode<Outcome>(env).round;
-    } else if (env.kind == MsgKind::kDrafterShutdown) {
-      return;
-    } else {
-      continue;  // FinishSeqs
-    }
-    if (round > last_round) {
-      silent = true;
-      continue;
-    }
-    SpeculationMsg m;
-    m.round = round;
-    for (int32_t s : seqs) {
-      ProcessedDist q;
-      q.tokens = {TokenProb{7, 1.0f}};
-      m.seqs.push_back(
-          SeqSpeculation{s, static_cast<uint8_t>(SpecSource::kPrimary), {7, 7}, {q, q}});
-    }
-    link.send(env.peer, m);
-  }
-}
-
 struct LossRun {
   RemoteDecodeResult result;
   std::string error = "(no error)";
@@ -93,7 +48,11 @@ LossRun run_with_silent_drafter(TinyTarget& t, const std::vector<GenerationReque
                                 DrafterLossPolicy policy, double step_s,
                                 std::atomic<bool>& silent) {
   LoopbackHub hub(2);
-  std::thread drafter([&] { answer_until(hub.endpoint(1), 2, silent); });
+  // A two-token chain for every sequence in rounds 0..2, then silence (the mailbox still drained).
+  std::thread drafter([&] {
+    test::split::run_scripted_drafter_lead(hub.endpoint(1), {.chain = {7, 7}, .last_round = 2},
+                                           &silent);
+  });
   LossRun out;
   Watchdog dog(0, Role::kTarget, [&](const std::string& m) { out.watchdog = m; });
   {

@@ -12,40 +12,14 @@
 #include <mutex>
 #include <thread>
 
-#include "actors/roles/drafter_actor.h"
 #include "actors/roles/remote_decode.h"
-#include "actors/transport/frame.h"
-#include "actors/transport/loopback_transport.h"
-#include "runtime/drafters/model_drafter.h"
-#include "runtime/drafters/ngram_drafter.h"
-#include "tests/support/temp_dir.h"
-#include "tests/unit/spec/drafting_fixture.h"
+#include "tests/unit/actors/split_fixture.h"
 
 namespace ssd {
 namespace {
 
 using namespace std::chrono_literals;
-using test::drafting::Engine;
-
-struct TinyTarget {
-  test::TempDir tmp;
-  std::string path;
-  std::unique_ptr<Engine> engine;
-  std::unique_ptr<Backend> drafter_backend = make_cpu_backend(1);  // the actor's own thread
-  TinyTarget() {
-    path = test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32), tmp.file("t.gguf"));
-    engine = std::make_unique<Engine>(path, 1, 4096);
-  }
-  // The target drafting for itself: every draft agrees with it, so branches are planned.
-  std::unique_ptr<Drafter> self_drafter() {
-    ModelFile f = ModelFile::open(path);
-    ModelDrafterOptions o;
-    o.target_vocab = test::drafting::gguf_vocab(engine->file);
-    o.draft_vocab = test::drafting::gguf_vocab(f);
-    o.target_logits = engine->vocab();
-    return std::make_unique<ModelDrafter>(std::move(f), *drafter_backend, o);
-  }
-};
+using test::split::TinyTarget;
 
 std::vector<GenerationRequest> requests(size_t b) {
   std::vector<GenerationRequest> reqs;
@@ -59,39 +33,14 @@ std::vector<GenerationRequest> requests(size_t b) {
   return reqs;
 }
 
-// A drafter rank that answers every StartSeqs and Outcome with speculations for every sequence
-// but `skip` (from round `skip_from` on), each a one-token chain.
-void answer_all_but(Transport& link, int32_t skip, int64_t skip_from) {
-  std::vector<int32_t> seqs;
-  for (;;) {
-    const Envelope env = link.recv(10s);
-    int64_t round = 0;
-    if (env.kind == MsgKind::kStartSeqs) {
-      seqs = decode<StartSeqs>(env).seqs;
-    } else if (env.kind == MsgKind::kOutcome) {
-      round = decode<Outcome>(env).round;
-    } else if (env.kind == MsgKind::kDrafterShutdown) {
-      return;
-    } else {
-      continue;  // FinishSeqs
-    }
-    SpeculationMsg m;
-    m.round = round;
-    for (int32_t s : seqs) {
-      if (s == skip && round >= skip_from) continue;
-      ProcessedDist q;
-      q.tokens = {TokenProb{1, 1.0f}};
-      m.seqs.push_back(SeqSpeculation{s, static_cast<uint8_t>(SpecSource::kPrimary), {1}, {q}});
-    }
-    link.send(env.peer, m);
-  }
-}
-
 std::string run_with_missing(int32_t skip, int64_t skip_from,
                              const std::vector<GenerationRequest>& reqs = requests(2)) {
   TinyTarget t;
   LoopbackHub hub(2);
-  std::thread drafter([&] { answer_all_but(hub.endpoint(1), skip, skip_from); });
+  // Every answer a one-token chain, for every sequence but `skip` from round `skip_from` on.
+  std::thread drafter([&] {
+    test::split::run_scripted_drafter_lead(hub.endpoint(1), {.skip = skip, .skip_from = skip_from});
+  });
   Watchdog dog(0, Role::kTarget, [](const std::string&) {});
   std::string err = "(no error)";
   {
