@@ -11,41 +11,15 @@
 #include <chrono>
 #include <thread>
 
-#include "actors/roles/drafter_actor.h"
 #include "actors/roles/remote_decode.h"
-#include "actors/transport/loopback_transport.h"
-#include "runtime/drafters/model_drafter.h"
-#include "runtime/drafters/ngram_drafter.h"
-#include "tests/support/temp_dir.h"
-#include "tests/unit/spec/drafting_fixture.h"
+#include "tests/unit/actors/split_fixture.h"
 
 namespace ssd {
 namespace {
 
-using test::drafting::Engine;
 using test::drafting::gguf_vocab;
 
-struct World {
-  test::TempDir tmp;
-  std::string path;
-  std::unique_ptr<Engine> target;
-  // The drafter's own backend: the drafter actor computes on its own thread while the target
-  // verifies on the test's thread (on separate ranks in a real run), and a backend's thread pool
-  // and scratch serve one caller at a time.
-  std::unique_ptr<Backend> drafter_backend = make_cpu_backend(1);
-  World() {
-    path = test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32), tmp.file("t.gguf"));
-    target = std::make_unique<Engine>(path, 1, 4096);
-  }
-  std::unique_ptr<Drafter> self_drafter() {
-    ModelFile f = ModelFile::open(path);
-    ModelDrafterOptions o;
-    o.target_vocab = gguf_vocab(target->file);
-    o.draft_vocab = gguf_vocab(f);
-    o.target_logits = target->vocab();
-    return std::make_unique<ModelDrafter>(std::move(f), *drafter_backend, o);
-  }
-};
+using World = test::split::TinyTarget;
 
 std::vector<GenerationRequest> requests(size_t b, const SamplerConfig& s = {}) {
   std::vector<GenerationRequest> reqs;
@@ -69,34 +43,19 @@ Split run_split(World& w, Drafter& primary, std::span<const GenerationRequest> r
                 std::vector<int32_t> length_cycle = {},
                 const PrespecSwitchOptions& prespec = {}) {
   LoopbackHub hub(2);
-  const RankLayout leader = RankLayout::make(2, 0, 1), drafter = RankLayout::make(2, 1, 1);
-  std::string failure;
-  Watchdog dog0(0, Role::kTarget, [&](const std::string& m) { failure = m; });
-  Watchdog dog1(1, Role::kDrafter, [&](const std::string& m) { failure = m; });
-  NgramDrafter backup(NgramOptions{});
-  std::exception_ptr drafter_error;
-  std::thread t([&] {
-    try {
-      run_drafter_actor(hub.endpoint(1), drafter, primary, &backup, opts, {30}, dog1);
-    } catch (...) {
-      drafter_error = std::current_exception();
-    }
-  });
+  test::split::DrafterActorThread actor(hub, primary, opts);
+  actor.ready();
   Split out;
   {
-    Envelope ready = hub.endpoint(0).recv(std::chrono::seconds(30));
-    EXPECT_EQ(ready.kind, MsgKind::kDrafterReady);
-    LocalTarget target(*w.target->model, *w.target->kv);
-    RemoteDecoder dec(target, hub.endpoint(0), leader, {}, k, dog0, 30, auto_k, length_cycle,
-                      prespec);
+    LocalTarget target(*w.engine->model, *w.engine->kv);
+    RemoteDecoder dec(target, hub.endpoint(0), actor.leader_layout, {}, k, actor.leader_dog, 30,
+                      auto_k, length_cycle, prespec);
     out.ssd = dec.run(reqs, true);
     out.ssd.split.drafter = dec.drafter_stats();
     out.sd = dec.run(reqs, false);
     dec.shutdown_drafters();
   }
-  t.join();
-  if (drafter_error) std::rethrow_exception(drafter_error);
-  EXPECT_EQ(failure, "");
+  actor.join();
   return out;
 }
 
@@ -113,7 +72,7 @@ class RemoteDecodeBatch : public ::testing::TestWithParam<size_t> {};
 TEST_P(RemoteDecodeBatch, GreedySsdAndSdEqualArWithSelfDraft) {
   World w;
   const auto reqs = requests(GetParam());
-  LocalTarget target(*w.target->model, *w.target->kv);
+  LocalTarget target(*w.engine->model, *w.engine->kv);
   const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
   auto primary = w.self_drafter();
   const Split s = run_split(w, *primary, reqs, 3, options(3));
@@ -136,7 +95,7 @@ INSTANTIATE_TEST_SUITE_P(Batches, RemoteDecodeBatch, ::testing::Values(1, 3, 4))
 TEST(RemoteDecode, GreedyNgramWithListFanOutEqualsAr) {
   World w;
   const auto reqs = requests(2);
-  LocalTarget target(*w.target->model, *w.target->kv);
+  LocalTarget target(*w.engine->model, *w.engine->kv);
   const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
   NgramDrafter primary(NgramOptions{});
   SsdDrafterOptions o = options(4);
@@ -152,7 +111,7 @@ TEST(RemoteDecode, GreedyNgramWithListFanOutEqualsAr) {
 TEST(RemoteDecode, KAutoEqualsArAndCountsEveryChoice) {
   World w;
   const auto reqs = requests(3);
-  LocalTarget target(*w.target->model, *w.target->kv);
+  LocalTarget target(*w.engine->model, *w.engine->kv);
   const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
   auto primary = w.self_drafter();
   const Split s = run_split(w, *primary, reqs, 4, options(4), /*auto_k=*/true);
@@ -188,7 +147,7 @@ TEST(RemoteDecode, LengthChangesThroughZeroStayExact) {
   for (const SamplerConfig& s : {SamplerConfig{}, sampled}) {
     SCOPED_TRACE(s.temperature > 0 ? "sampled" : "greedy");
     const auto reqs = requests(3, s);
-    LocalTarget target(*w.target->model, *w.target->kv);
+    LocalTarget target(*w.engine->model, *w.engine->kv);
     const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
     auto primary = w.self_drafter();
     // Misses (every round after a decode step) draft with the primary, as SD does: with the
@@ -238,7 +197,7 @@ TEST(RemoteDecode, RoundsWithPreSpeculationOffStayExact) {
   for (const SamplerConfig& s : {SamplerConfig{}, sampled}) {
     SCOPED_TRACE(s.temperature > 0 ? "sampled" : "greedy");
     const auto reqs = requests(3, s);
-    LocalTarget target(*w.target->model, *w.target->kv);
+    LocalTarget target(*w.engine->model, *w.engine->kv);
     const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
     auto primary = w.self_drafter();
     SsdDrafterOptions o = options(3, s);
@@ -282,7 +241,7 @@ class SlowBranches : public Drafter {
 TEST(RemoteDecode, CutShortPreSpeculationStaysExactAndIsCounted) {
   World w;
   const auto reqs = requests(2);
-  LocalTarget target(*w.target->model, *w.target->kv);
+  LocalTarget target(*w.engine->model, *w.engine->kv);
   const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
   auto self = w.self_drafter();
   SlowBranches slow(*self, std::chrono::milliseconds(15));
@@ -317,12 +276,12 @@ TEST(RemoteDecode, SampledSsdDrawsWhatSampledSdDraws) {
   {
     ModelFile f = ModelFile::open(w.path);
     ModelDrafterOptions o;
-    o.target_vocab = gguf_vocab(w.target->file);
+    o.target_vocab = gguf_vocab(w.engine->file);
     o.draft_vocab = gguf_vocab(f);
-    o.target_logits = w.target->vocab();
-    local = std::make_unique<ModelDrafter>(std::move(f), *w.target->backend, o);
+    o.target_logits = w.engine->vocab();
+    local = std::make_unique<ModelDrafter>(std::move(f), *w.engine->backend, o);
   }
-  LocalTarget target(*w.target->model, *w.target->kv);
+  LocalTarget target(*w.engine->model, *w.engine->kv);
   const SdBatchResult sd = generate_sd_batch(target, *local, reqs, SdOptions{3, 1});
   auto primary = w.self_drafter();
   SsdDrafterOptions o = options(3, s);

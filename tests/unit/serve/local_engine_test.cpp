@@ -6,16 +6,11 @@
 #include <gtest/gtest.h>
 
 #include "actors/serve/local_engine.h"
-#include "runtime/drafters/model_drafter.h"
-#include "tests/support/temp_dir.h"
+#include "tests/unit/actors/split_fixture.h"
 #include "tests/unit/serve/serve_fixture.h"
-#include "tests/unit/spec/drafting_fixture.h"
 
 namespace ssd {
 namespace {
-
-using test::drafting::Engine;
-using test::drafting::gguf_vocab;
 
 GenerationRequest request(size_t i) {
   GenerationRequest r;
@@ -30,17 +25,9 @@ class LocalEngineLengths : public ::testing::TestWithParam<bool> {};
 TEST_P(LocalEngineLengths, GreedyEqualsArAndChosenLengthsReachMetrics) {
   const bool automatic = GetParam();
   constexpr int32_t kK = 3;
-  test::TempDir tmp;
-  const std::string path =
-      test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32), tmp.file("t.gguf"));
-  Engine target_engine(path, 1, 4096);
-  std::unique_ptr<Backend> drafter_backend = make_cpu_backend(1);
-  ModelFile f = ModelFile::open(path);
-  ModelDrafterOptions mo;
-  mo.target_vocab = gguf_vocab(target_engine.file);
-  mo.draft_vocab = gguf_vocab(f);
-  mo.target_logits = target_engine.vocab();
-  ModelDrafter drafter(std::move(f), *drafter_backend, mo);  // the target drafting for itself
+  test::split::TinyTarget tiny;
+  test::drafting::Engine& target_engine = *tiny.engine;
+  const std::unique_ptr<Drafter> drafter = tiny.self_drafter();
 
   constexpr size_t kRequests = 4;
   std::vector<GenerationRequest> reqs;
@@ -49,7 +36,7 @@ TEST_P(LocalEngineLengths, GreedyEqualsArAndChosenLengthsReachMetrics) {
   const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
 
   ServeMetrics metrics("tiny", kK);
-  LocalEngine eng(target, &drafter, SpecLengthOptions{.k_max = kK, .automatic = automatic},
+  LocalEngine eng(target, drafter.get(), SpecLengthOptions{.k_max = kK, .automatic = automatic},
                   metrics);
   EXPECT_EQ(eng.k(), kK);
   EXPECT_EQ(eng.extra_positions(), kK);
@@ -102,11 +89,8 @@ INSTANTIATE_TEST_SUITE_P(KChoice, LocalEngineLengths, ::testing::Values(true, fa
                          [](const auto& info) { return info.param ? "auto" : "fixed"; });
 
 TEST(LocalEngineLengths, ArEngineHasNoLengthHistogram) {
-  test::TempDir tmp;
-  const std::string path =
-      test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32), tmp.file("t.gguf"));
-  Engine target_engine(path, 1, 1024);
-  LocalTarget target(*target_engine.model, *target_engine.kv);
+  test::split::TinyTarget tiny;
+  LocalTarget target(*tiny.engine->model, *tiny.engine->kv);
   ServeMetrics metrics("tiny", 0);
   LocalEngine eng(target, nullptr, SpecLengthOptions{.k_max = 4, .automatic = true}, metrics);
   EXPECT_EQ(eng.k(), 0);

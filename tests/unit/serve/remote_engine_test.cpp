@@ -13,20 +13,14 @@
 #include <thread>
 #include <tuple>
 
-#include "actors/roles/drafter_actor.h"
 #include "actors/serve/remote_engine.h"
-#include "actors/transport/loopback_transport.h"
-#include "runtime/drafters/model_drafter.h"
-#include "runtime/drafters/ngram_drafter.h"
-#include "tests/support/temp_dir.h"
+#include "tests/unit/actors/split_fixture.h"
 #include "tests/unit/serve/serve_fixture.h"
-#include "tests/unit/spec/drafting_fixture.h"
 
 namespace ssd {
 namespace {
 
-using test::drafting::Engine;
-using test::drafting::gguf_vocab;
+namespace drafting = test::drafting;
 
 GenerationRequest request(size_t i) {
   GenerationRequest r;
@@ -40,17 +34,9 @@ class RemoteEngineJoins : public ::testing::TestWithParam<std::tuple<bool, bool>
 
 TEST_P(RemoteEngineJoins, JoiningAndLeavingSequencesKeepGreedyOutputExact) {
   const auto [prespeculate, automatic] = GetParam();
-  test::TempDir tmp;
-  const std::string path =
-      test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32), tmp.file("t.gguf"));
-  Engine target_engine(path, 1, 4096);
-  std::unique_ptr<Backend> drafter_backend = make_cpu_backend(1);
-  ModelFile f = ModelFile::open(path);
-  ModelDrafterOptions mo;
-  mo.target_vocab = gguf_vocab(target_engine.file);
-  mo.draft_vocab = gguf_vocab(f);
-  mo.target_logits = target_engine.vocab();
-  ModelDrafter primary(std::move(f), *drafter_backend, mo);  // the target drafting for itself
+  test::split::TinyTarget tiny;
+  drafting::Engine& target_engine = *tiny.engine;
+  const std::unique_ptr<Drafter> primary = tiny.self_drafter();
 
   constexpr size_t kRequests = 5;
   std::vector<GenerationRequest> reqs;
@@ -59,32 +45,20 @@ TEST_P(RemoteEngineJoins, JoiningAndLeavingSequencesKeepGreedyOutputExact) {
   const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
 
   LoopbackHub hub(2);
-  const RankLayout leader = RankLayout::make(2, 0, 1), drafter = RankLayout::make(2, 1, 1);
-  std::string failure;
-  Watchdog dog0(0, Role::kTarget, [&](const std::string& m) { failure = m; });
-  Watchdog dog1(1, Role::kDrafter, [&](const std::string& m) { failure = m; });
-  NgramDrafter backup(NgramOptions{});
   SsdDrafterOptions so;
   so.k = 3;
   so.fan_out.budget = 6;
-  std::exception_ptr drafter_error;
-  std::thread t([&] {
-    try {
-      run_drafter_actor(hub.endpoint(1), drafter, primary, &backup, so, {30}, dog1);
-    } catch (...) {
-      drafter_error = std::current_exception();
-    }
-  });
+  test::split::DrafterActorThread actor(hub, *primary, so);
+  actor.ready();
+  const RankLayout& leader = actor.leader_layout;
   ServeMetrics metrics("tiny", 3);
   {
-    Envelope ready = hub.endpoint(0).recv(std::chrono::seconds(30));
-    ASSERT_EQ(ready.kind, MsgKind::kDrafterReady);
     RemoteEngineOptions ro;
     ro.k = 3;
     ro.auto_k = automatic;
     ro.prespeculate = prespeculate;
     ro.step_s = 30;
-    RemoteEngine eng(target, hub.endpoint(0), leader, dog0, ro, metrics);
+    RemoteEngine eng(target, hub.endpoint(0), leader, actor.leader_dog, ro, metrics);
     std::vector<Slot> slots(kRequests + 1);
     for (size_t i = 0; i < slots.size(); ++i) {
       slots[i].id = static_cast<int64_t>(i + 1);
@@ -132,9 +106,7 @@ TEST_P(RemoteEngineJoins, JoiningAndLeavingSequencesKeepGreedyOutputExact) {
     EXPECT_EQ(target_engine.kv->pages_in_use(), 0);  // every sequence, the one that left too, gave its pages back
     hub.endpoint(0).send(leader.drafter_lead(), DrafterShutdown{});
   }
-  t.join();
-  if (drafter_error) std::rethrow_exception(drafter_error);
-  EXPECT_EQ(failure, "");
+  actor.join();
   const std::string text = metrics.prometheus_text();
   EXPECT_GT(test::metric(text, "ssd:spec_decode_num_accepted_tokens_total"), 0);
   const double chosen = test::metric(text, "ssd:spec_length_chosen_count");
