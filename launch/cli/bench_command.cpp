@@ -74,12 +74,10 @@ int run_bench(const BenchArgs& args, Cluster& cluster);
 
 int run_bench_command(int argc, const char* const* argv) {
   BenchArgs args;
-  if (parse(argc, argv, args).help) {
-    fmt::print("{}", help_text(BenchArgs{}, "ssd bench",
-                               "Compare AR with SD (and, under mpirun with a drafter rank, SSD) "
-                               "for several drafters and draft lengths."));
+  if (parse_or_print_help(argc, argv, args, "ssd bench",
+                          "Compare AR with SD (and, under mpirun with a drafter rank, SSD) "
+                          "for several drafters and draft lengths."))
     return 0;
-  }
   args.dist.fault = fault_plan_from_env();
   return run_on_cluster(args.dist, args.backend.backend, resolved_text(args),
                         args.target.model.string(),

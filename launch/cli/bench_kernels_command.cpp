@@ -186,13 +186,11 @@ std::string markdown_table(const std::vector<Figure>& figs) {
 
 int run_bench_kernels_command(int argc, const char* const* argv) {
   BenchKernelsArgs args;
-  if (parse(argc, argv, args).help) {
-    fmt::print("{}", help_text(BenchKernelsArgs{}, "ssd bench-kernels",
-                               "Measure bandwidth, decode roofline ratio, verify cost ratio, "
-                               "prefill speed and run-to-run decode variation of the CPU kernels "
-                               "on a model."));
+  if (parse_or_print_help(argc, argv, args, "ssd bench-kernels",
+                          "Measure bandwidth, decode roofline ratio, verify cost ratio, "
+                          "prefill speed and run-to-run decode variation of the CPU kernels "
+                          "on a model."))
     return 0;
-  }
   const std::vector<int64_t> threads = int_list("threads-list", args.threads_list, 1, 1024);
   const std::vector<int64_t> blocks = int_list("blocks", args.blocks, 2, 256);
   const int64_t max_block = std::max(*std::max_element(blocks.begin(), blocks.end()),

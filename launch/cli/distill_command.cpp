@@ -158,10 +158,7 @@ int run_distill(const DistillArgs& args) {
 
 int run_distill_command(int argc, const char* const* argv) {
   DistillArgs args;
-  if (parse(argc, argv, args).help) {
-    fmt::print("{}", help_text(DistillArgs{}, "ssd distill", kSummary));
-    return 0;
-  }
+  if (parse_or_print_help(argc, argv, args, "ssd distill", kSummary)) return 0;
   return run_distill(args);
 }
 

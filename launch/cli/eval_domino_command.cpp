@@ -46,11 +46,9 @@ struct EvalDominoArgs {
 
 int run_eval_domino_command(int argc, const char* const* argv) {
   EvalDominoArgs a;
-  if (parse(argc, argv, a).help) {
-    fmt::print("{}", help_text(EvalDominoArgs{}, "ssd eval-domino",
-                               "Offline acceptance of a Domino checkpoint on `ssd distill` data."));
+  if (parse_or_print_help(argc, argv, a, "ssd eval-domino",
+                          "Offline acceptance of a Domino checkpoint on `ssd distill` data."))
     return 0;
-  }
   SSD_CHECK(a.rows != 1, "--rows 1: a block needs the anchor and at least one MASK row");
   const ModelFile target = ModelFile::open(a.model.string());
   const ModelConfig& tc = target.config();

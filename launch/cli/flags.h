@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -112,6 +113,18 @@ template <class Args>
 std::string help_text(const Args& args, std::string_view command, std::string_view summary) {
   Args copy = args;
   return help_text(flag_specs(copy), command, summary);
+}
+
+// The start of every command: parses argv into args, or on --help prints the command's help (the
+// flags with their defaults, those of a default-constructed Args) and returns true, after which
+// the command exits 0.
+template <class Args>
+bool parse_or_print_help(int argc, const char* const* argv, Args& args, std::string_view command,
+                         std::string_view summary) {
+  if (!parse(argc, argv, args).help) return false;
+  const std::string text = help_text(Args{}, command, summary);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return true;
 }
 
 template <class Args>

@@ -110,10 +110,7 @@ int run_generate(const GenerateArgs& args, Cluster& cluster, PartialRun& partial
 
 int run_generate_command(int argc, const char* const* argv) {
   GenerateArgs args;
-  if (parse(argc, argv, args).help) {
-    fmt::print("{}", help_text(GenerateArgs{}, "ssd generate", kSummary));
-    return 0;
-  }
+  if (parse_or_print_help(argc, argv, args, "ssd generate", kSummary)) return 0;
   args.dist.fault = fault_plan_from_env();
   SSD_CHECK(args.prompt.empty() != !args.prompt_file.has_value(),
             "give exactly one of --prompt and --prompt-file");

@@ -28,10 +28,7 @@ struct InfoArgs {
 
 int run_info_command(int argc, const char* const* argv) {
   InfoArgs args;
-  if (parse(argc, argv, args).help) {
-    fmt::print("{}", help_text(InfoArgs{}, "ssd info", "Describe a model file."));
-    return 0;
-  }
+  if (parse_or_print_help(argc, argv, args, "ssd info", "Describe a model file.")) return 0;
   const ModelFile file = ModelFile::open(args.model.string());
   const ModelConfig& c = file.config();
   fmt::print("{}\n", file.summary());

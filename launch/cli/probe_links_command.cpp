@@ -71,11 +71,9 @@ int probe(const ProbeArgs& args, Cluster& cluster) {
 
 int run_probe_links_command(int argc, const char* const* argv) {
   ProbeArgs args;
-  if (parse(argc, argv, args).help) {
-    fmt::print("{}", help_text(ProbeArgs{}, "ssd probe-links",
-                               "Measure the latency and bandwidth of a job's links."));
+  if (parse_or_print_help(argc, argv, args, "ssd probe-links",
+                          "Measure the latency and bandwidth of a job's links."))
     return 0;
-  }
   return run_on_cluster(args.dist, args.backend.backend, resolved_text(args), "",
                         [&](Cluster& cluster) { return probe(args, cluster); });
 }

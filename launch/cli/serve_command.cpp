@@ -90,13 +90,11 @@ int run_serve(const ServeArgs& args, Cluster& cluster);
 
 int run_serve_command(int argc, const char* const* argv) {
   ServeArgs args;
-  if (parse(argc, argv, args).help) {
-    fmt::print("{}", help_text(ServeArgs{}, "ssd serve", kSummary));
-    return 0;
-  }
+  if (parse_or_print_help(argc, argv, args, "ssd serve", kSummary)) return 0;
   args.dist.fault = fault_plan_from_env();
   install_signal_handlers();
-  return run_on_cluster(args.dist, args.backend.backend, resolved_text(args), args.target.model.string(),
+  return run_on_cluster(args.dist, args.backend.backend, resolved_text(args),
+                        args.target.model.string(),
                         [&](Cluster& cluster) { return run_serve(args, cluster); });
 }
 

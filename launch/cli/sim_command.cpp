@@ -266,13 +266,11 @@ std::string pct(double x, double total) {
 
 int run_sim_command(int argc, const char* const* argv) {
   SimArgs a;
-  if (parse(argc, argv, a).help) {
-    fmt::print("{}", help_text(SimArgs{}, "ssd simulate",
-                               "Predict AR / SD / SSD tok/s on a described cluster (event-by-event "
-                               "round simulation with roofline costs), or --calibrate a CPU "
-                               "profile."));
+  if (parse_or_print_help(argc, argv, a, "ssd simulate",
+                          "Predict AR / SD / SSD tok/s on a described cluster (event-by-event "
+                          "round simulation with roofline costs), or --calibrate a CPU "
+                          "profile."))
     return 0;
-  }
   if (a.calibrate) return calibrate(a);
 
   sim::SimConfig cfg = build_config(a);

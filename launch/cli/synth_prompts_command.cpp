@@ -158,10 +158,7 @@ int run_synth(const SynthArgs& a) {
 
 int run_synth_prompts_command(int argc, const char* const* argv) {
   SynthArgs args;
-  if (parse(argc, argv, args).help) {
-    fmt::print("{}", help_text(SynthArgs{}, "ssd synth-prompts", kSummary));
-    return 0;
-  }
+  if (parse_or_print_help(argc, argv, args, "ssd synth-prompts", kSummary)) return 0;
   return run_synth(args);
 }
 

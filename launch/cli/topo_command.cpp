@@ -34,11 +34,9 @@ struct TopoArgs {
 
 int run_topo_command(int argc, const char* const* argv) {
   TopoArgs args;
-  if (parse(argc, argv, args).help) {
-    fmt::print("{}", help_text(TopoArgs{}, "ssd topo",
-                               "Describe this node and where each rank of a layout would sit."));
+  if (parse_or_print_help(argc, argv, args, "ssd topo",
+                          "Describe this node and where each rank of a layout would sit."))
     return 0;
-  }
   const CpuTopology topo = discover_topology();
   const GpuDiscovery gpus = discover_gpus();
   fmt::print("cpu: {}\n", topo.summary());

@@ -126,11 +126,9 @@ std::vector<int32_t> parse_ints(const std::string& text, const char* flag) {
 
 int run_train_domino_command(int argc, const char* const* argv) {
   TrainDominoArgs a;
-  if (parse(argc, argv, a).help) {
-    fmt::print("{}", help_text(TrainDominoArgs{}, "ssd train-domino",
-                               "Train a Domino drafter for a target from `ssd distill` data."));
+  if (parse_or_print_help(argc, argv, a, "ssd train-domino",
+                          "Train a Domino drafter for a target from `ssd distill` data."))
     return 0;
-  }
   std::string command = "ssd train-domino";
   for (int i = 0; i < argc; ++i) command += fmt::format(" {}", argv[i]);
 
