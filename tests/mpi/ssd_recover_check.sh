@@ -44,45 +44,14 @@ ${MPIEXEC:-mpirun} "${ROOT[@]}" --oversubscribe --bind-to none "${REC[@]}" -n "$
   "${COMMON[@]}" --mode ssd --drafter "model:$SSD_MODEL" --k 4 --tp "$TP" --watchdog-s $WATCHDOG \
   --stats-json "$DIR/run.json" >"$DIR/out" 2>"$DIR/log" &
 MPI_PID=$!
-# Whether process $1 descends from process $2 (walks the parent chain in /proc).
-descends_from() {
-  local p=$1
-  while [[ -n $p && $p -gt 1 ]]; do
-    [[ $p == "$2" ]] && return 0
-    p=$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null) || return 1
-  done
-  return 1
-}
-# The drafter lead: the ssd process of THIS job whose environment says world rank $LEAD.
-DRAFTER=""
-for _ in $(seq 1 400); do
-  for p in $(pgrep -f "$BIN generate" || true); do
-    descends_from "$p" "$MPI_PID" || continue
-    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$LEAD"; then
-      DRAFTER=$p
-    fi
-  done
-  [[ -n $DRAFTER ]] && break
-  sleep 0.05
-done
-[[ -n $DRAFTER ]] || fail "the drafter rank never started"
+# shellcheck source=tests/mpi/job_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
+DRAFTER=$(job_rank_pid "$BIN" $MPI_PID "$LEAD" 400) || fail "the drafter rank never started"
 # Hit the drafter once the job is in its rounds (tokens streamed), not while it loads.
-for _ in $(seq 1 1200); do
-  (($(stat -c %s "$DIR/out") > 40)) && break
-  kill -0 $MPI_PID 2>/dev/null || break
-  sleep 0.05
-done
-(($(stat -c %s "$DIR/out") > 40)) || fail "no tokens streamed within 60 s"
-PIDS=""  # every rank process of this job (all run once tokens stream)
-for p in $(pgrep -f "$BIN generate" || true); do
-  descends_from "$p" "$MPI_PID" && PIDS="$PIDS $p"
-done
+wait_streaming "$DIR/out" $MPI_PID || fail "no tokens streamed within 60 s"
+PIDS=$(job_ranks "$BIN" $MPI_PID)  # every rank of this job (all run once tokens stream)
 if [[ $HOW == stop ]]; then kill -STOP "$DRAFTER"; else kill -KILL "$DRAFTER"; fi
-for _ in $(seq 1 1200); do
-  kill -0 $MPI_PID 2>/dev/null || break
-  sleep 0.1
-done
-if kill -0 $MPI_PID 2>/dev/null; then
+if ! wait_ended $MPI_PID 120; then
   kill -KILL "$DRAFTER" 2>/dev/null; kill -KILL $MPI_PID
   fail "the job still runs 120 s after the drafter rank was hit"
 fi
@@ -120,18 +89,11 @@ if a != b:
 print(f"output equals AR ({len(a)} tokens); loss: round {loss['round']}, {loss['cause']}")
 PY
 fi
-# No rank of this job may outlive it (zombies of an un-reaping PID 1 do not count); mpirun can
-# return while the kernel still tears the killed ranks down, so allow 5 s.
-for _ in $(seq 1 50); do
-  LEFT=""
-  for p in $PIDS; do
-    state=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null || echo Z)
-    [[ $state == Z ]] || LEFT="$LEFT $p"
-  done
-  [[ -z $LEFT ]] && break
-  sleep 0.1
-done
+# No rank of this job may outlive it.
+# shellcheck disable=SC2086  # PIDS: one word a pid
+LEFT=$(ranks_left $PIDS)
 if [[ -n $LEFT ]]; then
+  # shellcheck disable=SC2086
   kill -KILL $LEFT 2>/dev/null
   fail "rank process(es)$LEFT still running"
 fi

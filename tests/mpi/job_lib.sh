@@ -1,0 +1,77 @@
+# shellcheck shell=bash
+# What the mpirun checks that hit a rank of a running `ssd generate` job share (ssd_fault_check.sh,
+# ssd_recover_check.sh): finding this job's rank processes (other jobs of the same binary may run
+# on the machine, ctest runs checks side by side), waiting for its rounds, for its end, and for its
+# ranks to be gone. Sourced:  . "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
+
+# Whether process $1 descends from process $2 (walks the parent chain in /proc).
+descends_from() {
+  local p=$1
+  while [[ -n $p && $p -gt 1 ]]; do
+    [[ $p == "$2" ]] && return 0
+    p=$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null) || return 1
+  done
+  return 1
+}
+
+# The pids of the `$1 generate` processes that descend from mpirun $2: the job's ranks.
+job_ranks() {
+  local p
+  for p in $(pgrep -f "$1 generate" || true); do
+    descends_from "$p" "$2" && echo "$p"
+  done
+  return 0
+}
+
+# Prints the pid of world rank $3 of the job of mpirun $2 running `$1 generate`, looking up to
+# ${4:-200} times 50 ms apart; prints nothing and fails when it never started.
+job_rank_pid() {
+  local p
+  for _ in $(seq 1 "${4:-200}"); do
+    for p in $(job_ranks "$1" "$2"); do
+      if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$3"; then
+        echo "$p"
+        return 0
+      fi
+    done
+    sleep 0.05
+  done
+  return 1
+}
+
+# Waits up to 60 s until the job of mpirun $2 has streamed more than 40 bytes of text to file $1,
+# i.e. it is in its rounds (loading can take longer than any fixed pause on a loaded machine);
+# fails when it has not.
+wait_streaming() {
+  for _ in $(seq 1 1200); do
+    (($(stat -c %s "$1") > 40)) && return 0
+    kill -0 "$2" 2>/dev/null || break
+    sleep 0.05
+  done
+  (($(stat -c %s "$1") > 40))
+}
+
+# Waits up to $2 seconds for process $1 to end; fails when it still runs.
+wait_ended() {
+  for _ in $(seq 1 $(($2 * 10))); do
+    kill -0 "$1" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  ! kill -0 "$1" 2>/dev/null
+}
+
+# Of the pids given, prints those still alive after up to 5 s (a zombie of an un-reaping PID 1
+# counts as gone: mpirun can return while the kernel still tears the killed ranks down).
+ranks_left() {
+  local p state left
+  for _ in $(seq 1 50); do
+    left=""
+    for p in "$@"; do
+      state=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null || echo Z)
+      [[ $state == Z ]] || left="$left $p"
+    done
+    [[ -z $left ]] && break
+    sleep 0.1
+  done
+  echo "$left"
+}
