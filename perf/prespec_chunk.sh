@@ -11,7 +11,8 @@
 #     REPS     default 2
 # Env: SSD_BIN, SSD_MODEL, PROMPTS (default the held-out set), N (tokens, 64), MAXP (prompts, 24),
 #      EXTRA (more ssd bench flags), OUT (default perf/out/prespec_chunk).
-# Prints one line per job and a summary per chunk value (mean of the ratios over the jobs).
+# Prints one line per job and a summary per chunk value: the median of each ratio over the jobs,
+# with its min..max.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DRAFTER=${1:-domino:$ROOT/models/smollm2-domino/domino.safetensors}
@@ -63,8 +64,13 @@ for path in sys.argv[1:]:
 print()
 print("| chunk | jobs | SD / AR | SSD / AR | SSD / SD | hit rate | SSD MAL |")
 print("|---|---|---|---|---|---|---|")
+def med(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 for c in sorted(acc):
     v = acc[c]
-    m = [sum(x[i] for x in v) / len(v) for i in range(5)]
-    print(f"| {c} | {len(v)} | {m[0]:.2f}x | {m[1]:.2f}x | {m[2]:.2f}x | {m[3]:.2f} | {m[4]:.2f} |")
+    col = [[x[i] for x in v] for i in range(5)]
+    ratio = [f"{med(x):.2f}x ({min(x):.2f}..{max(x):.2f})" for x in col[:3]]
+    print(f"| {c} | {len(v)} | {' | '.join(ratio)} | {med(col[3]):.2f} | {med(col[4]):.2f} |")
 PY
