@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdio>
 
+#include "actors/transport/mpi_arrivals.h"
 #include "actors/transport/mpi_check.h"
 
 namespace ssd {
@@ -71,27 +72,10 @@ void MpiTransport::reap_sends_locked() {
   }
 }
 
-void MpiTransport::match_arrivals_locked() {
-  for (;;) {
-    int flag = 0;
-    MPI_Message msg = MPI_MESSAGE_NULL;
-    MPI_Status status;
-    SSD_MPI_CHECK(MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_.get(), &flag, &msg, &status));
-    if (!flag) return;
-    int count = 0;
-    SSD_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &count));
-    PendingRecv& r = recvs_.emplace_back();
-    r.peer = status.MPI_SOURCE;
-    r.kind = static_cast<MsgKind>(status.MPI_TAG);
-    r.frame.resize(static_cast<size_t>(count));
-    SSD_MPI_CHECK(MPI_Imrecv(r.frame.data(), count, MPI_BYTE, &msg, &r.request));
-  }
-}
-
 std::optional<Envelope> MpiTransport::try_recv() {
   std::lock_guard lock(mutex_);
   reap_sends_locked();
-  match_arrivals_locked();
+  post_arrived_receives(comm_.get(), recvs_);
   // The first matched frame whose receive is complete and that no earlier frame of its peer
   // precedes (per-peer order is match order).
   std::fill(blocked_.begin(), blocked_.end(), 0);  // an earlier frame of the peer in flight

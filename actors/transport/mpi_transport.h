@@ -53,7 +53,6 @@ class MpiTransport final : public Transport {
     bool done = false;
   };
   void reap_sends_locked();
-  void match_arrivals_locked();
 
   MpiComm comm_;
   int rank_ = 0;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "actors/transport/mpi_arrivals.h"
 #include "actors/transport/mpi_check.h"
 #include "actors/transport/nccl/nccl_bootstrap.h"
 #include "actors/transport/nccl/nccl_check.h"
@@ -270,23 +271,6 @@ void NcclTransport::progress_in_lane_locked(int peer) {
   }
 }
 
-void NcclTransport::match_arrivals_locked() {
-  for (;;) {
-    int flag = 0;
-    MPI_Message msg = MPI_MESSAGE_NULL;
-    MPI_Status status;
-    SSD_MPI_CHECK(MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_.get(), &flag, &msg, &status));
-    if (!flag) return;
-    int count = 0;
-    SSD_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &count));
-    InFrame& r = recvs_.emplace_back();
-    r.peer = status.MPI_SOURCE;
-    r.kind = static_cast<MsgKind>(status.MPI_TAG);
-    r.frame.resize(static_cast<size_t>(count));
-    SSD_MPI_CHECK(MPI_Imrecv(r.frame.data(), count, MPI_BYTE, &msg, &r.request));
-  }
-}
-
 void NcclTransport::progress_locked() {
   // Every entry point (send_frame, try_recv, pending_sends, flush) comes here first, from
   // whichever thread calls: the lanes' CUDA calls must go to this rank's device.
@@ -305,7 +289,7 @@ void NcclTransport::progress_locked() {
   }
   for (int p = 0; p < size_; ++p)
     if (p != rank_) progress_out_lane_locked(p);
-  match_arrivals_locked();
+  post_arrived_receives(comm_.get(), recvs_);
   // Arrived headers whose payload follows join their lane's queue, in match (= send) order.
   for (InFrame& r : recvs_) {
     if (!r.mpi_done) {

@@ -87,7 +87,6 @@ class NcclTransport final : public Transport {
   void progress_locked();
   void progress_out_lane_locked(int peer);
   void progress_in_lane_locked(int peer);
-  void match_arrivals_locked();
 
   MpiComm comm_;
   NcclTransportOptions opt_;
