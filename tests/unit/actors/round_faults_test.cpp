@@ -22,15 +22,7 @@ using namespace std::chrono_literals;
 using test::split::TinyTarget;
 
 std::vector<GenerationRequest> requests(size_t b) {
-  std::vector<GenerationRequest> reqs;
-  for (size_t i = 0; i < b; ++i) {
-    GenerationRequest r;
-    for (size_t t = 0; t < 4; ++t) r.prompt.push_back(static_cast<int32_t>(5 + 7 * t + i));
-    r.max_new_tokens = 16;
-    r.stream = i;
-    reqs.push_back(std::move(r));
-  }
-  return reqs;
+  return test::split::tiny_requests(b, 4, 16);
 }
 
 std::string run_with_missing(int32_t skip, int64_t skip_from,

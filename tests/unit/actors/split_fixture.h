@@ -1,7 +1,7 @@
 // What the tests of a split run in one process share (the target leader on the test's thread, the
 // drafter side on another, over the loopback transport: the frames the MPI transport carries):
 //   - TinyTarget: a tiny target model written to disk, and that model drafting for itself (every
-//     draft agrees with the target, so pre-speculation hits);
+//     draft agrees with the target, so pre-speculation hits); tiny_requests for it;
 //   - DrafterActorThread: a real drafter actor on rank 1, its failure kept for the test to check;
 //   - ScriptedDrafterLead: a stand-in drafter lead with no drafter behind it, answering each round
 //     with a fixed chain for every sequence, except as its script says (leave a sequence out, fall
@@ -50,6 +50,20 @@ struct TinyTarget {
     return std::make_unique<ModelDrafter>(std::move(f), *drafter_backend, o);
   }
 };
+
+// b greedy requests of prompt_len tokens each (request i's token t is 5 + 7t + i), each asking
+// for new_tokens tokens, request i on sampling stream i.
+inline std::vector<GenerationRequest> tiny_requests(size_t b, size_t prompt_len,
+                                                    int64_t new_tokens) {
+  std::vector<GenerationRequest> reqs(b);
+  for (size_t i = 0; i < b; ++i) {
+    for (size_t t = 0; t < prompt_len; ++t)
+      reqs[i].prompt.push_back(static_cast<int32_t>(5 + 7 * t + i));
+    reqs[i].max_new_tokens = new_tokens;
+    reqs[i].stream = i;
+  }
+  return reqs;
+}
 
 // A drafter actor (primary, an n-gram backup, `opts`) on rank 1 of `hub`, on its own thread from
 // construction; the leader is rank 0. ready() waits for its kDrafterReady; join() (after the
