@@ -37,6 +37,7 @@ namespace ssd::sim {
 // draft call carries host work (sampling, commit, the features) no roofline sees. A draft call of
 // f forwards costs
 //   sum of the forwards' rooflines at (mem_efficiency, peak_flops) + f x forward_s + call_s
+//   (+ rank_row_s per drafted row when the call ranks alternatives, as SSD's requests do)
 // and a lookup drafter's call of n sequences call_s + n x lookup_s.
 struct DrafterFit {
   double mem_efficiency = 1;
@@ -44,6 +45,9 @@ struct DrafterFit {
   double forward_s = 0;   // fixed cost per drafter forward
   double call_s = 0;      // fixed cost per draft call (per SD round: the commit and bookkeeping)
   double lookup_s = 0;    // lookup drafters: per sequence
+  // Host cost per drafted row of a call that ranks alternatives (SSD asks each position's
+  // likeliest tokens, DraftRequest::predict_top: a top-F pass over the vocabulary per row).
+  double rank_row_s = 0;
   double median_rel_err = 0, max_rel_err = 0;  // of the fit, over its samples
 
   nlohmann::json to_json() const;
