@@ -22,9 +22,15 @@ struct CalibrateOptions {
   std::vector<std::string> drafters;
   std::vector<int32_t> ks{2, 4, 7}, batches{1, 4};
   int32_t tokens = 24;  // generated per request in each drafter run
+  int32_t branches = 8;  // pre-speculation calls: branches per sequence (0: none timed)
 };
 
 int run_calibrate(const CalibrateOptions& o);
+
+// `ssd simulate --refit-drafters IN --out OUT`: the drafter fits of profile IN refitted from its
+// stored drafter_measurements with the current fit model (drafter_calibration.h), written to OUT
+// with everything else unchanged. Replays of older measurements use it (perf/sim_validate.py).
+int run_refit_drafters(const std::filesystem::path& in, const std::filesystem::path& out);
 
 // The simulator's drafter for a --drafter spec, named as `ssd simulate --drafter` names it (the
 // key of its fit): ngram and suffix (lookups), smollm2-domino for domino:PATH (the committed

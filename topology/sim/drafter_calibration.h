@@ -9,6 +9,11 @@
 //                   minimising the squared relative error. A block drafter has one forward per
 //                   call, so its fixed cost is all per-call.
 //   lookup drafters call_s + n x lookup_s, by the same least squares.
+// A model or block drafter starts lazily: its first draft call of a sequence forwards the whole
+// prompt (model_draft_runner.h's catch-up; Domino likewise). That forward is inside the timed
+// drafting of a calibration run, so a sample carries it (start_seqs x start_prompt rows, spread
+// over the run's `calls`) and the fit prices it as the forward it is rather than folding it into
+// the per-call cost (which made a short run's rounds look ~60% dearer than a long run's).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +32,17 @@ struct DraftSample {
   double context = 0;
   bool predict_bonus = false;  // a drafter rank drafts k + 1 (round_sim.h)
   double seconds = 0;          // measured, per call
+  // The lazy start inside the timed drafting: one forward over start_seqs x start_prompt rows,
+  // spread over `calls` calls (0 sequences: none; a lookup drafter indexes eagerly).
+  double start_seqs = 0, start_prompt = 0, calls = 1;
+  // Distinct sequences whose cached prefixes the call reads (-1: n). A pre-speculation call
+  // drafts n branches of kv_seqs sequences as one tree-masked batch (round_sim.h).
+  double kv_seqs = -1;
 };
+
+// What `s` is predicted to cost per call under `device`'s fit for `drafter`: draft_seconds() of
+// the call plus its share of the lazy start.
+double sample_seconds(const SimDrafter& drafter, const DeviceProfile& device, const DraftSample& s);
 
 struct DrafterCalibration {
   DrafterFit fit;
