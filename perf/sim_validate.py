@@ -9,7 +9,7 @@ predicted. 2-rank jobs use the drafter link their own start-up probe measured (l
 bandwidth, from the bench JSON). A cell's measured tok/s is the bench summary's decode tok/s of
 that configuration; its predicted tok/s is the replayed tokens over the replayed seconds of the
 same batches. Each rep's drafter fits are first refitted from the measurements its profile
-stores (`ssd simulate --refit-drafters`), so older reps replay under the current fit model. Each
+stores (`ssd simulate --refit`), so older reps replay under the current fit models. Each
 cell is compared as the median over its measurements (reps, and for 2-rank AR
 every job that ran it).
 
@@ -65,12 +65,12 @@ def link_json(bench, tmp):
 
 
 def refit(prof, tmp):
-    """The profile with its drafter fits refitted from its stored measurements by the current
-    fit model (`ssd simulate --refit-drafters`), so an older rep replays with today's model."""
+    """The profile refitted (target and drafters) from the measurements it stores by the current
+    fit models (`ssd simulate --refit`), so an older rep replays with today's models."""
     out = os.path.join(tmp, os.path.basename(os.path.dirname(prof)) + "_" + os.path.basename(prof))
     if not os.path.exists(out):
-        subprocess.run([BIN, "simulate", "--refit-drafters", prof, "--out", out], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run([BIN, "simulate", "--refit", prof, "--calibrate-model", MODEL, "--out", out],
+                       check=True, stdout=subprocess.DEVNULL)
     return out
 
 

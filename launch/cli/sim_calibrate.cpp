@@ -245,22 +245,38 @@ sim::SimDrafter sim_drafter_for_spec(const std::string& text) {
   return d;
 }
 
-int run_refit_drafters(const std::filesystem::path& in, const std::filesystem::path& out) {
+int run_refit(const std::filesystem::path& in, const std::string& model,
+              const std::filesystem::path& out) {
   std::ifstream f(in);
-  SSD_CHECK(f.good(), "--refit-drafters: cannot read '{}'", in.string());
+  SSD_CHECK(f.good(), "--refit: cannot read '{}'", in.string());
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(f);
   } catch (const nlohmann::json::exception& e) {
-    fail(fmt::format("--refit-drafters: '{}' is not JSON: {}", in.string(), e.what()));
+    fail(fmt::format("--refit: '{}' is not JSON: {}", in.string(), e.what()));
   }
   sim::DeviceProfile profile = sim::DeviceProfile::from_json(j, in.string());
+  // The target's forwards (with the model whose shape they were timed on).
+  if (!model.empty() && j.contains("measurements") && j["measurements"].is_array()) {
+    std::vector<sim::ForwardSample> samples;
+    for (const nlohmann::json& m : j["measurements"])
+      samples.push_back({m.at("rows").get<double>(), m.at("context").get<double>(),
+                         m.at("median_s").get<double>(), m.value("seqs", 1.0)});
+    const sim::Calibration cal =
+        sim::fit_device(profile.name, sim::load_model_shape(model), profile.mem_bw_Bps, samples);
+    sim::DeviceProfile d = cal.profile;
+    d.source = profile.source + " (refitted)";
+    d.verify_host_s = profile.verify_host_s;
+    d.verify_host_row_s = profile.verify_host_row_s;
+    d.drafter_fits = profile.drafter_fits;
+    profile = d;
+    fmt::print("target: fit error median {:.1f}%, worst {:.1f}% (roofline_p {})\n",
+               100 * cal.median_rel_err, 100 * cal.max_rel_err, d.roofline_p);
+  }
   const auto meas = j.find("drafter_measurements");
-  SSD_CHECK(meas != j.end() && meas->is_object() && !meas->empty(),
-            "--refit-drafters: '{}' has no drafter_measurements (a profile from --calibrate "
-            "--calibrate-drafters)",
-            in.string());
-  for (const auto& [name, m] : meas->items()) {
+  SSD_CHECK(meas == j.end() || meas->is_object(),
+            "--refit: '{}': drafter_measurements must be an object", in.string());
+  for (const auto& [name, m] : meas == j.end() ? nlohmann::json::object().items() : meas->items()) {
     const std::string where = fmt::format("{}: drafter_measurements.{}", in.string(), name);
     SSD_CHECK(m.contains("spec") && m.contains("runs") && m["runs"].is_array(),
               "{}: needs 'spec' and 'runs'", where);
@@ -315,8 +331,10 @@ int run_calibrate(const CalibrateOptions& o) {
     kernels::ThreadPool pool(kernels::ThreadPool::Options{o.threads, {}, 200});
     bw = measure_read_bandwidth(pool, int64_t{256} << 20, 5);
   }
+  // Cache room for the largest block, and for a decode batch's forks (a page each, 16 tokens).
+  const int32_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
   ForwardTimer timer(file, make_cpu_backend(CpuBackendOptions{o.threads, {}, 200}), o.context,
-                     o.rows, 1);
+                     std::max(o.rows, 32 * max_batch), 1);
   sim::ModelShape shape = sim::load_model_shape(o.model);
   std::vector<sim::ForwardSample> samples;
   std::vector<Stat> stats;
@@ -329,6 +347,14 @@ int run_calibrate(const CalibrateOptions& o) {
     stats.push_back(s);
     samples.push_back({static_cast<double>(n), static_cast<double>(o.context), s.median});
   }
+  // Decode batches (one row of each of n sequences): the cost per sequence (cpu_calibration.h).
+  for (int32_t n : o.batches) {
+    if (n < 2) continue;
+    const Stat s = timer.decode_batch_seconds(n, 4, 5);
+    stats.push_back(s);
+    samples.push_back({static_cast<double>(n), static_cast<double>(o.context), s.median,
+                       static_cast<double>(n)});
+  }
   const std::string name = fmt::format("cpu-{}t-calibrated", o.threads);
   sim::Calibration cal = sim::fit_device(name, shape, bw.median * 1e9, samples);
   cal.profile.source = fmt::format("ssd simulate --calibrate on {} ({} threads, {}), model {}",
@@ -338,22 +364,26 @@ int run_calibrate(const CalibrateOptions& o) {
   fmt::print("| rows | measured ms (min..max) | fitted ms | error |\n|---|---|---|---|\n");
   for (size_t i = 0; i < samples.size(); ++i) {
     meas.push_back({{"rows", samples[i].rows},
+                    {"seqs", samples[i].seqs},
                     {"context", samples[i].context},
                     {"median_s", stats[i].median},
                     {"min_s", stats[i].min},
                     {"max_s", stats[i].max},
                     {"fitted_s", cal.predicted_s[i]}});
-    fmt::print("| {} | {:.2f} ({:.2f}..{:.2f}) | {:.2f} | {:+.1f}% |\n", samples[i].rows,
+    fmt::print("| {}{} | {:.2f} ({:.2f}..{:.2f}) | {:.2f} | {:+.1f}% |\n", samples[i].rows,
+               samples[i].seqs > 1 ? " (one per sequence)" : "",
                stats[i].median * 1e3, stats[i].min * 1e3, stats[i].max * 1e3,
                cal.predicted_s[i] * 1e3,
                100 * (cal.predicted_s[i] - samples[i].seconds) / samples[i].seconds);
   }
   fmt::print("\nprofile {}: bandwidth {:.2f} GB/s measured x {:.2f} achieved, overhead {:.3f} ms "
-             "per forward of {} layers, effective peak {:.1f} GFLOP/s; fit error median {:.1f}%, "
-             "worst {:.1f}%\n",
+             "per forward of {} layers + {:.3f} ms per sequence, effective peak {:.1f} GFLOP/s; "
+             "fit error median {:.1f}%, worst {:.1f}%\n",
              name, bw.median, cal.profile.mem_efficiency,
              cal.profile.layer_overhead_s * static_cast<double>(shape.n_layers) * 1e3,
-             shape.n_layers, cal.profile.peak_flops.at("bf16") / 1e9, 100 * cal.median_rel_err,
+             shape.n_layers,
+             cal.profile.seq_layer_overhead_s * static_cast<double>(shape.n_layers) * 1e3,
+             cal.profile.peak_flops.at("bf16") / 1e9, 100 * cal.median_rel_err,
              100 * cal.max_rel_err);
   nlohmann::json drafters;
   if (!o.drafters.empty()) drafters = calibrate_drafters(o, cal.profile);

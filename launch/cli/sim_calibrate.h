@@ -27,10 +27,12 @@ struct CalibrateOptions {
 
 int run_calibrate(const CalibrateOptions& o);
 
-// `ssd simulate --refit-drafters IN --out OUT`: the drafter fits of profile IN refitted from its
-// stored drafter_measurements with the current fit model (drafter_calibration.h), written to OUT
-// with everything else unchanged. Replays of older measurements use it (perf/sim_validate.py).
-int run_refit_drafters(const std::filesystem::path& in, const std::filesystem::path& out);
+// `ssd simulate --refit IN [--calibrate-model M] --out OUT`: profile IN refitted from the
+// measurements it stores with the current fit models: the target's forwards (cpu_calibration.h;
+// with M, the model they were timed on) and every drafter's runs (drafter_calibration.h); the
+// verifier's host cost is kept. Replays of older measurements use it (perf/sim_validate.py).
+int run_refit(const std::filesystem::path& in, const std::string& model,
+              const std::filesystem::path& out);
 
 // The simulator's drafter for a --drafter spec, named as `ssd simulate --drafter` names it (the
 // key of its fit): ngram and suffix (lookups), smollm2-domino for domino:PATH (the committed

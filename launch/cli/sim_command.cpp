@@ -50,7 +50,7 @@ struct SimArgs {
   uint64_t seed = 1;
   std::optional<std::filesystem::path> outcome_trace, record_trace, trace_json, json;
   bool calibrate = false;
-  std::optional<std::filesystem::path> refit_drafters;
+  std::optional<std::filesystem::path> refit;
   std::optional<std::filesystem::path> calibrate_model, out;
   int32_t threads = 2;
   int32_t calibrate_rows = 32;
@@ -121,8 +121,8 @@ struct SimArgs {
     v(trace_json, "trace-json", "write the timeline as Chrome trace-event JSON (last mode, batch)");
     v(json, "json", "write every result as JSON here");
     v(calibrate, "calibrate", "measure this machine and write a CPU device profile (--out)");
-    v(refit_drafters, "refit-drafters", "refit the drafter fits of this profile from its stored "
-                                        "measurements with the current fit model (--out)",
+    v(refit, "refit", "refit this profile (its target with --calibrate-model, and its drafters) "
+                      "from the measurements it stores, with the current fit models (--out)",
       {.must_exist = true});
     v(calibrate_model, "calibrate-model", "--calibrate: model to time (default $SSD_MODEL)");
     v(out, "out", "--calibrate: where to write the profile JSON");
@@ -290,9 +290,9 @@ int run_sim_command(int argc, const char* const* argv) {
     return 0;
   }
   if (a.calibrate) return calibrate(a);
-  if (a.refit_drafters) {
-    SSD_CHECK(a.out.has_value(), "--refit-drafters needs --out PATH for the refitted profile");
-    return run_refit_drafters(*a.refit_drafters, *a.out);
+  if (a.refit) {
+    SSD_CHECK(a.out.has_value(), "--refit needs --out PATH for the refitted profile");
+    return run_refit(*a.refit, a.calibrate_model ? a.calibrate_model->string() : "", *a.out);
   }
 
   sim::SimConfig cfg = build_config(a);
