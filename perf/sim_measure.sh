@@ -66,7 +66,8 @@ for r in "${RANKS_L[@]}"; do [[ $r == 1 || $r == 2 ]] || die "--ranks: 1 or 2, g
 # The estimate, from the job times of a quiet rep of the whole matrix (the 2-core VM, no other
 # work: 2 min 13 s): ~1 s of start-up per job, tokens at ~250 tok/s at batch 1 and ~500 at
 # batch 4 per mode and configuration (AR, SD and SSD alike; the model drafter's 1.5x slower),
-# and per calibration 2 s for the target + 3 s per drafter. A loaded machine takes longer.
+# and per calibration 2 s for the target + 5 s per drafter (its SD runs at the measured runs'
+# token count, and its pre-speculation calls). A loaded machine takes longer.
 est=0   # milliseconds
 nd=${#DRAFTERS_L[@]}
 tok_ms() {  # tok_ms BATCH DRAFTER: milliseconds of one configuration's tokens
@@ -75,7 +76,7 @@ tok_ms() {  # tok_ms BATCH DRAFTER: milliseconds of one configuration's tokens
   echo "$ms"
 }
 for r in "${RANKS_L[@]}"; do
-  est=$((est + 2000 + 3000 * nd))   # the calibration at this placement's threads
+  est=$((est + 2000 + 5000 * nd))   # the calibration at this placement's threads
   for b in "${BATCHES_L[@]}"; do
     if [[ $r == 1 ]]; then   # one job per batch: AR, then SD per drafter and k
       est=$((est + 1000 + $(tok_ms "$b" -)))
@@ -112,8 +113,9 @@ run() {  # run LOG cmd...: the command's output to LOG (the load average beside)
 for rep in $(seq 1 "$REPS"); do
   dir=$OUT/rep$rep
   mkdir -p "$dir"
+  # The drafters' SD runs generate as many tokens as the measured runs do.
   cal=(simulate --calibrate --calibrate-model "$MODEL" --calibrate-drafters "$specs"
-       --calibrate-batch "$BATCHES")
+       --calibrate-batch "$BATCHES" --calibrate-tokens "$NT")
   for r in "${RANKS_L[@]}"; do
     if [[ $r == 1 ]]; then
       run "$dir/cal_2t.log" "$BIN" "${cal[@]}" --threads 2 --out "$dir/cal_2t.json"
