@@ -77,6 +77,7 @@ sim::DrafterCalibration fit_and_print(const std::string& spec, const sim::SimDra
 }
 
 struct DrafterRun {
+  sim::TargetSample target;  // an SD run's verification forwards (rows 0 for a branch batch)
   int32_t k = 0, batch = 0;
   int64_t forwards = 0;     // rounds of an SD run; 0 for a branch batch
   int32_t branches = 0;     // a branch batch: branches per sequence (0 for an SD run)
@@ -127,7 +128,7 @@ std::vector<DrafterRun> time_branches(const CalibrateOptions& o, ModelSession& s
       for (int32_t i = 0; i < b; ++i) drafter.finish(1000 + i);
       double suffix = 0;
       for (const DraftRequest& r : reqs) suffix += static_cast<double>(r.suffix.size());
-      DrafterRun d{k, b, 0, o.branches, {}};
+      DrafterRun d{{0, 0, 0, 0}, k, b, 0, o.branches, {}};
       d.sample.n = static_cast<double>(reqs.size());
       d.sample.kv_seqs = b;
       d.sample.suffix = suffix / static_cast<double>(reqs.size());
@@ -167,7 +168,7 @@ std::vector<DrafterRun> time_drafter(const CalibrateOptions& o, ModelSession& se
       SSD_CHECK(s.forwards > 0, "calibration: the {} run at k {} batch {} made no round", spec, k,
                 b);
       const double fw = static_cast<double>(s.forwards);
-      DrafterRun d{k, b, s.forwards, {}};
+      DrafterRun d{{}, k, b, s.forwards, 0, {}};
       d.sample.n = static_cast<double>(s.rounds) / fw;
       d.sample.suffix = s.mean_acceptance_length();
       d.sample.k = k;
@@ -177,6 +178,8 @@ std::vector<DrafterRun> time_drafter(const CalibrateOptions& o, ModelSession& se
       d.sample.start_seqs = lazy_start(spec) ? b : 0;
       d.sample.start_prompt = o.context;
       d.sample.calls = fw;
+      d.target = {static_cast<double>(s.verified_rows) / fw, d.sample.n, o.context + 0.5 * o.tokens,
+                  s.target_forward_s / fw};
       out.push_back(d);
       host.emplace_back(static_cast<double>(s.verified_rows) / fw,
                         std::max(0.0, s.verify_s - s.target_forward_s) / fw);
@@ -192,6 +195,7 @@ nlohmann::json calibrate_drafters(const CalibrateOptions& o, sim::DeviceProfile&
   ModelSession session(so);
   std::vector<std::pair<double, double>> host;
   nlohmann::json meas = nlohmann::json::object();
+  const sim::ModelShape target_shape = sim::load_model_shape(o.model);
   for (const std::string& spec : o.drafters) {
     const sim::SimDrafter sd = sim_drafter_for_spec(spec);
     const std::vector<DrafterRun> runs = time_drafter(o, session, spec, host);
@@ -204,7 +208,14 @@ nlohmann::json calibrate_drafters(const CalibrateOptions& o, sim::DeviceProfile&
       rounds.push_back(r.branches > 0 ? -r.branches : r.forwards);
     }
     const sim::DrafterCalibration cal = fit_and_print(spec, sd, profile, samples, kb, rounds);
-    profile.drafter_fits[sd.shape.name] = cal.fit;
+    std::vector<sim::TargetSample> verifies;
+    for (const DrafterRun& r : runs)
+      if (r.target.rows > 0) verifies.push_back(r.target);
+    sim::DrafterFit fit = cal.fit;
+    fit.target_switch_s = sim::fit_target_switch(target_shape, profile, verifies);
+    fmt::print("the target's verification forwards after this drafter: {:.3f} ms more than back to "
+               "back\n", fit.target_switch_s * 1e3);
+    profile.drafter_fits[sd.shape.name] = fit;
     nlohmann::json rows = nlohmann::json::array();
     for (size_t i = 0; i < runs.size(); ++i) {
       nlohmann::json row = {{"k", runs[i].k}, {"batch", runs[i].batch},
@@ -213,6 +224,10 @@ nlohmann::json calibrate_drafters(const CalibrateOptions& o, sim::DeviceProfile&
                             {"median_s", runs[i].sample.seconds},
                             {"fitted_s", cal.predicted_s[i]}};
       if (runs[i].branches > 0) row["branches"] = runs[i].branches;
+      if (runs[i].target.rows > 0) {
+        row["verified_rows"] = runs[i].target.rows;
+        row["target_forward_s"] = runs[i].target.seconds;
+      }
       rows.push_back(row);
     }
     meas[sd.shape.name] = {{"spec", spec}, {"runs", rows}, {"context", o.context},
@@ -309,7 +324,15 @@ int run_refit(const std::filesystem::path& in, const std::string& model,
     }
     const sim::DrafterCalibration cal =
         fit_and_print(m["spec"].get<std::string>(), sd, profile, samples, kb, rounds);
-    profile.drafter_fits[sd.shape.name] = cal.fit;
+    sim::DrafterFit fit = cal.fit;
+    std::vector<sim::TargetSample> verifies;
+    for (const nlohmann::json& r : m["runs"])
+      if (r.contains("target_forward_s"))
+        verifies.push_back({r.at("verified_rows").get<double>(), r.at("sequences").get<double>(),
+                            context + 0.5 * tokens, r.at("target_forward_s").get<double>()});
+    if (!model.empty())
+      fit.target_switch_s = sim::fit_target_switch(sim::load_model_shape(model), profile, verifies);
+    profile.drafter_fits[sd.shape.name] = fit;
   }
   nlohmann::json o = profile.to_json();
   for (const char* key : {"measurements", "fit", "drafter_measurements"})

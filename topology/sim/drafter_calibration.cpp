@@ -5,6 +5,7 @@
 
 #include "runtime/core/error.h"
 #include "topology/sim/round_sim.h"
+#include "topology/sim/roofline.h"
 
 namespace ssd::sim {
 namespace {
@@ -182,6 +183,19 @@ DrafterCalibration fit_drafter(const SimDrafter& drafter, const DeviceProfile& d
   for (const DraftSample& s : samples) out.predicted_s.push_back(sample_seconds(drafter, fitted, s));
   fill_errors(out, samples);
   return out;
+}
+
+double fit_target_switch(const ModelShape& target, const DeviceProfile& device,
+                         const std::vector<TargetSample>& samples) {
+  if (samples.empty()) return 0;
+  const LinkProfile none{"none", 0, 1};
+  double sum = 0;
+  for (const TargetSample& s : samples)
+    sum += s.seconds -
+           forward_cost(target, device, 1, none,
+                        {.rows = s.rows, .seqs = s.seqs, .context = s.context})
+               .total_s;
+  return std::max(0.0, sum / static_cast<double>(samples.size()));
 }
 
 void fit_verify_host(DeviceProfile& device, const std::vector<std::pair<double, double>>& samples) {

@@ -54,6 +54,16 @@ struct DrafterCalibration {
 DrafterCalibration fit_drafter(const SimDrafter& drafter, const DeviceProfile& device,
                                const std::vector<DraftSample>& samples);
 
+// A verification forward timed inside a drafter's SD run: its rows (over `seqs` sequences) at
+// `context`, and its mean seconds.
+struct TargetSample {
+  double rows = 1, seqs = 1, context = 0, seconds = 0;
+};
+// DrafterFit::target_switch_s: the mean of what the SD rounds' verification forwards took beyond
+// the profile's forward of the same rows (warm, back to back), at least 0.
+double fit_target_switch(const ModelShape& target, const DeviceProfile& device,
+                         const std::vector<TargetSample>& samples);
+
 // The verifier's host cost per forward, host_s = verify_host_s + rows x verify_host_row_s, by
 // non-negative least squares over (rows, seconds) pairs; sets both fields of `device`.
 void fit_verify_host(DeviceProfile& device, const std::vector<std::pair<double, double>>& samples);

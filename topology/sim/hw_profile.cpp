@@ -56,6 +56,7 @@ nlohmann::json DrafterFit::to_json() const {
   return {{"mem_efficiency", mem_efficiency}, {"peak_flops", peak_flops},
           {"forward_s", forward_s},           {"call_s", call_s},
           {"lookup_s", lookup_s},             {"rank_row_s", rank_row_s},
+          {"target_switch_s", target_switch_s},
           {"median_rel_err", median_rel_err},
           {"max_rel_err", max_rel_err}};
 }
@@ -69,13 +70,16 @@ DrafterFit DrafterFit::from_json(const nlohmann::json& j, const std::string& whe
   f.call_s = num(j, "call_s", where, 0, false);
   f.lookup_s = num(j, "lookup_s", where, 0, false);
   f.rank_row_s = num(j, "rank_row_s", where, 0, false);
+  f.target_switch_s = num(j, "target_switch_s", where, 0, false);
   f.median_rel_err = num(j, "median_rel_err", where, 0, false);
   f.max_rel_err = num(j, "max_rel_err", where, 0, false);
   SSD_CHECK(f.mem_efficiency > 0 && f.mem_efficiency <= 1, "{}: mem_efficiency must be in (0, 1] "
             "(got {})", where, f.mem_efficiency);
   SSD_CHECK(f.peak_flops >= 0 && f.forward_s >= 0 && f.call_s >= 0 && f.lookup_s >= 0 &&
-                f.rank_row_s >= 0,
-            "{}: peak_flops, forward_s, call_s, lookup_s and rank_row_s must be >= 0", where);
+                f.rank_row_s >= 0 && f.target_switch_s >= 0,
+            "{}: peak_flops, forward_s, call_s, lookup_s, rank_row_s and target_switch_s must be "
+            ">= 0",
+            where);
   return f;
 }
 

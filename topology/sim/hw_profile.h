@@ -48,6 +48,11 @@ struct DrafterFit {
   // Host cost per drafted row of a call that ranks alternatives (SSD asks each position's
   // likeliest tokens, DraftRequest::predict_top: a top-F pass over the vocabulary per row).
   double rank_row_s = 0;
+  // Seconds added to a target forward when this drafter drafted since the previous one: the
+  // target's weights are partly out of the shared caches after the drafter's model ran (a CPU
+  // profile times the target's forwards back to back, warm). Measured by --calibrate-drafters:
+  // the SD rounds' verification forwards minus the profile's forward of the same rows.
+  double target_switch_s = 0;
   double median_rel_err = 0, max_rel_err = 0;  // of the fit, over its samples
 
   nlohmann::json to_json() const;

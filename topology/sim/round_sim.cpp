@@ -158,11 +158,16 @@ class Run {
   }
 
   // One target forward starting at `start`; returns its end.
-  double target_forward(double start, double rows, double seqs, double context, const char* name) {
+  // One target forward starting at `start`; returns its end. `after_draft`: the drafter drafted
+  // since the previous target forward (its fit's target_switch_s: cold caches).
+  double target_forward(double start, double rows, double seqs, double context, const char* name,
+                        bool after_draft = false) {
     const SimCluster& c = cfg_.cluster;
     const ForwardCost f = forward_cost(cfg_.target, c.target_device, c.tp, c.tp_link,
                                        {.rows = rows, .seqs = seqs, .context = context});
-    const double host = verify_host_seconds(c.target_device, rows);
+    const DrafterFit* fit = c.target_device.drafter_fit(cfg_.drafter.shape.name);
+    const double host = verify_host_seconds(c.target_device, rows) +
+                        (after_draft && fit ? fit->target_switch_s : 0);
     res_.target_busy_s += f.total_s - f.comm_s + host;
     res_.comm_s += f.comm_s;
     ++res_.rounds;
@@ -253,7 +258,7 @@ class Run {
       event(0, "target", "wait", target_free, vstart - target_free);
       double rows = 0;
       for (int32_t s : act) rows += out_.k_for(round, s) + 1;
-      const double vend = target_forward(vstart, rows, n, ctx, "verify");
+      const double vend = target_forward(vstart, rows, n, ctx, "verify", d > 0);
       std::vector<int32_t> acc;
       for (int32_t s : act) {
         const int32_t ks = out_.k_for(round, s);
@@ -340,6 +345,7 @@ class Run {
       send += d;
     }
     PrespecSwitch regime;  // the leader's switch (used when the trace does not say)
+    bool drafted = true;   // the drafter's model ran since the previous verification
     double arrive = message(send, spec_bytes(act, cfg_.work.k), lead, "speculation");
     double target_free = 0;
     for (int64_t round = 0; out_.more_rounds(round); ++round) {
@@ -363,7 +369,9 @@ class Run {
       const double vstart = std::max(target_free, arrive);
       res_.target_wait_s += vstart - target_free;
       event(0, "target", "wait", target_free, vstart - target_free);
-      const double vend = target_forward(vstart, rows, n, ctx, "verify");
+      // The drafter drafted since the previous verification: this round's first speculations or
+      // fallback, or the pre-speculation running beside this verification.
+      const double vend = target_forward(vstart, rows, n, ctx, "verify", drafted || prespec);
       policy.observe_verify(static_cast<int32_t>(act.size()), vend - vstart);
       std::vector<Decision> dec;
       std::vector<int32_t> acc;
@@ -432,6 +440,7 @@ class Run {
         src[act[i]] = *d.hit ? Source::kCache : Source::kPrimary;
         if (!*d.hit) missed.push_back(act[i]);
       }
+      const int64_t fallback_primary_before = res_.fallback_primary;
       // Misses: the primary drafts them now (b <= b*), or the backup answers at once, each at
       // the length the leader asks next (k' + 1 drafted); a decode step next (k' = 0) is
       // neither looked up nor drafted.
@@ -458,6 +467,7 @@ class Run {
         busy += fb;
       }
       send = ready + fb;
+      drafted = fb > 0 && res_.fallback_primary > fallback_primary_before;
       arrive = message(send, spec_bytes(next, cfg_.work.k), lead, "speculation");
       target_free = vend;
       int64_t emitted = 0;

@@ -10,6 +10,7 @@
 #include "tests/support/temp_dir.h"
 #include "topology/sim/drafter_calibration.h"
 #include "topology/sim/round_sim.h"
+#include "topology/sim/roofline.h"
 
 namespace ssd::sim {
 namespace {
@@ -211,6 +212,48 @@ TEST(LazyStart, TheCatchUpOnThePromptIsNotFoldedIntoThePerCallCost) {
   EXPECT_NEAR(draft_seconds(m, fitted, 1, 3, 2, 160, false) / want, 1, 0.05);
   fitted.drafter_fits["smollm2-135m"] = bad.fit;
   EXPECT_GT(draft_seconds(m, fitted, 1, 3, 2, 160, false) / want, 1.2);
+}
+
+}  // namespace
+}  // namespace ssd::sim
+
+namespace ssd::sim {
+namespace {
+
+TEST(TargetSwitch, VerificationsAfterADraftPayWhatTheCalibrationMeasured) {
+  // Verification forwards timed inside SD runs took 0.5 ms more than the profile's warm forward
+  // of the same rows: the fit says 0.5 ms, and every simulated SD verification pays it.
+  DeviceProfile dev;
+  dev.name = "cpu-like";
+  dev.mem_bw_Bps = 15e9;
+  dev.peak_flops = {{"bf16", 200e9}};
+  const ModelShape t = model_preset("smollm2-135m");
+  const LinkProfile none{"none", 0, 1};
+  std::vector<TargetSample> s;
+  for (double rows : {3.0, 5.0, 12.0}) {
+    const double warm =
+        forward_cost(t, dev, 1, none, {.rows = rows, .seqs = 1, .context = 140}).total_s;
+    s.push_back({rows, 1, 140, warm + 0.5e-3});
+  }
+  EXPECT_NEAR(fit_target_switch(t, dev, s), 0.5e-3, 1e-9);
+  // Faster than warm (noise) gives 0, not a negative cost.
+  s = {{3, 1, 140, 1e-6}};
+  EXPECT_EQ(fit_target_switch(t, dev, s), 0);
+
+  SimConfig c;
+  c.cluster.target_device = c.cluster.drafter_device = dev;
+  c.cluster.colocated = true;
+  c.target = t;
+  c.drafter.shape = model_preset("smollm2-domino");
+  c.backup.shape.style = DraftStyle::kLookup;
+  c.work = {.batch = 1, .tokens = 32, .prompt = 100, .k = 4};
+  c.primary.a = 0.6;
+  const SimResult warm = simulate(SimMode::kSd, c);
+  c.cluster.target_device.drafter_fits["smollm2-domino"] = DrafterFit{.target_switch_s = 0.5e-3};
+  const SimResult cold = simulate(SimMode::kSd, c);
+  ASSERT_EQ(cold.rounds, warm.rounds);
+  EXPECT_NEAR(cold.target_busy_s - warm.target_busy_s, 0.5e-3 * static_cast<double>(cold.rounds),
+              1e-9);
 }
 
 }  // namespace
