@@ -48,10 +48,12 @@ struct DrafterFit {
   // Host cost per drafted row of a call that ranks alternatives (SSD asks each position's
   // likeliest tokens, DraftRequest::predict_top: a top-F pass over the vocabulary per row).
   double rank_row_s = 0;
-  // Seconds added to a target forward when this drafter drafted since the previous one: the
-  // target's weights are partly out of the shared caches after the drafter's model ran (a CPU
-  // profile times the target's forwards back to back, warm). Measured by --calibrate-drafters:
-  // the SD rounds' verification forwards minus the profile's forward of the same rows.
+  // Seconds added to a target forward when this drafter drafted since the previous one. A CPU
+  // profile times the target's forwards back to back; inside an SD loop a verification follows
+  // the drafter's work and the host's (the caches hold the drafter's data, the thread pool has
+  // gone idle), and costs more. Measured by --calibrate-drafters: the SD rounds' verification
+  // forwards minus the profile's forward of the same rows (on this VM 1.5-2.7 ms at 1 thread,
+  // 2.3-5.3 ms at 2, even after an n-gram lookup, so mostly not the drafter's weights).
   double target_switch_s = 0;
   double median_rel_err = 0, max_rel_err = 0;  // of the fit, over its samples
 
