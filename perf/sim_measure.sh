@@ -63,34 +63,40 @@ spec_of() {
 for d in "${DRAFTERS_L[@]}"; do spec_of "$d" >/dev/null; done
 for r in "${RANKS_L[@]}"; do [[ $r == 1 || $r == 2 ]] || die "--ranks: 1 or 2, got '$r'"; done
 
-# The estimate: generated tokens of every configuration at rough rates of this 2-core VM when
-# quiet (AR ~60 tok/s at batch 1, ~150 at batch 4; the model drafter ~4x slower; SD/SSD about AR's
-# rate), plus ~4 s of start-up per job and ~60 s per calibration. A loaded machine takes longer.
-est=0
-for b in "${BATCHES_L[@]}"; do
-  rate=$((b == 1 ? 60 : 150))
-  toks=$((NP * NT))
-  for r in "${RANKS_L[@]}"; do
-    for d in "${DRAFTERS_L[@]}"; do
-      slow=$([[ $d == model ]] && echo 4 || echo 1)
-      for k in "${KS_L[@]}"; do
-        if [[ $r == 1 ]]; then
-          est=$((est + toks * slow / rate))
-        else
-          for c in "${CHUNKS_L[@]}"; do
-            modes=$([[ $c == 0 ]] && echo 1 || echo 2)   # ssd (+ sd) with the drafter
-            est=$((est + 4 + toks / rate + modes * toks * slow / rate))
-          done
-        fi
+# The estimate, from the job times of a quiet rep of the whole matrix (the 2-core VM, no other
+# work: 2 min 13 s): ~1 s of start-up per job, tokens at ~250 tok/s at batch 1 and ~500 at
+# batch 4 per mode and configuration (AR, SD and SSD alike; the model drafter's 1.5x slower),
+# and per calibration 2 s for the target + 5 s per drafter (its SD runs at the measured runs'
+# token count, and its pre-speculation calls). A loaded machine takes longer.
+est=0   # milliseconds
+nd=${#DRAFTERS_L[@]}
+tok_ms() {  # tok_ms BATCH DRAFTER: milliseconds of one configuration's tokens
+  local ms=$((NP * NT * 1000 / ($1 == 1 ? 250 : 500)))
+  [[ $2 == model ]] && ms=$((ms * 3 / 2))
+  echo "$ms"
+}
+for r in "${RANKS_L[@]}"; do
+  est=$((est + 2000 + 5000 * nd))   # the calibration at this placement's threads
+  for b in "${BATCHES_L[@]}"; do
+    if [[ $r == 1 ]]; then   # one job per batch: AR, then SD per drafter and k
+      est=$((est + 1000 + $(tok_ms "$b" -)))
+      for d in "${DRAFTERS_L[@]}"; do
+        est=$((est + ${#KS_L[@]} * $(tok_ms "$b" "$d")))
       done
-    done
-    [[ $r == 1 ]] && est=$((est + 4 + toks / rate))   # the 1-rank job's AR
+    else
+      for d in "${DRAFTERS_L[@]}"; do
+        for c in "${CHUNKS_L[@]}"; do
+          modes=$([[ $c == 0 ]] && echo 1 || echo 3)   # ssd; or ar, sd, ssd
+          est=$((est + ${#KS_L[@]} * (1000 + modes * $(tok_ms "$b" "$d"))))
+        done
+      done
+    fi
   done
 done
-est=$(( (est + 120) * REPS ))
+est=$((est * REPS / 1000))
 echo "sim_measure: ${REPS} reps x ranks {$RANKS} x drafters {$DRAFTERS} x k {$KS} x batch" \
   "{$BATCHES} x chunk {$CHUNKS}, $NP prompts x $NT tokens: about $((est / 60)) min" \
-  "($est s) on a quiet 2-core machine"
+  "$((est % 60)) s on a quiet 2-core machine"
 ((ESTIMATE)) && exit 0
 
 for f in "$BIN" "$MODEL" "$PROMPTS" "$DOMINO"; do
@@ -107,8 +113,9 @@ run() {  # run LOG cmd...: the command's output to LOG (the load average beside)
 for rep in $(seq 1 "$REPS"); do
   dir=$OUT/rep$rep
   mkdir -p "$dir"
+  # The drafters' SD runs generate as many tokens as the measured runs do.
   cal=(simulate --calibrate --calibrate-model "$MODEL" --calibrate-drafters "$specs"
-       --calibrate-batch "$BATCHES")
+       --calibrate-batch "$BATCHES" --calibrate-tokens "$NT")
   for r in "${RANKS_L[@]}"; do
     if [[ $r == 1 ]]; then
       run "$dir/cal_2t.log" "$BIN" "${cal[@]}" --threads 2 --out "$dir/cal_2t.json"

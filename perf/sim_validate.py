@@ -8,7 +8,9 @@ drafter fits and verifier host cost), so the counts are the measured ones and on
 predicted. 2-rank jobs use the drafter link their own start-up probe measured (latency and 1 MiB
 bandwidth, from the bench JSON). A cell's measured tok/s is the bench summary's decode tok/s of
 that configuration; its predicted tok/s is the replayed tokens over the replayed seconds of the
-same batches. Each cell is compared as the median over its measurements (reps, and for 2-rank AR
+same batches. Each rep's drafter fits are first refitted from the measurements its profile
+stores (`ssd simulate --refit`), so older reps replay under the current fit models. Each
+cell is compared as the median over its measurements (reps, and for 2-rank AR
 every job that ran it).
 
   perf/sim_validate.py [MEASURED_DIR] [--markdown PATH]
@@ -62,6 +64,16 @@ def link_json(bench, tmp):
     return path
 
 
+def refit(prof, tmp):
+    """The profile refitted (target and drafters) from the measurements it stores by the current
+    fit models (`ssd simulate --refit`), so an older rep replays with today's models."""
+    out = os.path.join(tmp, os.path.basename(os.path.dirname(prof)) + "_" + os.path.basename(prof))
+    if not os.path.exists(out):
+        subprocess.run([BIN, "simulate", "--refit", prof, "--calibrate-model", MODEL, "--out", out],
+                       check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
 def simulate(mode, trace, flags):
     """(tokens, seconds) of the replayed trace."""
     with tempfile.TemporaryDirectory() as d:
@@ -81,7 +93,7 @@ def cells(meas_dir, tmp):
         ranks, batch, chunk = job
         rep_dir = os.path.dirname(path)
         bench = json.load(open(path))
-        prof = os.path.join(rep_dir, "cal_2t.json" if ranks == 1 else "cal_1t.json")
+        prof = refit(os.path.join(rep_dir, "cal_2t.json" if ranks == 1 else "cal_1t.json"), tmp)
         traces = path[:-len(".json")] + "_traces"
         k_max = bench.get("config", {}).get("k-max", 8)
         link = link_json(bench, tmp) if ranks == 2 else None
@@ -98,6 +110,8 @@ def cells(meas_dir, tmp):
                           "--k", str(k_max if row.get("k_auto") else row["k"])]
             flags += ["--colocated"] if ranks == 1 else ["--drafter-link", link]
             if mode == "ssd":
+                switch = bench.get("config", {}).get("prespec-switch") or "auto"
+                flags += ["--prespec-switch", "on" if switch == "on" else "auto"]
                 flags += ["--prespec-chunk", str(chunk),
                           "--mal", str(max(1.0, row["mean_acceptance_length"]))]
             tokens = seconds = 0
@@ -112,7 +126,9 @@ def cells(meas_dir, tmp):
                     sys.exit(f"sim_validate: missing trace {trace}")
                 prompt = statistics.mean(r["prompt_tokens"] for r in batch_runs)
                 extra = ["--prompt", str(round(prompt))]
-                if mode == "ssd":
+                if mode == "ssd" and first > 0:
+                    # The job's miss policy learnt its b* in the first batch (the simulator runs
+                    # it online there, from the default); later batches start with it learnt.
                     extra += ["--critical-batch", str(batch_runs[0].get("critical_batch", 0))]
                 t, s = simulate(mode, trace, flags + extra)
                 tokens, seconds = tokens + t, seconds + s
@@ -125,6 +141,25 @@ def cells(meas_dir, tmp):
             if mode == "ssd":
                 name += f" chunk{chunk}"
             yield name, row["decode_tokens_per_s"], tokens / seconds
+
+
+def group_of(name):
+    """A cell's group: placement, mode and drafter (k, batch and chunk dropped)."""
+    words = name.split()
+    return " ".join(words[:4] if words[2] != "ar" else words[:3])
+
+
+def group_lines(errs_by_cell):
+    """Markdown rows: median and worst |error| per group of cells."""
+    groups = {}
+    for name, e in errs_by_cell.items():
+        groups.setdefault(group_of(name), []).append(abs(e))
+    lines = ["| group | cells | median |error| | worst |error| |", "|---|---|---|---|"]
+    for g in sorted(groups):
+        v = groups[g]
+        lines.append(f"| {g} | {len(v)} | {100 * statistics.median(v):.1f}% | "
+                     f"{100 * max(v):.1f}% |")
+    return lines
 
 
 def load_range(meas_dir):
@@ -151,16 +186,21 @@ def main():
     lines = ["| cell | measured tok/s, median (min..max) | predicted tok/s | error |",
              "|---|---|---|---|"]
     errs = []
+    by_cell = {}
     for name in sorted(res):
         m = [x[0] for x in res[name]]
         mm, p = statistics.median(m), statistics.median(x[1] for x in res[name])
         e = (p - mm) / mm
         errs.append(abs(e))
+        by_cell[name] = e
         lines.append(f"| {name} | {mm:.1f} ({min(m):.1f}..{max(m):.1f}) | {p:.1f} | "
                      f"{100 * e:+.1f}% |")
     lines.append("")
     lines.append(f"{len(errs)} cells: median |error| {100 * statistics.median(errs):.1f}%, "
                  f"worst {100 * max(errs):.1f}% (targets: median <= 10%, worst <= 25%)")
+    lines.append("")
+    lines += group_lines(by_cell)
+    lines.append("")
     lr = load_range(a.meas_dir)
     if lr:
         lines.append(f"load average (1 min) at the jobs' starts: {lr[0]:.2f}..{lr[1]:.2f}")

@@ -330,7 +330,9 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
       run.out.outcomes[static_cast<size_t>(run.last_record[i])].hit = source == SpecSource::kCache;
     run.last_record[i] = static_cast<int64_t>(run.out.outcomes.size());
     run.out.outcomes.push_back({round, static_cast<int32_t>(i), static_cast<int32_t>(trees[a].size()),
-                                static_cast<int32_t>(v.path.size()), -1, std::nullopt});
+                                static_cast<int32_t>(v.path.size()), -1, std::nullopt,
+                                run.prespeculate ? std::optional<bool>(run.prespec_on)
+                                                 : std::nullopt});
     std::optional<SeqOutcome> o = apply_verification(run, i, v);
     if (!o) {
       finished.seqs.push_back(run.seqs[i].id);

@@ -108,6 +108,32 @@ Stat ForwardTimer::block_seconds(int64_t n, bool all_logits, int calls, int samp
   return stat_of(s);
 }
 
+Stat ForwardTimer::decode_batch_seconds(int64_t seqs, int calls, int samples) {
+  std::vector<SeqId> ids{seq_};
+  for (int64_t i = 1; i < seqs; ++i) ids.push_back(kv_->fork(seq_));
+  Batch b;
+  const std::vector<int32_t> t = tokens(context_, seqs);
+  for (int64_t i = 0; i < seqs; ++i) {
+    b.tokens.push_back(t[static_cast<size_t>(i)]);
+    b.positions.push_back(static_cast<int32_t>(context_));
+    b.seqs.push_back(ids[static_cast<size_t>(i)]);
+    b.logits_rows.push_back(static_cast<int32_t>(i));
+  }
+  auto once = [&] {
+    model_->forward(b, *kv_);
+    for (SeqId id : ids) kv_->truncate(id, context_);
+  };
+  once();  // warm-up
+  std::vector<double> s;
+  for (int k = 0; k < samples; ++k) {
+    const auto t0 = Clock::now();
+    for (int c = 0; c < calls; ++c) once();
+    s.push_back(seconds_since(t0) / calls);
+  }
+  for (size_t i = 1; i < ids.size(); ++i) kv_->release(ids[i]);
+  return stat_of(s);
+}
+
 double coefficient_of_variation(const std::vector<double>& samples) {
   if (samples.size() < 2) return 0;
   double mean = 0;

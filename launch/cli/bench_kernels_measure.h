@@ -60,6 +60,10 @@ class ForwardTimer {
   // tokens (logits for every row when all_logits); each sample averages `calls` forwards, and
   // the block is truncated away after each so every call sees the same cache.
   Stat block_seconds(int64_t n, bool all_logits, int calls, int samples);
+  // Seconds per forward of a decode batch: one token for each of `seqs` sequences that share
+  // the `context` cached tokens (forks of the cache, so no K/V is copied), logits for every row;
+  // as block_seconds otherwise. The forks are released afterwards.
+  Stat decode_batch_seconds(int64_t seqs, int calls, int samples);
   // Seconds per forward of a fresh `prefill`-token prompt (logits for the last row).
   Stat prefill_seconds(int samples);
   // `tokens` single-token forwards after the `context` cached tokens, each appended to the cache

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,7 @@
 #include "launch/cli/build_info.h"
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/core/error.h"
+#include "runtime/generate/generation.h"
 #include "runtime/spec/sd_generation.h"
 #include "topology/sim/cpu_calibration.h"
 #include "topology/sim/drafter_calibration.h"
@@ -41,11 +43,103 @@ std::vector<int32_t> prompt_tokens(const Tokenizer& tok, int32_t length, int32_t
   return out;
 }
 
+// Whether the drafter takes in the prompt lazily, in its first draft call (a model drafter:
+// model_draft_runner.h) rather than in start() (Domino builds its context from the prompt's
+// target features in set_features(), inside sd_generation's start(); a lookup indexes there).
+bool lazy_start(const std::string& spec) { return parse_drafter_spec(spec).kind == "model"; }
+
+// One drafter's fit from its samples, printed as a table of measured and fitted milliseconds.
+sim::DrafterCalibration fit_and_print(const std::string& spec, const sim::SimDrafter& sd,
+                                      const sim::DeviceProfile& profile,
+                                      const std::vector<sim::DraftSample>& samples,
+                                      const std::vector<std::pair<int32_t, int32_t>>& k_batch,
+                                      const std::vector<int64_t>& rounds) {
+  const sim::DrafterCalibration cal = sim::fit_drafter(sd, profile, samples);
+  fmt::print("\ndrafter {} (simulated as --drafter {}): one SD round's drafting, and one "
+             "pre-speculation call of `branches` per sequence\n\n"
+             "| k | batch | rounds (SD) or branches | measured ms | fitted ms | error |\n"
+             "|---|---|---|---|---|---|\n",
+             spec, sd.shape.name);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const double m = samples[i].seconds, p = cal.predicted_s[i];
+    const std::string what = rounds[i] < 0 ? fmt::format("{} branches", -rounds[i])
+                                           : fmt::format("{}", rounds[i]);
+    fmt::print("| {} | {} | {} | {:.3f} | {:.3f} | {:+.1f}% |\n", k_batch[i].first,
+               k_batch[i].second, what, m * 1e3, p * 1e3, 100 * (p - m) / m);
+  }
+  const sim::DrafterFit& f = cal.fit;
+  fmt::print("\nfit: {:.2f} of the bandwidth, {:.1f} GFLOP/s, {:.3f} ms per forward, {:.3f} ms "
+             "per call, {:.1f} us per lookup, {:.1f} us per ranked row; error median {:.1f}%, "
+             "worst {:.1f}%\n",
+             f.mem_efficiency, f.peak_flops / 1e9, f.forward_s * 1e3, f.call_s * 1e3,
+             f.lookup_s * 1e6, f.rank_row_s * 1e6, 100 * f.median_rel_err, 100 * f.max_rel_err);
+  return cal;
+}
+
 struct DrafterRun {
+  sim::TargetSample target;  // an SD run's verification forwards (rows 0 for a branch batch)
   int32_t k = 0, batch = 0;
-  int64_t forwards = 0;
+  int64_t forwards = 0;     // rounds of an SD run; 0 for a branch batch
+  int32_t branches = 0;     // a branch batch: branches per sequence (0 for an SD run)
   sim::DraftSample sample;
 };
+
+// SSD's pre-speculation shape, timed directly: for every (k, batch), one draft() call of
+// `branches` requests per sequence, request j with a hypothetical suffix of j mod (k + 1) + 1
+// tokens (an outcome's accepted tokens and bonus), k + 1 tokens drafted (the last for the
+// ranking) and the ranking asked, as SsdDrafterCore::draft_branches asks. The SD rounds alone
+// never draft more than a few rows per forward; these calls draft batch x branches, the range
+// the simulator prices pre-speculation in. Median of 3 calls after a warm-up call. For drafters
+// that read no target features (their context is the tokens alone).
+std::vector<DrafterRun> time_branches(const CalibrateOptions& o, ModelSession& session,
+                                      Drafter& drafter) {
+  std::vector<DrafterRun> out;
+  if (o.branches <= 0 || !drafter.target_feature_layers().empty()) return out;
+  for (int32_t k : o.ks)
+    for (int32_t b : o.batches) {
+      std::vector<DraftRequest> reqs;
+      for (int32_t i = 0; i < b; ++i) {
+        const int32_t seq = 1000 + i;
+        const std::vector<int32_t> p = prompt_tokens(session.tokenizer(), o.context + 1, 7 * i);
+        drafter.start(seq, std::span<const int32_t>(p).first(o.context));
+        drafter.commit(seq, std::span<const int32_t>(p).last(1));
+        DraftRequest catch_up;  // the prompt's catch-up, not timed
+        catch_up.seq = seq;
+        catch_up.k = 1;
+        drafter.draft({&catch_up, 1});
+        for (int32_t j = 0; j < o.branches; ++j) {
+          DraftRequest r;
+          r.seq = seq;
+          r.suffix = prompt_tokens(session.tokenizer(), j % (k + 1) + 1, 3 * j + i);
+          r.k = k + 1;
+          r.predict_top = o.branches + 1;
+          r.position = static_cast<uint32_t>(j);
+          reqs.push_back(std::move(r));
+        }
+      }
+      drafter.draft(reqs);  // warm-up
+      std::vector<double> t;
+      for (int rep = 0; rep < 3; ++rep) {
+        const double t0 = monotonic_seconds();
+        drafter.draft(reqs);
+        t.push_back(monotonic_seconds() - t0);
+      }
+      std::sort(t.begin(), t.end());
+      for (int32_t i = 0; i < b; ++i) drafter.finish(1000 + i);
+      double suffix = 0;
+      for (const DraftRequest& r : reqs) suffix += static_cast<double>(r.suffix.size());
+      DrafterRun d{{0, 0, 0, 0}, k, b, 0, o.branches, {}};
+      d.sample.n = static_cast<double>(reqs.size());
+      d.sample.kv_seqs = b;
+      d.sample.suffix = suffix / static_cast<double>(reqs.size());
+      d.sample.k = k;
+      d.sample.predict_bonus = true;
+      d.sample.context = o.context + 1;
+      d.sample.seconds = std::max(1e-9, t[1]);
+      out.push_back(d);
+    }
+  return out;
+}
 
 // Times `spec` in SD rounds at every (k, batch); adds the verifier's host cost of each run to
 // `host` as (rows per forward, seconds per forward).
@@ -74,16 +168,23 @@ std::vector<DrafterRun> time_drafter(const CalibrateOptions& o, ModelSession& se
       SSD_CHECK(s.forwards > 0, "calibration: the {} run at k {} batch {} made no round", spec, k,
                 b);
       const double fw = static_cast<double>(s.forwards);
-      DrafterRun d{k, b, s.forwards, {}};
+      DrafterRun d{{}, k, b, s.forwards, 0, {}};
       d.sample.n = static_cast<double>(s.rounds) / fw;
       d.sample.suffix = s.mean_acceptance_length();
       d.sample.k = k;
       d.sample.context = o.context + 0.5 * o.tokens;
       d.sample.seconds = std::max(1e-9, (s.draft_s - r.drafter_start_s) / fw);
+      // A model drafter's first call catches up on the prompt, inside the timed drafting.
+      d.sample.start_seqs = lazy_start(spec) ? b : 0;
+      d.sample.start_prompt = o.context;
+      d.sample.calls = fw;
+      d.target = {static_cast<double>(s.verified_rows) / fw, d.sample.n, o.context + 0.5 * o.tokens,
+                  s.target_forward_s / fw};
       out.push_back(d);
       host.emplace_back(static_cast<double>(s.verified_rows) / fw,
                         std::max(0.0, s.verify_s - s.target_forward_s) / fw);
     }
+  for (DrafterRun& d : time_branches(o, session, *drafter)) out.push_back(std::move(d));
   return out;
 }
 
@@ -94,31 +195,43 @@ nlohmann::json calibrate_drafters(const CalibrateOptions& o, sim::DeviceProfile&
   ModelSession session(so);
   std::vector<std::pair<double, double>> host;
   nlohmann::json meas = nlohmann::json::object();
+  const sim::ModelShape target_shape = sim::load_model_shape(o.model);
   for (const std::string& spec : o.drafters) {
     const sim::SimDrafter sd = sim_drafter_for_spec(spec);
     const std::vector<DrafterRun> runs = time_drafter(o, session, spec, host);
     std::vector<sim::DraftSample> samples;
     for (const DrafterRun& r : runs) samples.push_back(r.sample);
-    const sim::DrafterCalibration cal = sim::fit_drafter(sd, profile, samples);
-    profile.drafter_fits[sd.shape.name] = cal.fit;
-    fmt::print("\ndrafter {} (simulated as --drafter {}): one SD round's drafting\n\n"
-               "| k | batch | rounds | measured ms | fitted ms | error |\n|---|---|---|---|---|---|\n",
-               spec, sd.shape.name);
+    std::vector<std::pair<int32_t, int32_t>> kb;
+    std::vector<int64_t> rounds;
+    for (const DrafterRun& r : runs) {
+      kb.emplace_back(r.k, r.batch);
+      rounds.push_back(r.branches > 0 ? -r.branches : r.forwards);
+    }
+    const sim::DrafterCalibration cal = fit_and_print(spec, sd, profile, samples, kb, rounds);
+    std::vector<sim::TargetSample> verifies;
+    for (const DrafterRun& r : runs)
+      if (r.target.rows > 0) verifies.push_back(r.target);
+    sim::DrafterFit fit = cal.fit;
+    fit.target_switch_s = sim::fit_target_switch(target_shape, profile, verifies);
+    fmt::print("the target's verification forwards after this drafter: {:.3f} ms more than back to "
+               "back\n", fit.target_switch_s * 1e3);
+    profile.drafter_fits[sd.shape.name] = fit;
     nlohmann::json rows = nlohmann::json::array();
     for (size_t i = 0; i < runs.size(); ++i) {
-      const double m = runs[i].sample.seconds, p = cal.predicted_s[i];
-      fmt::print("| {} | {} | {} | {:.3f} | {:.3f} | {:+.1f}% |\n", runs[i].k, runs[i].batch,
-                 runs[i].forwards, m * 1e3, p * 1e3, 100 * (p - m) / m);
-      rows.push_back({{"k", runs[i].k}, {"batch", runs[i].batch}, {"rounds", runs[i].forwards},
-                      {"sequences", runs[i].sample.n}, {"suffix", runs[i].sample.suffix},
-                      {"median_s", m}, {"fitted_s", p}});
+      nlohmann::json row = {{"k", runs[i].k}, {"batch", runs[i].batch},
+                            {"rounds", runs[i].forwards}, {"sequences", runs[i].sample.n},
+                            {"suffix", runs[i].sample.suffix},
+                            {"median_s", runs[i].sample.seconds},
+                            {"fitted_s", cal.predicted_s[i]}};
+      if (runs[i].branches > 0) row["branches"] = runs[i].branches;
+      if (runs[i].target.rows > 0) {
+        row["verified_rows"] = runs[i].target.rows;
+        row["target_forward_s"] = runs[i].target.seconds;
+      }
+      rows.push_back(row);
     }
-    const sim::DrafterFit& f = cal.fit;
-    fmt::print("\nfit: {:.2f} of the bandwidth, {:.1f} GFLOP/s, {:.3f} ms per forward, {:.3f} ms "
-               "per call, {:.1f} us per lookup; error median {:.1f}%, worst {:.1f}%\n",
-               f.mem_efficiency, f.peak_flops / 1e9, f.forward_s * 1e3, f.call_s * 1e3,
-               f.lookup_s * 1e6, 100 * f.median_rel_err, 100 * f.max_rel_err);
-    meas[sd.shape.name] = {{"spec", spec}, {"runs", rows}};
+    meas[sd.shape.name] = {{"spec", spec}, {"runs", rows}, {"context", o.context},
+                           {"tokens", o.tokens}};
   }
   sim::fit_verify_host(profile, host);
   fmt::print("\nverifier host cost per target forward: {:.3f} ms + {:.4f} ms per row\n",
@@ -147,6 +260,90 @@ sim::SimDrafter sim_drafter_for_spec(const std::string& text) {
   return d;
 }
 
+int run_refit(const std::filesystem::path& in, const std::string& model,
+              const std::filesystem::path& out) {
+  std::ifstream f(in);
+  SSD_CHECK(f.good(), "--refit: cannot read '{}'", in.string());
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    fail(fmt::format("--refit: '{}' is not JSON: {}", in.string(), e.what()));
+  }
+  sim::DeviceProfile profile = sim::DeviceProfile::from_json(j, in.string());
+  // The target's forwards (with the model whose shape they were timed on).
+  if (!model.empty() && j.contains("measurements") && j["measurements"].is_array()) {
+    std::vector<sim::ForwardSample> samples;
+    for (const nlohmann::json& m : j["measurements"])
+      samples.push_back({m.at("rows").get<double>(), m.at("context").get<double>(),
+                         m.at("median_s").get<double>(), m.value("seqs", 1.0)});
+    const sim::Calibration cal =
+        sim::fit_device(profile.name, sim::load_model_shape(model), profile.mem_bw_Bps, samples);
+    sim::DeviceProfile d = cal.profile;
+    d.source = profile.source + " (refitted)";
+    d.verify_host_s = profile.verify_host_s;
+    d.verify_host_row_s = profile.verify_host_row_s;
+    d.drafter_fits = profile.drafter_fits;
+    profile = d;
+    fmt::print("target: fit error median {:.1f}%, worst {:.1f}% (roofline_p {})\n",
+               100 * cal.median_rel_err, 100 * cal.max_rel_err, d.roofline_p);
+  }
+  const auto meas = j.find("drafter_measurements");
+  SSD_CHECK(meas == j.end() || meas->is_object(),
+            "--refit: '{}': drafter_measurements must be an object", in.string());
+  for (const auto& [name, m] : meas == j.end() ? nlohmann::json::object().items() : meas->items()) {
+    const std::string where = fmt::format("{}: drafter_measurements.{}", in.string(), name);
+    SSD_CHECK(m.contains("spec") && m.contains("runs") && m["runs"].is_array(),
+              "{}: needs 'spec' and 'runs'", where);
+    const sim::SimDrafter sd = sim_drafter_for_spec(m["spec"].get<std::string>());
+    // Profiles written before these fields were stored used the defaults (128, 24).
+    const double context = m.value("context", 128.0), tokens = m.value("tokens", 24.0);
+    std::vector<sim::DraftSample> samples;
+    std::vector<std::pair<int32_t, int32_t>> kb;
+    std::vector<int64_t> rounds;
+    for (const nlohmann::json& r : m["runs"]) {
+      sim::DraftSample s;
+      s.n = r.at("sequences").get<double>();
+      s.suffix = r.at("suffix").get<double>();
+      s.k = r.at("k").get<int32_t>();
+      s.seconds = r.at("median_s").get<double>();
+      const int32_t branches = r.value("branches", 0);
+      if (branches > 0) {  // a pre-speculation call (time_branches)
+        s.kv_seqs = r.at("batch").get<double>();
+        s.predict_bonus = true;
+        s.context = context + 1;
+      } else {
+        s.context = context + 0.5 * tokens;
+        s.start_seqs = lazy_start(m["spec"].get<std::string>()) ? r.at("batch").get<double>() : 0;
+        s.start_prompt = context;
+        s.calls = r.at("rounds").get<double>();
+      }
+      samples.push_back(s);
+      kb.emplace_back(s.k, r.at("batch").get<int32_t>());
+      rounds.push_back(branches > 0 ? -branches : r.at("rounds").get<int64_t>());
+    }
+    const sim::DrafterCalibration cal =
+        fit_and_print(m["spec"].get<std::string>(), sd, profile, samples, kb, rounds);
+    sim::DrafterFit fit = cal.fit;
+    std::vector<sim::TargetSample> verifies;
+    for (const nlohmann::json& r : m["runs"])
+      if (r.contains("target_forward_s"))
+        verifies.push_back({r.at("verified_rows").get<double>(), r.at("sequences").get<double>(),
+                            context + 0.5 * tokens, r.at("target_forward_s").get<double>()});
+    if (!model.empty())
+      fit.target_switch_s = sim::fit_target_switch(sim::load_model_shape(model), profile, verifies);
+    profile.drafter_fits[sd.shape.name] = fit;
+  }
+  nlohmann::json o = profile.to_json();
+  for (const char* key : {"measurements", "fit", "drafter_measurements"})
+    if (j.contains(key)) o[key] = j[key];
+  std::ofstream w(out.string());
+  SSD_CHECK(w.good(), "cannot write '{}'", out.string());
+  w << o.dump(2) << '\n';
+  fmt::print("written to {}\n", out.string());
+  return 0;
+}
+
 int run_calibrate(const CalibrateOptions& o) {
   SSD_CHECK(!o.model.empty(), "--calibrate needs --calibrate-model or $SSD_MODEL");
   SSD_CHECK(!o.out.empty(), "--calibrate needs --out PATH for the profile JSON");
@@ -157,8 +354,10 @@ int run_calibrate(const CalibrateOptions& o) {
     kernels::ThreadPool pool(kernels::ThreadPool::Options{o.threads, {}, 200});
     bw = measure_read_bandwidth(pool, int64_t{256} << 20, 5);
   }
+  // Cache room for the largest block, and for a decode batch's forks (a page each, 16 tokens).
+  const int32_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
   ForwardTimer timer(file, make_cpu_backend(CpuBackendOptions{o.threads, {}, 200}), o.context,
-                     o.rows, 1);
+                     std::max(o.rows, 32 * max_batch), 1);
   sim::ModelShape shape = sim::load_model_shape(o.model);
   std::vector<sim::ForwardSample> samples;
   std::vector<Stat> stats;
@@ -171,6 +370,14 @@ int run_calibrate(const CalibrateOptions& o) {
     stats.push_back(s);
     samples.push_back({static_cast<double>(n), static_cast<double>(o.context), s.median});
   }
+  // Decode batches (one row of each of n sequences): the cost per sequence (cpu_calibration.h).
+  for (int32_t n : o.batches) {
+    if (n < 2) continue;
+    const Stat s = timer.decode_batch_seconds(n, 4, 5);
+    stats.push_back(s);
+    samples.push_back({static_cast<double>(n), static_cast<double>(o.context), s.median,
+                       static_cast<double>(n)});
+  }
   const std::string name = fmt::format("cpu-{}t-calibrated", o.threads);
   sim::Calibration cal = sim::fit_device(name, shape, bw.median * 1e9, samples);
   cal.profile.source = fmt::format("ssd simulate --calibrate on {} ({} threads, {}), model {}",
@@ -180,22 +387,26 @@ int run_calibrate(const CalibrateOptions& o) {
   fmt::print("| rows | measured ms (min..max) | fitted ms | error |\n|---|---|---|---|\n");
   for (size_t i = 0; i < samples.size(); ++i) {
     meas.push_back({{"rows", samples[i].rows},
+                    {"seqs", samples[i].seqs},
                     {"context", samples[i].context},
                     {"median_s", stats[i].median},
                     {"min_s", stats[i].min},
                     {"max_s", stats[i].max},
                     {"fitted_s", cal.predicted_s[i]}});
-    fmt::print("| {} | {:.2f} ({:.2f}..{:.2f}) | {:.2f} | {:+.1f}% |\n", samples[i].rows,
+    fmt::print("| {}{} | {:.2f} ({:.2f}..{:.2f}) | {:.2f} | {:+.1f}% |\n", samples[i].rows,
+               samples[i].seqs > 1 ? " (one per sequence)" : "",
                stats[i].median * 1e3, stats[i].min * 1e3, stats[i].max * 1e3,
                cal.predicted_s[i] * 1e3,
                100 * (cal.predicted_s[i] - samples[i].seconds) / samples[i].seconds);
   }
   fmt::print("\nprofile {}: bandwidth {:.2f} GB/s measured x {:.2f} achieved, overhead {:.3f} ms "
-             "per forward of {} layers, effective peak {:.1f} GFLOP/s; fit error median {:.1f}%, "
-             "worst {:.1f}%\n",
+             "per forward of {} layers + {:.3f} ms per sequence, effective peak {:.1f} GFLOP/s; "
+             "fit error median {:.1f}%, worst {:.1f}%\n",
              name, bw.median, cal.profile.mem_efficiency,
              cal.profile.layer_overhead_s * static_cast<double>(shape.n_layers) * 1e3,
-             shape.n_layers, cal.profile.peak_flops.at("bf16") / 1e9, 100 * cal.median_rel_err,
+             shape.n_layers,
+             cal.profile.seq_layer_overhead_s * static_cast<double>(shape.n_layers) * 1e3,
+             cal.profile.peak_flops.at("bf16") / 1e9, 100 * cal.median_rel_err,
              100 * cal.max_rel_err);
   nlohmann::json drafters;
   if (!o.drafters.empty()) drafters = calibrate_drafters(o, cal.profile);

@@ -22,9 +22,17 @@ struct CalibrateOptions {
   std::vector<std::string> drafters;
   std::vector<int32_t> ks{2, 4, 7}, batches{1, 4};
   int32_t tokens = 24;  // generated per request in each drafter run
+  int32_t branches = 8;  // pre-speculation calls: branches per sequence (0: none timed)
 };
 
 int run_calibrate(const CalibrateOptions& o);
+
+// `ssd simulate --refit IN [--calibrate-model M] --out OUT`: profile IN refitted from the
+// measurements it stores with the current fit models: the target's forwards (cpu_calibration.h;
+// with M, the model they were timed on) and every drafter's runs (drafter_calibration.h); the
+// verifier's host cost is kept. Replays of older measurements use it (perf/sim_validate.py).
+int run_refit(const std::filesystem::path& in, const std::string& model,
+              const std::filesystem::path& out);
 
 // The simulator's drafter for a --drafter spec, named as `ssd simulate --drafter` names it (the
 // key of its fit): ngram and suffix (lookups), smollm2-domino for domino:PATH (the committed

@@ -44,11 +44,13 @@ struct SimArgs {
   int32_t prespec_chunk = 0;
   std::string miss_policy = "auto";
   int32_t critical_batch = -1;
+  std::string prespec_switch = "on";
   std::optional<double> lookup_us;
   int64_t drafter_feature_dim = -1;
   uint64_t seed = 1;
   std::optional<std::filesystem::path> outcome_trace, record_trace, trace_json, json;
   bool calibrate = false;
+  std::optional<std::filesystem::path> refit;
   std::optional<std::filesystem::path> calibrate_model, out;
   int32_t threads = 2;
   int32_t calibrate_rows = 32;
@@ -57,6 +59,7 @@ struct SimArgs {
   std::string calibrate_k = "2,4,7";
   std::string calibrate_batch = "1,4";
   int32_t calibrate_tokens = 24;
+  int32_t calibrate_branches = 8;
 
   template <class V>
   void visit(V&& v) {
@@ -101,6 +104,10 @@ struct SimArgs {
                                                                           "backup"}});
     v(critical_batch, "critical-batch", "ssd: fixed b* for --miss-policy auto (-1: derived)",
       {.min = -1});
+    v(prespec_switch, "prespec-switch", "ssd: on = pre-speculate every round (Saguaro as "
+                                        "published); auto = the runtime's adaptive switch (blocks "
+                                        "on or off, the faster kept); a replayed trace's recorded "
+                                        "regime wins", {.choices = {"on", "auto"}});
     v(drafter_feature_dim, "drafter-feature-dim", "floats of target features the drafter needs "
                                                   "per accepted token (EAGLE / Domino style; -1: "
                                                   "the drafter preset's)", {.min = -1});
@@ -114,6 +121,9 @@ struct SimArgs {
     v(trace_json, "trace-json", "write the timeline as Chrome trace-event JSON (last mode, batch)");
     v(json, "json", "write every result as JSON here");
     v(calibrate, "calibrate", "measure this machine and write a CPU device profile (--out)");
+    v(refit, "refit", "refit this profile (its target with --calibrate-model, and its drafters) "
+                      "from the measurements it stores, with the current fit models (--out)",
+      {.must_exist = true});
     v(calibrate_model, "calibrate-model", "--calibrate: model to time (default $SSD_MODEL)");
     v(out, "out", "--calibrate: where to write the profile JSON");
     v(threads, "threads", "--calibrate: CPU threads", {.min = 1, .max = 1024});
@@ -130,6 +140,10 @@ struct SimArgs {
     v(calibrate_batch, "calibrate-batch", "--calibrate-drafters: batch sizes to time");
     v(calibrate_tokens, "calibrate-tokens", "--calibrate-drafters: tokens per request of each run",
       {.min = 2, .max = 4096});
+    v(calibrate_branches, "calibrate-branches",
+      "--calibrate-drafters: also time one pre-speculation call of this many branches per "
+      "sequence at every k and batch (drafters without target features; 0: none)",
+      {.min = 0, .max = 64});
   }
 };
 
@@ -178,6 +192,7 @@ int calibrate(const SimArgs& a) {
   o.ks = int_list("calibrate-k", a.calibrate_k, 1, 32);
   o.batches = int_list("calibrate-batch", a.calibrate_batch, 1, 64);
   o.tokens = a.calibrate_tokens;
+  o.branches = a.calibrate_branches;
   return run_calibrate(o);
 }
 
@@ -228,6 +243,7 @@ sim::SimConfig build_config(const SimArgs& a) {
                : a.miss_policy == "backup" ? sim::MissChoice::kBackup
                                            : sim::MissChoice::kAuto;
   c.ssd.b_star = a.critical_batch;
+  c.ssd.adaptive_switch = a.prespec_switch == "auto";
   c.seed = a.seed;
   return c;
 }
@@ -272,6 +288,10 @@ int run_sim_command(int argc, const char* const* argv) {
                           "profile."))
     return 0;
   if (a.calibrate) return calibrate(a);
+  if (a.refit) {
+    SSD_CHECK(a.out.has_value(), "--refit needs --out PATH for the refitted profile");
+    return run_refit(*a.refit, a.calibrate_model ? a.calibrate_model->string() : "", *a.out);
+  }
 
   sim::SimConfig cfg = build_config(a);
   std::vector<sim::SimMode> modes;

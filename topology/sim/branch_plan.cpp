@@ -14,6 +14,7 @@ std::vector<PlannedBranch> plan_branches(const std::vector<std::vector<int32_t>>
   };
   std::vector<Keyed> all;
   for (size_t s = 0; s < fan_out.size(); ++s) {
+    if (fan_out[s].empty()) continue;  // a decode step: nothing is pre-speculated after it
     const int32_t k = static_cast<int32_t>(fan_out[s].size()) - 1;
     const std::vector<double> pk = acc.outcome_probs(k);
     int64_t within = 0;

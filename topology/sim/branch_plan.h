@@ -25,7 +25,8 @@ struct PlannedBranch {
   double weight = 0;
 };
 
-// `fan_out[s]` is sequence s's plan [K_s + 1].
+// `fan_out[s]` is sequence s's plan [K_s + 1]; empty for a sequence whose current speculation is
+// a decode step (k = 0: the runtime plans nothing after it).
 std::vector<PlannedBranch> plan_branches(const std::vector<std::vector<int32_t>>& fan_out,
                                          const AcceptanceParams& acc);
 

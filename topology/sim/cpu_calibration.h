@@ -5,7 +5,10 @@
 // the measured bandwidth, the effective peak FLOP/s and the fixed overhead. The overhead is stored
 // per layer (on a CPU it is the thread pool's hand-offs, a few per op), so a model of another
 // depth (a 4-layer drafter) gets its own share. The profile then reproduces what this machine's
-// kernels did, including what they lose to the ideal roofline.
+// kernels did, including what they lose to the ideal roofline. Samples of decode batches (one row
+// of each of several sequences) then give the cost per sequence per layer, by least squares on
+// what the single-sequence fit leaves of them; it is taken out of the per-layer overhead so a
+// single sequence costs what it did.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,7 @@ struct ForwardSample {
   double rows = 1;
   double context = 0;
   double seconds = 0;
+  double seqs = 1;  // > 1: a decode batch, one row of each of `seqs` sequences
 };
 
 struct Calibration {

@@ -5,46 +5,73 @@
 
 #include "runtime/core/error.h"
 #include "topology/sim/round_sim.h"
+#include "topology/sim/roofline.h"
 
 namespace ssd::sim {
 namespace {
 
-// min over a, c >= 0 of sum w_i^2 (r_i + a f_i + c g_i)^2: the unconstrained solution when it is
-// feasible, else the best of the faces (one of them 0).
+// min over x >= 0 of sum_i w_i^2 (r_i + sum_j x_j cols[j][i])^2, for up to 3 columns: the best
+// unconstrained solution over every subset of the columns (the others held at 0) that is
+// feasible; with the empty subset always feasible this is the non-negative optimum.
 struct Ls {
-  double a = 0, c = 0, err = 0;
+  std::vector<double> x;
+  double err = 0;
 };
-Ls nonneg_ls(const std::vector<double>& r, const std::vector<double>& f,
-             const std::vector<double>& g, const std::vector<double>& w) {
-  double ff = 0, fg = 0, gg = 0, rf = 0, rg = 0;
-  for (size_t i = 0; i < r.size(); ++i) {
-    const double w2 = w[i] * w[i];
-    ff += w2 * f[i] * f[i];
-    fg += w2 * f[i] * g[i];
-    gg += w2 * g[i] * g[i];
-    rf += w2 * r[i] * f[i];
-    rg += w2 * r[i] * g[i];
-  }
-  auto err = [&](double a, double c) {
+Ls nonneg_ls(const std::vector<double>& r, const std::vector<std::vector<double>>& cols,
+             const std::vector<double>& w) {
+  const size_t m = cols.size();
+  auto err = [&](const std::vector<double>& x) {
     double e = 0;
     for (size_t i = 0; i < r.size(); ++i) {
-      const double x = w[i] * (r[i] + a * f[i] + c * g[i]);
-      e += x * x;
+      double v = r[i];
+      for (size_t j = 0; j < m; ++j) v += x[j] * cols[j][i];
+      e += w[i] * w[i] * v * v;
     }
     return e;
   };
-  std::vector<Ls> cand{{0, 0, 0}};
-  if (ff > 0) cand.push_back({std::max(0.0, -rf / ff), 0, 0});
-  if (gg > 0) cand.push_back({0, std::max(0.0, -rg / gg), 0});
-  const double det = ff * gg - fg * fg;
-  if (det > 1e-12 * ff * gg) {
-    const double a = (-rf * gg + rg * fg) / det, c = (-rg * ff + rf * fg) / det;
-    if (a >= 0 && c >= 0) cand.push_back({a, c, 0});
-  }
-  Ls best{0, 0, 1e300};
-  for (Ls& x : cand) {
-    x.err = err(x.a, x.c);
-    if (x.err < best.err) best = x;
+  Ls best{std::vector<double>(m, 0), 0};
+  best.err = err(best.x);
+  for (unsigned mask = 1; mask < (1u << m); ++mask) {
+    std::vector<size_t> on;
+    for (size_t j = 0; j < m; ++j)
+      if (mask & (1u << j)) on.push_back(j);
+    const size_t n = on.size();
+    // Normal equations A y = b over the chosen columns, by Gaussian elimination with pivoting.
+    std::vector<std::vector<double>> a(n, std::vector<double>(n + 1, 0));
+    for (size_t p = 0; p < n; ++p) {
+      for (size_t q = 0; q < n; ++q)
+        for (size_t i = 0; i < r.size(); ++i)
+          a[p][q] += w[i] * w[i] * cols[on[p]][i] * cols[on[q]][i];
+      for (size_t i = 0; i < r.size(); ++i) a[p][n] -= w[i] * w[i] * cols[on[p]][i] * r[i];
+    }
+    bool singular = false;
+    for (size_t c = 0; c < n && !singular; ++c) {
+      size_t piv = c;
+      for (size_t p = c + 1; p < n; ++p)
+        if (std::abs(a[p][c]) > std::abs(a[piv][c])) piv = p;
+      std::swap(a[c], a[piv]);
+      double scale = 0;
+      for (size_t q = 0; q < n; ++q) scale = std::max(scale, std::abs(a[q][q]));
+      if (std::abs(a[c][c]) <= 1e-12 * std::max(scale, 1e-300)) {
+        singular = true;
+        break;
+      }
+      for (size_t p = 0; p < n; ++p) {
+        if (p == c) continue;
+        const double f = a[p][c] / a[c][c];
+        for (size_t q = c; q <= n; ++q) a[p][q] -= f * a[c][q];
+      }
+    }
+    if (singular) continue;
+    std::vector<double> x(m, 0);
+    bool feasible = true;
+    for (size_t p = 0; p < n; ++p) {
+      x[on[p]] = a[p][n] / a[p][p];
+      feasible = feasible && x[on[p]] >= 0;
+    }
+    if (!feasible) continue;
+    const double e = err(x);
+    if (e < best.err) best = {x, e};
   }
   return best;
 }
@@ -58,7 +85,24 @@ void fill_errors(DrafterCalibration& c, const std::vector<DraftSample>& s) {
   c.fit.median_rel_err = e[e.size() / 2];
 }
 
+// The start's forward alone (no call cost: it rides in the run's first call), per call.
+double start_share(const SimDrafter& drafter, const DeviceProfile& device, const DraftSample& s) {
+  if (s.start_seqs <= 0 || s.start_prompt <= 0 || drafter.shape.style == DraftStyle::kLookup)
+    return 0;
+  const DrafterFit* fit = device.drafter_fit(drafter.shape.name);
+  const double call = fit ? fit->call_s : 0;
+  return (draft_seconds(drafter, device, s.start_seqs, s.start_prompt, 0, 0, false) - call) /
+         std::max(1.0, s.calls);
+}
+
 }  // namespace
+
+double sample_seconds(const SimDrafter& drafter, const DeviceProfile& device,
+                      const DraftSample& s) {
+  return draft_seconds(drafter, device, s.n, s.suffix, s.k, s.context, s.predict_bonus,
+                       s.kv_seqs) +
+         start_share(drafter, device, s);
+}
 
 DrafterCalibration fit_drafter(const SimDrafter& drafter, const DeviceProfile& device,
                                const std::vector<DraftSample>& samples) {
@@ -69,7 +113,7 @@ DrafterCalibration fit_drafter(const SimDrafter& drafter, const DeviceProfile& d
               "drafter calibration of {}: draft times and sequences must be > 0",
               drafter.shape.name);
   const std::string& name = drafter.shape.name;
-  std::vector<double> w, one, r(samples.size()), f(samples.size());
+  std::vector<double> w, one, r(samples.size()), f(samples.size()), ranked(samples.size());
   for (const DraftSample& s : samples) {
     w.push_back(1 / s.seconds);
     one.push_back(1);
@@ -80,9 +124,9 @@ DrafterCalibration fit_drafter(const SimDrafter& drafter, const DeviceProfile& d
       r[i] = -samples[i].seconds;
       f[i] = samples[i].n;
     }
-    const Ls ls = nonneg_ls(r, f, one, w);
-    out.fit.lookup_s = ls.a;
-    out.fit.call_s = ls.c;
+    const Ls ls = nonneg_ls(r, {f, one}, w);
+    out.fit.lookup_s = ls.x[0];
+    out.fit.call_s = ls.x[1];
   } else {
     // The roofline part of every sample under (efficiency, peak) with no fixed costs, and the
     // forwards per call (the per-forward cost's weight).
@@ -90,12 +134,18 @@ DrafterCalibration fit_drafter(const SimDrafter& drafter, const DeviceProfile& d
     probe.drafter_fits.clear();
     auto roof = [&](double me, double peak, const DraftSample& s) {
       probe.drafter_fits[name] = DrafterFit{.mem_efficiency = me, .peak_flops = peak};
-      return draft_seconds(drafter, probe, s.n, s.suffix, s.k, s.context, s.predict_bonus);
+      return sample_seconds(drafter, probe, s);
     };
-    for (size_t i = 0; i < samples.size(); ++i)
+    // The start's forward adds 1 / calls forwards per call. Calls that rank their rows (SSD's
+    // requests, predict_bonus) pay rank_row_s per drafted row.
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const DraftSample& s = samples[i];
+      ranked[i] = s.predict_bonus ? s.n * (s.k + 1) : 0;
       f[i] = drafter.shape.style == DraftStyle::kBlock
                  ? 0
-                 : std::max(1, samples[i].k + (samples[i].predict_bonus ? 1 : 0));
+                 : std::max(1, s.k + (s.predict_bonus ? 1 : 0)) +
+                       (s.start_seqs > 0 && s.start_prompt > 0 ? 1 / std::max(1.0, s.calls) : 0);
+    }
     struct Box {
       double lo, hi;
     };
@@ -112,11 +162,11 @@ DrafterCalibration fit_drafter(const SimDrafter& drafter, const DeviceProfile& d
           const double m = me.lo + (me.hi - me.lo) * j / n;
           for (size_t q = 0; q < samples.size(); ++q)
             r[q] = roof(m, std::exp(l), samples[q]) - samples[q].seconds;
-          const Ls ls = nonneg_ls(r, f, one, w);
+          const Ls ls = nonneg_ls(r, {f, one, ranked}, w);
           if (ls.err < best_err) {
             best_err = ls.err;
-            best = DrafterFit{.mem_efficiency = m, .peak_flops = std::exp(l), .forward_s = ls.a,
-                              .call_s = ls.c};
+            best = DrafterFit{.mem_efficiency = m, .peak_flops = std::exp(l), .forward_s = ls.x[0],
+                              .call_s = ls.x[1], .rank_row_s = ls.x[2]};
           }
         }
       auto around = [n](Box b, double at, double lo, double hi) {
@@ -130,11 +180,22 @@ DrafterCalibration fit_drafter(const SimDrafter& drafter, const DeviceProfile& d
   }
   DeviceProfile fitted = device;
   fitted.drafter_fits[name] = out.fit;
-  for (const DraftSample& s : samples)
-    out.predicted_s.push_back(
-        draft_seconds(drafter, fitted, s.n, s.suffix, s.k, s.context, s.predict_bonus));
+  for (const DraftSample& s : samples) out.predicted_s.push_back(sample_seconds(drafter, fitted, s));
   fill_errors(out, samples);
   return out;
+}
+
+double fit_target_switch(const ModelShape& target, const DeviceProfile& device,
+                         const std::vector<TargetSample>& samples) {
+  if (samples.empty()) return 0;
+  const LinkProfile none{"none", 0, 1};
+  double sum = 0;
+  for (const TargetSample& s : samples)
+    sum += s.seconds -
+           forward_cost(target, device, 1, none,
+                        {.rows = s.rows, .seqs = s.seqs, .context = s.context})
+               .total_s;
+  return std::max(0.0, sum / static_cast<double>(samples.size()));
 }
 
 void fit_verify_host(DeviceProfile& device, const std::vector<std::pair<double, double>>& samples) {
@@ -147,9 +208,9 @@ void fit_verify_host(DeviceProfile& device, const std::vector<std::pair<double, 
     one.push_back(1);
     w.push_back(1 / std::max(s, 1e-6));
   }
-  const Ls ls = nonneg_ls(r, rows, one, w);
-  device.verify_host_row_s = ls.a;
-  device.verify_host_s = ls.c;
+  const Ls ls = nonneg_ls(r, {rows, one}, w);
+  device.verify_host_row_s = ls.x[0];
+  device.verify_host_s = ls.x[1];
 }
 
 }  // namespace ssd::sim

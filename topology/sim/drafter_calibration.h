@@ -9,6 +9,11 @@
 //                   minimising the squared relative error. A block drafter has one forward per
 //                   call, so its fixed cost is all per-call.
 //   lookup drafters call_s + n x lookup_s, by the same least squares.
+// A model or block drafter starts lazily: its first draft call of a sequence forwards the whole
+// prompt (model_draft_runner.h's catch-up; Domino likewise). That forward is inside the timed
+// drafting of a calibration run, so a sample carries it (start_seqs x start_prompt rows, spread
+// over the run's `calls`) and the fit prices it as the forward it is rather than folding it into
+// the per-call cost (which made a short run's rounds look ~60% dearer than a long run's).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +32,17 @@ struct DraftSample {
   double context = 0;
   bool predict_bonus = false;  // a drafter rank drafts k + 1 (round_sim.h)
   double seconds = 0;          // measured, per call
+  // The lazy start inside the timed drafting: one forward over start_seqs x start_prompt rows,
+  // spread over `calls` calls (0 sequences: none; a lookup drafter indexes eagerly).
+  double start_seqs = 0, start_prompt = 0, calls = 1;
+  // Distinct sequences whose cached prefixes the call reads (-1: n). A pre-speculation call
+  // drafts n branches of kv_seqs sequences as one tree-masked batch (round_sim.h).
+  double kv_seqs = -1;
 };
+
+// What `s` is predicted to cost per call under `device`'s fit for `drafter`: draft_seconds() of
+// the call plus its share of the lazy start.
+double sample_seconds(const SimDrafter& drafter, const DeviceProfile& device, const DraftSample& s);
 
 struct DrafterCalibration {
   DrafterFit fit;
@@ -38,6 +53,16 @@ struct DrafterCalibration {
 // ssd::Error for no samples or a non-positive time.
 DrafterCalibration fit_drafter(const SimDrafter& drafter, const DeviceProfile& device,
                                const std::vector<DraftSample>& samples);
+
+// A verification forward timed inside a drafter's SD run: its rows (over `seqs` sequences) at
+// `context`, and its mean seconds.
+struct TargetSample {
+  double rows = 1, seqs = 1, context = 0, seconds = 0;
+};
+// DrafterFit::target_switch_s: the mean of what the SD rounds' verification forwards took beyond
+// the profile's forward of the same rows (warm, back to back), at least 0.
+double fit_target_switch(const ModelShape& target, const DeviceProfile& device,
+                         const std::vector<TargetSample>& samples);
 
 // The verifier's host cost per forward, host_s = verify_host_s + rows x verify_host_row_s, by
 // non-negative least squares over (rows, seconds) pairs; sets both fields of `device`.

@@ -55,7 +55,9 @@ DeviceProfile gpu(std::string name, double bw_GBps, double bf16_TF, double fp8_T
 nlohmann::json DrafterFit::to_json() const {
   return {{"mem_efficiency", mem_efficiency}, {"peak_flops", peak_flops},
           {"forward_s", forward_s},           {"call_s", call_s},
-          {"lookup_s", lookup_s},             {"median_rel_err", median_rel_err},
+          {"lookup_s", lookup_s},             {"rank_row_s", rank_row_s},
+          {"target_switch_s", target_switch_s},
+          {"median_rel_err", median_rel_err},
           {"max_rel_err", max_rel_err}};
 }
 
@@ -67,12 +69,17 @@ DrafterFit DrafterFit::from_json(const nlohmann::json& j, const std::string& whe
   f.forward_s = num(j, "forward_s", where, 0, false);
   f.call_s = num(j, "call_s", where, 0, false);
   f.lookup_s = num(j, "lookup_s", where, 0, false);
+  f.rank_row_s = num(j, "rank_row_s", where, 0, false);
+  f.target_switch_s = num(j, "target_switch_s", where, 0, false);
   f.median_rel_err = num(j, "median_rel_err", where, 0, false);
   f.max_rel_err = num(j, "max_rel_err", where, 0, false);
   SSD_CHECK(f.mem_efficiency > 0 && f.mem_efficiency <= 1, "{}: mem_efficiency must be in (0, 1] "
             "(got {})", where, f.mem_efficiency);
-  SSD_CHECK(f.peak_flops >= 0 && f.forward_s >= 0 && f.call_s >= 0 && f.lookup_s >= 0,
-            "{}: peak_flops, forward_s, call_s and lookup_s must be >= 0", where);
+  SSD_CHECK(f.peak_flops >= 0 && f.forward_s >= 0 && f.call_s >= 0 && f.lookup_s >= 0 &&
+                f.rank_row_s >= 0 && f.target_switch_s >= 0,
+            "{}: peak_flops, forward_s, call_s, lookup_s, rank_row_s and target_switch_s must be "
+            ">= 0",
+            where);
   return f;
 }
 
@@ -89,6 +96,7 @@ DeviceProfile DeviceProfile::for_drafter(const std::string& drafter) const {
   d.mem_bw_Bps = mem_bw_Bps;
   d.mem_bytes = mem_bytes;
   d.mem_efficiency = f->mem_efficiency;
+  d.roofline_p = roofline_p;
   d.flop_efficiency = 1;
   d.peak_flops = {{"bf16", f->peak_flops > 0 ? f->peak_flops : peak("bf16")}};
   d.overhead_s = f->forward_s;
@@ -110,9 +118,12 @@ void DeviceProfile::validate() const {
   SSD_CHECK(!peak_flops.empty(), "device '{}': no peak FLOP/s given", name);
   for (const auto& [dt, v] : peak_flops)
     SSD_CHECK(v > 0, "device '{}': peak FLOP/s for {} must be > 0 (got {})", name, dt, v);
-  SSD_CHECK(overhead_s >= 0 && layer_overhead_s >= 0,
-            "device '{}': per-forward and per-layer overheads must be >= 0 (got {} and {})", name,
-            overhead_s, layer_overhead_s);
+  SSD_CHECK(overhead_s >= 0 && layer_overhead_s >= 0 && seq_layer_overhead_s >= 0,
+            "device '{}': per-forward, per-layer and per-sequence overheads must be >= 0 (got {}, "
+            "{} and {})",
+            name, overhead_s, layer_overhead_s, seq_layer_overhead_s);
+  SSD_CHECK(roofline_p == 0 || roofline_p >= 1,
+            "device '{}': roofline_p must be 0 (max) or >= 1 (got {})", name, roofline_p);
   SSD_CHECK(mem_efficiency > 0 && mem_efficiency <= 1 && flop_efficiency > 0 &&
                 flop_efficiency <= 1,
             "device '{}': efficiencies must be in (0, 1] (got {} and {})", name, mem_efficiency,
@@ -126,6 +137,8 @@ nlohmann::json DeviceProfile::to_json() const {
           {"mem_bytes", mem_bytes},
           {"mem_efficiency", mem_efficiency}, {"flop_efficiency", flop_efficiency},
           {"source", source}};
+  j["seq_layer_overhead_s"] = seq_layer_overhead_s;
+  j["roofline_p"] = roofline_p;
   j["verify_host_s"] = verify_host_s;
   j["verify_host_row_s"] = verify_host_row_s;
   if (!drafter_fits.empty()) {
@@ -143,6 +156,8 @@ DeviceProfile DeviceProfile::from_json(const nlohmann::json& j, const std::strin
   d.mem_bw_Bps = num(j, "mem_bw_Bps", where, 0, true);
   d.overhead_s = num(j, "overhead_s", where, 0, true);
   d.layer_overhead_s = num(j, "layer_overhead_s", where, 0, false);
+  d.seq_layer_overhead_s = num(j, "seq_layer_overhead_s", where, 0, false);
+  d.roofline_p = num(j, "roofline_p", where, 0, false);
   d.mem_bytes = num(j, "mem_bytes", where, 0, false);
   d.mem_efficiency = num(j, "mem_efficiency", where, 1, false);
   d.flop_efficiency = num(j, "flop_efficiency", where, 1, false);

@@ -37,6 +37,7 @@ namespace ssd::sim {
 // draft call carries host work (sampling, commit, the features) no roofline sees. A draft call of
 // f forwards costs
 //   sum of the forwards' rooflines at (mem_efficiency, peak_flops) + f x forward_s + call_s
+//   (+ rank_row_s per drafted row when the call ranks alternatives, as SSD's requests do)
 // and a lookup drafter's call of n sequences call_s + n x lookup_s.
 struct DrafterFit {
   double mem_efficiency = 1;
@@ -44,6 +45,16 @@ struct DrafterFit {
   double forward_s = 0;   // fixed cost per drafter forward
   double call_s = 0;      // fixed cost per draft call (per SD round: the commit and bookkeeping)
   double lookup_s = 0;    // lookup drafters: per sequence
+  // Host cost per drafted row of a call that ranks alternatives (SSD asks each position's
+  // likeliest tokens, DraftRequest::predict_top: a top-F pass over the vocabulary per row).
+  double rank_row_s = 0;
+  // Seconds added to a target forward when this drafter drafted since the previous one. A CPU
+  // profile times the target's forwards back to back; inside an SD loop a verification follows
+  // the drafter's work and the host's (the caches hold the drafter's data, the thread pool has
+  // gone idle), and costs more. Measured by --calibrate-drafters: the SD rounds' verification
+  // forwards minus the profile's forward of the same rows (on this VM 1.5-2.7 ms at 1 thread,
+  // 2.3-5.3 ms at 2, even after an n-gram lookup, so mostly not the drafter's weights).
+  double target_switch_s = 0;
   double median_rel_err = 0, max_rel_err = 0;  // of the fit, over its samples
 
   nlohmann::json to_json() const;
@@ -56,6 +67,16 @@ struct DeviceProfile {
   std::map<std::string, double> peak_flops;  // dtype -> FLOP/s
   double overhead_s = 0;
   double layer_overhead_s = 0;  // more fixed cost per layer (CPU: the pool's hand-offs per op)
+  // Fixed cost per sequence per layer (a CPU backend's attention runs sequence by sequence: a
+  // batch of B one-row sequences costs more than a block of B rows of one). Fitted from decode
+  // batches by --calibrate; layer_overhead_s then holds the rest (the first sequence's share is
+  // in neither twice). 0 on the presets.
+  double seq_layer_overhead_s = 0;
+  // How a forward's memory and compute times combine: 0 = max(memory, compute) (they overlap,
+  // as on a GPU), else the p-norm (memory^p + compute^p)^(1/p) (p = 1: the sum). A CPU streams
+  // the weights and multiplies them on the same cores, which overlap only in part; --calibrate
+  // fits p. 0 on the presets.
+  double roofline_p = 0;
   double mem_bytes = 0;
   // Fractions of the peaks that real kernels reach (a preset's assumption; 1 for a calibrated
   // profile, whose figures are already what this machine's kernels achieved).

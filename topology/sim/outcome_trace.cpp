@@ -28,6 +28,7 @@ std::string to_jsonl_line(const OutcomeRecord& r) {
                       {"k", r.k},         {"accepted", r.accepted},
                       {"bonus_rank", r.bonus_rank}};
   if (r.hit) j["hit"] = *r.hit;
+  if (r.prespec) j["prespec"] = *r.prespec;
   return j.dump();
 }
 
@@ -53,6 +54,10 @@ OutcomeRecord parse_outcome_line(const std::string& line, const std::string& whe
   if (auto it = j.find("hit"); it != j.end() && !it->is_null()) {
     SSD_CHECK(it->is_boolean(), "{}: field 'hit' must be true or false", where);
     r.hit = it->get<bool>();
+  }
+  if (auto it = j.find("prespec"); it != j.end() && !it->is_null()) {
+    SSD_CHECK(it->is_boolean(), "{}: field 'prespec' must be true or false", where);
+    r.prespec = it->get<bool>();
   }
   return r;
 }

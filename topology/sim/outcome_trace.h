@@ -14,6 +14,10 @@
 //               (0 = its top choice); -1 or absent = unknown / not in the list
 //   hit         SSD only: this round's outcome (accepted, bonus) was pre-speculated and drafted,
 //               so the sequence's next speculation came from the cache; absent for AR and SD
+//   prespec     SSD only: whether the drafter pre-speculated while this round was verified (the
+//               leader's PrespecSwitch regime, runtime/saguaro/prespec_switch.h; off: it answered
+//               the outcome by a fallback and drafted nothing meanwhile); absent = unknown (traces
+//               recorded before the field: the simulator then runs the switch itself)
 //
 // Lines may come in any order; blank lines and lines starting with '#' are skipped. A malformed
 // line is an ssd::Error naming the file and line number.
@@ -33,6 +37,7 @@ struct OutcomeRecord {
   int32_t accepted = 0;
   int32_t bonus_rank = -1;
   std::optional<bool> hit;
+  std::optional<bool> prespec;
 };
 
 std::string to_jsonl_line(const OutcomeRecord& r);

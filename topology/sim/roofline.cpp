@@ -1,6 +1,7 @@
 #include "topology/sim/roofline.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "runtime/core/error.h"
 
@@ -20,7 +21,9 @@ ForwardCost forward_cost(const ModelShape& model, const DeviceProfile& device, i
   c.flops = (2.0 * model.params() * work.rows + attn) / t;
   c.memory_s = c.bytes / (device.mem_bw_Bps * device.mem_efficiency);
   c.compute_s = c.flops / device.peak(model.compute_dtype);
-  c.overhead_s = device.overhead_s + device.layer_overhead_s * static_cast<double>(model.n_layers);
+  c.overhead_s = device.overhead_s +
+                 (device.layer_overhead_s + device.seq_layer_overhead_s * work.seqs) *
+                     static_cast<double>(model.n_layers);
   if (tp > 1) {
     const double act = work.rows * static_cast<double>(model.dim) * model.act_bytes_per_elem;
     c.comm_s = static_cast<double>(model.n_layers) * 2.0 * ring_all_reduce_s(tp_link, tp, act) +
@@ -28,7 +31,10 @@ ForwardCost forward_cost(const ModelShape& model, const DeviceProfile& device, i
                                  work.rows * static_cast<double>(model.vocab) *
                                      model.act_bytes_per_elem);
   }
-  c.total_s = std::max(c.memory_s, c.compute_s) + c.overhead_s + c.comm_s;
+  const double p = device.roofline_p;
+  const double roof = p > 0 ? std::pow(std::pow(c.memory_s, p) + std::pow(c.compute_s, p), 1 / p)
+                            : std::max(c.memory_s, c.compute_s);
+  c.total_s = roof + c.overhead_s + c.comm_s;
   return c;
 }
 

@@ -12,6 +12,7 @@
 #include "runtime/core/error.h"
 #include "runtime/saguaro/fan_out.h"
 #include "runtime/saguaro/miss_policy.h"
+#include "runtime/saguaro/prespec_switch.h"
 #include "topology/sim/branch_plan.h"
 #include "topology/sim/roofline.h"
 
@@ -73,6 +74,14 @@ class Outcomes {
     for (int32_t s = 0; s < batch_; ++s)
       if (emitted_[s] < target_tokens_[s]) return true;
     return false;
+  }
+  // The pre-speculation regime the trace recorded for `round` (SSD), if it did.
+  std::optional<bool> prespec(int64_t round) const {
+    if (!replay_) return std::nullopt;
+    for (int32_t s = 0; s < batch_; ++s)
+      if (auto it = records_.find({round, s}); it != records_.end() && it->second.prespec)
+        return it->second.prespec;
+    return std::nullopt;
   }
   // Draft tokens offered to sequence s in `round` (the leader cuts the chain to what is left).
   int32_t k_for(int64_t round, int32_t s) const {
@@ -149,11 +158,16 @@ class Run {
   }
 
   // One target forward starting at `start`; returns its end.
-  double target_forward(double start, double rows, double seqs, double context, const char* name) {
+  // One target forward starting at `start`; returns its end. `after_draft`: the drafter drafted
+  // since the previous target forward (its fit's target_switch_s: cold caches).
+  double target_forward(double start, double rows, double seqs, double context, const char* name,
+                        bool after_draft = false) {
     const SimCluster& c = cfg_.cluster;
     const ForwardCost f = forward_cost(cfg_.target, c.target_device, c.tp, c.tp_link,
                                        {.rows = rows, .seqs = seqs, .context = context});
-    const double host = verify_host_seconds(c.target_device, rows);
+    const DrafterFit* fit = c.target_device.drafter_fit(cfg_.drafter.shape.name);
+    const double host = verify_host_seconds(c.target_device, rows) +
+                        (after_draft && fit ? fit->target_switch_s : 0);
     res_.target_busy_s += f.total_s - f.comm_s + host;
     res_.comm_s += f.comm_s;
     ++res_.rounds;
@@ -209,14 +223,10 @@ class Run {
   void run_sd() {
     double target_free = 0, drafter_start = 0;
     std::vector<int32_t> last_accepted(static_cast<size_t>(out_.batch()), 0);
-    if (cfg_.cluster.colocated) {
-      // In the target's process the drafter starts every sequence (its own pass over the prompt)
-      // after the target's prefill, inside the decode time (sd_generation.cpp's start()).
-      const double b = static_cast<double>(out_.batch());
-      const double d = draft(cfg_.drafter, b, cfg_.work.prompt, 0, 0, false);
-      event(0, "drafter", "start", 0, d);
-      res_.drafter_busy_s += d;
-      target_free = d;
+    {
+      const double ready = drafter_start_on_prompt();
+      if (cfg_.cluster.colocated) target_free = ready;
+      else drafter_start = ready;
     }
     for (int64_t round = 0; out_.more_rounds(round); ++round) {
       const std::vector<int32_t> act = out_.active(round);
@@ -237,7 +247,7 @@ class Run {
       const double ctx = mean_context(act);
       const double n = static_cast<double>(act.size());
       const double d = asked > 0 && (lookup || k > 0)
-                           ? draft(cfg_.drafter, asked, suffix, k, ctx, !cfg_.cluster.colocated)
+                           ? draft(cfg_.drafter, asked, suffix, k, ctx, false)
                            : 0.0;
       const double start = cfg_.cluster.colocated ? target_free : drafter_start;
       event(drafter_rank(0), "drafter", "draft", start, d);
@@ -248,7 +258,7 @@ class Run {
       event(0, "target", "wait", target_free, vstart - target_free);
       double rows = 0;
       for (int32_t s : act) rows += out_.k_for(round, s) + 1;
-      const double vend = target_forward(vstart, rows, n, ctx, "verify");
+      const double vend = target_forward(vstart, rows, n, ctx, "verify", d > 0);
       std::vector<int32_t> acc;
       for (int32_t s : act) {
         const int32_t ks = out_.k_for(round, s);
@@ -264,10 +274,40 @@ class Run {
     res_.seconds = target_free;
   }
 
-  int32_t b_star() const {
-    if (cfg_.ssd.miss == MissChoice::kPrimary) return 1 << 20;
-    if (cfg_.ssd.miss == MissChoice::kBackup) return 0;
-    return cfg_.ssd.b_star >= 0 ? cfg_.ssd.b_star : derived_critical_batch(cfg_);
+  // The drafter's own pass over every sequence's prompt, inside the decode time: in one process
+  // after the target's prefill (sd_generation.cpp's start(); the model and Domino drafters catch
+  // up lazily, in their first draft call); on a drafter rank in first_speculations(), after the
+  // leader's StartSeqs, which remote_decode.cpp sends after starting the decode clock. Returns
+  // when the drafter is ready to draft round 0.
+  double drafter_start_on_prompt() {
+    const double b = static_cast<double>(out_.batch());
+    const double t0 = message(0, 16.0 + b * (16.0 + 4.0 * cfg_.work.prompt), 0, "start");
+    const double d = draft(cfg_.drafter, b, cfg_.work.prompt, 0, 0, false);
+    event(drafter_rank(0), "drafter", "start", t0, d);
+    res_.drafter_busy_s += cfg_.cluster.colocated ? d : 0;
+    start_busy_ = d;
+    return t0 + d;
+  }
+
+  // The drafter's miss policy (miss_policy.h), run as the drafter runs it: b* is the default
+  // until it has measured enough primary drafts and verifications (here: the simulated ones),
+  // then derived from them and from the rounds' acceptance and hits. --miss-policy primary /
+  // backup and --critical-batch fix it instead.
+  MissPolicy miss_policy() const {
+    MissPolicyOptions o;
+    if (cfg_.ssd.miss == MissChoice::kPrimary) o.b_star = 1 << 20;
+    if (cfg_.ssd.miss == MissChoice::kBackup) o.b_star = 0;
+    if (cfg_.ssd.miss == MissChoice::kAuto && cfg_.ssd.b_star >= 0) o.b_star = cfg_.ssd.b_star;
+    return MissPolicy(o);
+  }
+  static SpecSource spec_source(Source s) {
+    switch (s) {
+      case Source::kInitial: return SpecSource::kInitial;
+      case Source::kCache: return SpecSource::kCache;
+      case Source::kPrimary: return SpecSource::kPrimary;
+      case Source::kBackup: return SpecSource::kBackup;
+    }
+    return SpecSource::kPrimary;
   }
 
   void run_ssd() {
@@ -275,7 +315,7 @@ class Run {
     SSD_CHECK(!c.colocated, "ssd needs the drafter on its own rank(s), not in the target's process");
     const int32_t nd = c.drafters;
     const double a_p = mean_a(cfg_.primary, cfg_.work.k);
-    res_.b_star = b_star();
+    MissPolicy policy = miss_policy();
     res_.fan_out = geometric_fan_out(cfg_.work.k, cfg_.ssd.budget, a_p, cfg_.primary.r);
     std::map<int32_t, std::vector<int32_t>> plans;  // k -> fan-out
     auto plan_for = [&](int32_t k) -> const std::vector<int32_t>& {
@@ -289,16 +329,23 @@ class Run {
     std::vector<int32_t> last_accepted(static_cast<size_t>(out_.batch()), 0);
     double busy = 0;  // drafting summed over ranks
 
-    // Round 0: the lead drafts every sequence's first speculation synchronously.
+    // Round 0: the lead starts every sequence on its prompt, then drafts each one's first
+    // speculation synchronously (first_speculations: k + 1 tokens, the last for the ranking).
     std::vector<int32_t> act = out_.active(0);
-    double send = 0;
+    double send = drafter_start_on_prompt();
+    busy += start_busy_;
     {
-      const double d = draft(cfg_.drafter, static_cast<double>(act.size()), 1, cfg_.work.k,
-                             mean_context(act), true);
-      event(lead, "drafter", "draft", 0, d);
+      int32_t k0 = 0;
+      for (int32_t s : act) k0 = std::max(k0, out_.k_for(0, s));
+      const double d = k0 > 0 ? draft(cfg_.drafter, static_cast<double>(act.size()), 1, k0,
+                                      mean_context(act), true)
+                              : 0.0;
+      event(lead, "drafter", "draft", send, d);
       busy += d;
-      send = d;
+      send += d;
     }
+    PrespecSwitch regime;  // the leader's switch (used when the trace does not say)
+    bool drafted = true;   // the drafter's model ran since the previous verification
     double arrive = message(send, spec_bytes(act, cfg_.work.k), lead, "speculation");
     double target_free = 0;
     for (int64_t round = 0; out_.more_rounds(round); ++round) {
@@ -306,24 +353,32 @@ class Run {
       if (act.empty()) continue;
       const double n = static_cast<double>(act.size());
       const double ctx = mean_context(act);
+      // This round's regime: what the trace recorded, else the leader's switch, else on.
+      const bool prespec = out_.prespec(round).value_or(!cfg_.ssd.adaptive_switch || regime.on());
       std::vector<int32_t> ks;
       std::vector<std::vector<int32_t>> fan;
       double rows = 0;
       for (int32_t s : act) {
         ks.push_back(out_.k_for(round, s));
-        fan.push_back(plan_for(ks.back()));
+        // Nothing is planned after a decode step (k = 0), nor in a round without pre-speculation.
+        fan.push_back(prespec && ks.back() > 0 ? plan_for(ks.back()) : std::vector<int32_t>{});
         rows += ks.back() + 1;
       }
+      const double round_start = target_free;
       // The target verifies while the drafter ranks pre-speculate.
       const double vstart = std::max(target_free, arrive);
       res_.target_wait_s += vstart - target_free;
       event(0, "target", "wait", target_free, vstart - target_free);
-      const double vend = target_forward(vstart, rows, n, ctx, "verify");
+      // The drafter drafted since the previous verification: this round's first speculations or
+      // fallback, or the pre-speculation running beside this verification.
+      const double vend = target_forward(vstart, rows, n, ctx, "verify", drafted || prespec);
+      policy.observe_verify(static_cast<int32_t>(act.size()), vend - vstart);
       std::vector<Decision> dec;
       std::vector<int32_t> acc;
       for (size_t i = 0; i < act.size(); ++i) {
         dec.push_back(out_.decide(round, act[i], ks[i], src[act[i]]));
         acc.push_back(dec.back().accepted);
+        if (ks[i] > 0) policy.observe_round(spec_source(src[act[i]]), dec.back().accepted);
       }
       const double o = message(vend, outcome_bytes(acc), 0, "outcome");
 
@@ -336,13 +391,15 @@ class Run {
         // A job in one call cannot be cut; the lead's cut reaches the others one latency later.
         jobs[d].cut_s = cfg_.ssd.chunk > 0 ? (d == 0 ? o : o + c.drafter_link.latency_s) : 1e300;
       }
+      // A branch after a speculation of length k drafts min(K, k + 1) tokens (+ 1 for the
+      // ranking): SsdDrafterCore's pre-speculation depth (kDepthMargin).
       const DraftProgress prog = run_prespeculation(
           plan, jobs, cfg_.ssd.chunk, [&](const std::vector<int64_t>& part) {
             double suffix = 0, k = 0;
             std::set<int32_t> seqs;
             for (int64_t i : part) {
               suffix += plan[i].k + 1;
-              k = std::max<double>(k, ks[plan[i].seq]);
+              k = std::max<double>(k, std::min(cfg_.work.k, ks[plan[i].seq] + 1));
               seqs.insert(plan[i].seq);
             }
             const double m = static_cast<double>(part.size());
@@ -375,6 +432,7 @@ class Run {
         const bool counted = d.hit.has_value() || !out_.replaying();
         if (!d.hit) d.hit = planned && prog.drafted[it->second];
         if (counted) ++(*d.hit ? res_.hits : res_.misses);
+        if (counted) policy.observe_lookup(*d.hit);
         Decision shown = d;
         if (!counted) shown.hit.reset();
         record(round, act[i], ks[i], shown);
@@ -382,36 +440,50 @@ class Run {
         src[act[i]] = *d.hit ? Source::kCache : Source::kPrimary;
         if (!*d.hit) missed.push_back(act[i]);
       }
-      // Misses: the primary drafts them now (b <= b*), or the backup answers at once.
+      const int64_t fallback_primary_before = res_.fallback_primary;
+      // Misses: the primary drafts them now (b <= b*), or the backup answers at once, each at
+      // the length the leader asks next (k' + 1 drafted); a decode step next (k' = 0) is
+      // neither looked up nor drafted.
       double fb = 0;
       const std::vector<int32_t> next = out_.active(round + 1);
       const std::set<int32_t> running(next.begin(), next.end());
       std::erase_if(missed, [&](int32_t s) { return !running.count(s); });
+      int32_t k_next = 0;
+      for (int32_t s : missed) k_next = std::max(k_next, out_.k_for(round + 1, s));
+      std::erase_if(missed, [&](int32_t s) { return out_.k_for(round + 1, s) == 0; });
       if (!missed.empty()) {
-        const bool primary = static_cast<int32_t>(act.size()) <= res_.b_star;
+        const bool primary =
+            policy.choose(static_cast<int32_t>(act.size())) == Fallback::kPrimary;
         double suffix = 0;
         for (int32_t s : missed) {
           suffix += last_accepted[s] + 1;
           src[s] = primary ? Source::kPrimary : Source::kBackup;
         }
         const double m = static_cast<double>(missed.size());
-        fb = draft(primary ? cfg_.drafter : cfg_.backup, m, suffix / m, cfg_.work.k, ctx, true);
+        fb = draft(primary ? cfg_.drafter : cfg_.backup, m, suffix / m, k_next, ctx, true);
         (primary ? res_.fallback_primary : res_.fallback_backup) += static_cast<int64_t>(m);
+        if (primary) policy.observe_primary_draft(static_cast<int32_t>(m), fb);
         event(lead, "drafter", "fallback", ready, fb);
         busy += fb;
       }
       send = ready + fb;
+      drafted = fb > 0 && res_.fallback_primary > fallback_primary_before;
       arrive = message(send, spec_bytes(next, cfg_.work.k), lead, "speculation");
       target_free = vend;
+      int64_t emitted = 0;
+      for (int32_t a : acc) emitted += a + 1;
+      regime.observe_round(emitted, vend - round_start);
     }
     res_.drafter_busy_s = busy / nd;
     res_.seconds = target_free;
+    res_.b_star = policy.critical_batch();
   }
 
   const SimConfig& cfg_;
   Outcomes out_;
   SimResult res_;
   const DeviceProfile* drafter_dev_ = nullptr;
+  double start_busy_ = 0;  // the drafter's start on the prompts (drafter_start_on_prompt)
 };
 
 }  // namespace
@@ -473,12 +545,16 @@ double draft_seconds(const SimDrafter& drafter, const DeviceProfile& on, double 
   const double call = fit ? fit->call_s : 0;
   if (m.style == DraftStyle::kLookup) return call + (fit ? fit->lookup_s : drafter.lookup_s) * n;
   const DeviceProfile device = on.for_drafter(m.name);
+  // A drafter rank's request (predict_bonus) ranks every drafted row's alternatives.
+  const double rank =
+      predict_bonus && fit ? fit->rank_row_s * n * (k + 1) : 0;
   switch (m.style) {
     case DraftStyle::kLookup: break;
     case DraftStyle::kBlock:
-      return call + forward_cost(m, device, 1, none,
-                                 {.rows = n * (suffix + k), .seqs = kv_seqs, .context = context})
-                        .total_s;
+      return call + rank + forward_cost(m, device, 1, none,
+                                        {.rows = n * (suffix + k), .seqs = kv_seqs,
+                                         .context = context})
+                               .total_s;
     case DraftStyle::kAutoregressive: {
       const int32_t steps = k + (predict_bonus ? 1 : 0);
       // The tokens drafted so far by each branch are read too (n x i of them at step i).
@@ -489,7 +565,7 @@ double draft_seconds(const SimDrafter& drafter, const DeviceProfile& on, double 
         t += forward_cost(m, device, 1, none,
                           {.rows = n, .seqs = kv_seqs, .context = context + n / kv_seqs * (suffix + i)})
                  .total_s;
-      return call + t;
+      return call + rank + t;
     }
   }
   return 0;
@@ -536,10 +612,11 @@ AnalyticEstimate analytic_estimate(const SimConfig& cfg) {
                           .total_s +
                       verify_host_seconds(c.target_device, b);
   e.ar_tokens_per_s = b / ar_s;
+  // SSD's requests draft k + 1 and rank them; SD's, in any placement, exactly k (plain).
   auto draft = [&](const SimDrafter& d, double m, double kv_seqs = -1) {
-    return draft_seconds(d, dd, m, lp, k, ctx, !c.colocated, kv_seqs);
+    return draft_seconds(d, dd, m, lp, k, ctx, true, kv_seqs);
   };
-  e.draft_s = draft(cfg.drafter, b);
+  e.draft_s = draft_seconds(cfg.drafter, dd, b, lp, k, ctx, false);
   const double link = c.colocated ? 0 : c.drafter_link.latency_s;
   e.sd_tokens_per_s = b * lp / (e.verify_s + e.draft_s + 2 * link);
   const std::vector<int32_t> plan =

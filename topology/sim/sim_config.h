@@ -47,6 +47,11 @@ struct SsdPolicy {
   int32_t chunk = 0;   // branches per draft call; 0 = all in one call (never cut short)
   MissChoice miss = MissChoice::kAuto;
   int32_t b_star = -1;  // >= 0: fixed critical batch; -1: derived from the simulated costs
+  // The runtime's adaptive pre-speculation switch (runtime/saguaro/prespec_switch.h, `ssd bench
+  // --prespec-switch auto`): blocks of rounds with pre-speculation on or off, the faster regime
+  // kept. false: pre-speculate every round (Saguaro as published). A replayed trace that records
+  // each round's regime ("prespec") is followed instead.
+  bool adaptive_switch = false;
 };
 
 struct SimConfig {

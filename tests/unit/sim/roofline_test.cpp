@@ -158,5 +158,37 @@ TEST(Calibration, FitRecoversTheTimesOfAKnownProfile) {
   EXPECT_THROW(fit_device("x", m, 20e9, {}), Error);
 }
 
+TEST(Calibration, FitFindsHowMemoryAndComputeCombineAndTheCostPerSequence) {
+  // A CPU-like truth: memory and compute times add (roofline_p 1), and every sequence of a
+  // decode batch costs 10 us per layer. The fit recovers p = 1, reproduces blocks of one
+  // sequence and decode batches of 2 and 4 within 2%, and a batch of 4 sequences costs more
+  // than a block of 4 rows of one.
+  const ModelShape m = model_preset("smollm2-135m");
+  DeviceProfile truth;
+  truth.name = "truth";
+  truth.mem_bw_Bps = 20e9;
+  truth.peak_flops = {{"bf16", 150e9}};
+  truth.layer_overhead_s = 20e-6;
+  truth.seq_layer_overhead_s = 10e-6;
+  truth.roofline_p = 1;
+  const LinkProfile none{"none", 0, 1};
+  std::vector<ForwardSample> samples;
+  for (double n : {1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0}) {
+    const double t = forward_cost(m, truth, 1, none, {.rows = n, .seqs = 1, .context = 128}).total_s;
+    samples.push_back({n, 128, t});
+  }
+  for (double b : {2.0, 4.0}) {
+    const double t = forward_cost(m, truth, 1, none, {.rows = b, .seqs = b, .context = 128}).total_s;
+    samples.push_back({b, 128, t, b});
+  }
+  const Calibration c = fit_device("fit", m, 20e9, samples);
+  EXPECT_EQ(c.profile.roofline_p, 1);
+  EXPECT_LT(c.max_rel_err, 0.02);
+  EXPECT_NEAR(c.profile.seq_layer_overhead_s / 10e-6, 1, 0.2);
+  const double block4 = forward_cost(m, c.profile, 1, none, {.rows = 4, .seqs = 1, .context = 128}).total_s;
+  const double batch4 = forward_cost(m, c.profile, 1, none, {.rows = 4, .seqs = 4, .context = 128}).total_s;
+  EXPECT_GT(batch4 - block4, 0.8 * 3 * 30 * 10e-6);
+}
+
 }  // namespace
 }  // namespace ssd::sim

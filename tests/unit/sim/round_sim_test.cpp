@@ -127,10 +127,13 @@ TEST(Timeline, SdRoundIsDraftThenVerifyWithTwoMessages) {
   const SimResult r = simulate(SimMode::kSd, c);
   ASSERT_EQ(r.rounds, 2);
   const LinkProfile& l = c.cluster.drafter_link;
-  double t = 0, ctx = 50, suffix = 1;
+  // The leader's StartSeqs, then the drafter's own pass over the prompt (in the decode time).
+  double t = l.message_s(16 + 16 + 4 * 50.0) +
+             draft_seconds(c.drafter, c.cluster.drafter_device, 1, 50, 0, 0, false);
+  double ctx = 50, suffix = 1;
   for (int round = 0; round < 2; ++round) {
     const int k = 4;  // round 1 has 5 tokens left: a full speculation of 4 plus the bonus
-    t += draft_seconds(c.drafter, c.cluster.drafter_device, 1, suffix, k, ctx, true);
+    t += draft_seconds(c.drafter, c.cluster.drafter_device, 1, suffix, k, ctx, false);
     t += l.message_s(16 + 16 + 8.0 * k);
     t += forward_cost(c.target, c.cluster.target_device, 4, l,
                       {.rows = k + 1.0, .seqs = 1, .context = ctx})
