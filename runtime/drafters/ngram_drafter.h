@@ -2,6 +2,14 @@
 // (n from n_max down to n_min) and propose the tokens that followed them. It costs a scan of the
 // context and no model, so it is also the fast backup speculator of SSD's miss fallback.
 //
+// Length: with depth_per_match > 0 (the command line's --ngram-depth-per-match, 1 by default), a
+// continuation after an n-token match is at most ceil(depth_per_match x n) tokens: a match of one
+// token is weak evidence for what follows, and its rows cost verification time. On the copy-heavy
+// categories of perf/workloads (rewrite, extraction, rag; 128 tokens, k = 8) a match of one token
+// offered 8 tokens whose first was accepted 0.31-0.60 of the time; capped at 1 per matched token,
+// the rounds' outcomes costed by the measured verification curve came out 5-14% faster (see
+// perf/README.md). Off (0) when constructed directly, as the SSD backup speculator is.
+//
 // Branches: with width > 1, the distinct continuations of the most recent matches (longest n
 // first) become sibling branches. Every draft token is deterministic, so its q is a one-hot.
 // When nothing matches, the draft is empty and the round decodes one token as plain AR would.
@@ -21,6 +29,9 @@ struct NgramOptions {
   int32_t n_min = 1;
   int32_t n_max = 4;
   int64_t max_scan = 4096;  // look back at most this many positions
+  // > 0: a continuation after an n-token match is at most ceil(depth_per_match x n) tokens long
+  // (a short match is weak evidence for a long continuation); 0: up to k.
+  double depth_per_match = 0;
 };
 
 class NgramDrafter final : public Drafter {

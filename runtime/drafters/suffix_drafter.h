@@ -24,9 +24,11 @@
 // each extended greedily by its likeliest next token. A branch stops when the product of the
 // empirical probabilities along it (its chance of being what the text did) falls below
 // min_prob, or at depth min(k, ceil(depth_per_match x match length)): a short match is weaker
-// evidence for a long continuation (4 per token measured best of 2, 4 and unbounded on the
-// copy-heavy categories of perf/workloads: MAL 1.87 -> 1.97 on rag at k = 4, no gain past it). No
-// match: an empty draft (the round decodes one token). Every token is deterministic, so q is a
+// evidence for a long continuation. 4 per token gave the most accepted tokens per round on the
+// copy-heavy categories of perf/workloads (MAL 1.87 -> 1.97 on rag at k = 4), but not the most
+// per second: a one-token match then offered 4 tokens whose first was accepted 0.28-0.47 of the
+// time, and every offered row costs verification. 1 per token (the default) gave the fastest
+// rounds of 1, 2 and 4 there (perf/README.md). No match: an empty draft (the round decodes one token). Every token is deterministic, so q is a
 // one-hot and verification stays exact. With DraftRequest::predict_top, each node's predicted list
 // holds the empirical distribution at its position (the likeliest predict_top tokens,
 // renormalised).
@@ -42,7 +44,7 @@ namespace ssd {
 struct SuffixDrafterOptions {
   int64_t cache_tokens = int64_t{1} << 20;  // earlier requests remembered; 0: own text only
   double min_prob = 0.1;                    // stop a branch below this path probability
-  double depth_per_match = 4.0;             // depth cap per matched token
+  double depth_per_match = 1.0;             // depth cap per matched token
   int32_t max_match = 32;                   // the longest suffix matched (query tokens)
 };
 
