@@ -6,7 +6,7 @@
 #   perf/workload_table.sh [PART ...]      (default: 1 2)
 #
 # Part 1, one process, THREADS (2) threads: every prompt of every category in AR, then SD with the
-# n-gram (n = 1..8) and suffix drafters at k = auto and k = 4, prompt by prompt (the variants alternate, so
+# n-gram and suffix drafters at k = auto and k = 4, prompt by prompt (the variants alternate, so
 # drift hits each alike; ratios are taken inside the job).
 # Part 2, two ranks (launch/ssd-launch --target-ranks 1 --drafter-ranks 1, one core each): one job
 # per drafter in DRAFTERS (ngram suffix), each running AR, SD and SSD with k auto, prompt by prompt.
@@ -29,7 +29,7 @@ parts=("$@")
 for part in "${parts[@]}"; do
   case $part in
     1)
-      "$BIN" bench "${common[@]}" --threads "${THREADS:-2}" --drafters ngram:1-8,suffix --k auto,4 \
+      "$BIN" bench "${common[@]}" --threads "${THREADS:-2}" --drafters ngram,suffix --k auto,4 \
         --out-json "$OUT/one_process.json" --out-md "$OUT/one_process.md" \
         >"$OUT/one_process.log" 2>&1 || { tail -20 "$OUT/one_process.log"; exit 1; }
       echo "part 1: $OUT/one_process.md";;

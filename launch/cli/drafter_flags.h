@@ -26,8 +26,8 @@ struct DrafterFlags {
   std::string domino_head = "on", domino_block = "trim";
   int64_t suffix_cache_tokens = int64_t{1} << 20;
   double suffix_min_prob = 0.1;
-  double suffix_depth_per_match = 1.0;
-  double ngram_depth_per_match = 1.0;
+  double suffix_depth_per_match = 4.0;
+  double ngram_depth_per_match = 0.0;
   int32_t k_max = 8;
 
   template <class V>

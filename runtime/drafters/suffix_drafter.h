@@ -44,7 +44,7 @@ namespace ssd {
 struct SuffixDrafterOptions {
   int64_t cache_tokens = int64_t{1} << 20;  // earlier requests remembered; 0: own text only
   double min_prob = 0.1;                    // stop a branch below this path probability
-  double depth_per_match = 1.0;             // depth cap per matched token
+  double depth_per_match = 4.0;             // depth cap per matched token
   int32_t max_match = 32;                   // the longest suffix matched (query tokens)
 };
 
