@@ -2,13 +2,12 @@
 // (n from n_max down to n_min) and propose the tokens that followed them. It costs a scan of the
 // context and no model, so it is also the fast backup speculator of SSD's miss fallback.
 //
-// Length: with depth_per_match > 0 (the command line's --ngram-depth-per-match, 1 by default), a
-// continuation after an n-token match is at most ceil(depth_per_match x n) tokens: a match of one
-// token is weak evidence for what follows, and its rows cost verification time. On the copy-heavy
-// categories of perf/workloads (rewrite, extraction, rag; 128 tokens, k = 8) a match of one token
-// offered 8 tokens whose first was accepted 0.31-0.60 of the time; capped at 1 per matched token,
-// the rounds' outcomes costed by the measured verification curve came out 5-14% faster (see
-// perf/README.md). Off (0) when constructed directly, as the SSD backup speculator is.
+// Length: up to k, or to the end of the text after the match. With depth_per_match > 0
+// (--ngram-depth-per-match; off by default) a continuation after an n-token match is at most
+// ceil(depth_per_match x n) tokens: a short match is weak evidence for what follows, and every
+// offered row costs verification. On the copy-heavy categories of perf/workloads, one per matched
+// token (n <= 8) cut the mean acceptance length at k = 4 from 1.92 to 1.77 without a measurable
+// gain in speed (perf/README.md), so it stays a study option.
 //
 // Branches: with width > 1, the distinct continuations of the most recent matches (longest n
 // first) become sibling branches. Every draft token is deterministic, so its q is a one-hot.

@@ -24,13 +24,13 @@
 // The class is the longest draft the sequence could take this round (its limit): for a lookup
 // drafter, which is asked for the whole range first, that is the length it offered, and how far
 // a lookup reaches is its own evidence (the suffix drafter stops where its match gets thin: on
-// the copy-heavy prompts of perf/workloads, position 1 of an offer of 4 was accepted 0.28-0.47 of
-// the time, of an offer of 8 0.50-0.73). Each estimate is pulled toward a prior of kPriorTrials
+// the copy-heavy prompts of perf/workloads at k = 8, position 1 of its offers of 4 was accepted
+// 0.28-0.47 of the time, of its offers of 8 0.50-0.73; perf/tools/lookup_acceptance.py). Each estimate is pulled toward a prior of kPriorTrials
 // pseudo-trials at the same class's rates pooled over every sequence, and those toward the run's
 // pooled geometric rate (runtime/saguaro's FanOutEstimator, the same estimate the geometric
 // fan-out plans with). Per position, because acceptance is not geometric: a lookup draft is
 // either a copy of the text, accepted far, or wrong from its first token (on those prompts
-// position 1 was accepted about half the time, each later one 0.8-0.9 of the times its
+// position 1 was accepted 0.36-0.60 of the time, each later one mostly 0.6-0.9 of the times its
 // predecessor was).
 //
 // Hindsight. A lookup draft's tokens past the chosen k are never verified, so the positions past
