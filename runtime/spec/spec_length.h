@@ -25,13 +25,13 @@
 // drafter, which is asked for the whole range first, that is the length it offered, and how far
 // a lookup reaches is its own evidence (the suffix drafter stops where its match gets thin: on
 // the copy-heavy prompts of perf/workloads at k = 8, position 1 of its offers of 4 was accepted
-// 0.28-0.47 of the time, of its offers of 8 0.50-0.73; perf/tools/lookup_acceptance.py). Each estimate is pulled toward a prior of kPriorTrials
-// pseudo-trials at the same class's rates pooled over every sequence, and those toward the run's
-// pooled geometric rate (runtime/saguaro's FanOutEstimator, the same estimate the geometric
-// fan-out plans with). Per position, because acceptance is not geometric: a lookup draft is
-// either a copy of the text, accepted far, or wrong from its first token (on those prompts
-// position 1 was accepted 0.36-0.60 of the time, each later one mostly 0.6-0.9 of the times its
-// predecessor was).
+// 0.28-0.47 of the time, of its offers of 8 0.50-0.73; perf/tools/lookup_acceptance.py). Each
+// estimate is pulled toward a prior of kPriorTrials pseudo-trials at the same class's rates
+// pooled over every sequence, and those toward the run's pooled geometric rate
+// (runtime/saguaro's FanOutEstimator, the same estimate the geometric fan-out plans with). Per
+// position, because acceptance is not geometric: a lookup draft is either a copy of the text,
+// accepted far, or wrong from its first token (on those prompts position 1 was accepted
+// 0.36-0.60 of the time, each later one mostly 0.6-0.9 of the times its predecessor was).
 //
 // Hindsight. A lookup draft's tokens past the chosen k are never verified, so the positions past
 // k would get no trials, and a length once chosen short would stay short. For such drafts the
@@ -40,6 +40,7 @@
 // A one-hot draft token is accepted with probability p(token), and the target emits it with the
 // same probability, so for greedy and for sampling alike this is the acceptance the whole offer
 // would have had; it costs no verification.
+//
 // Costs: CostLine keeps the last kWindow times per x; their medians, made non-decreasing in x,
 // are joined piecewise linearly, and a least-squares line through them (each weighted by its
 // count) extends the curve past the x observed. The median shrugs off the rounds a loaded machine
