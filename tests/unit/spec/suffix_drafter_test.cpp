@@ -32,8 +32,8 @@ DraftRequest req(int32_t seq, int32_t k, int32_t width = 1, Tokens suffix = {}) 
 
 DraftTree draft(SuffixDrafter& d, const DraftRequest& r) { return d.draft({&r, 1}).front(); }
 
-// Tests of what is drafted rather than how long: a cap of 4 tokens per matched token, so that the
-// short matches of these texts do not cut the drafts.
+// Tests of what is drafted rather than how long: a cap of 4 tokens per matched token (the
+// default, stated so that the short matches of these texts keep cutting nothing).
 constexpr double kDeep = 4.0;
 
 TEST(SuffixDrafter, ContinuesTheSequencesOwnText) {
@@ -133,22 +133,22 @@ TEST(SuffixDrafter, EquallyFrequentContinuationsGoMostRecentFirst) {
 }
 
 TEST(SuffixDrafter, DepthFollowsTheMatchLength) {
-  // The context ends in 5, matched by one token only: depth cap ceil(1 x 1) = 1 by default.
+  // The context ends in 5, matched by one token only: depth cap ceil(4 x 1) = 4 by default.
   SuffixDrafter d({});
   d.start(0, Tokens{5, 6, 7, 8, 9, 1, 2, 3, 5});
-  EXPECT_EQ(draft(d, req(0, 8)).tokens, (Tokens{6}));
-  // Matched by two tokens (1 5): cap 2.
+  EXPECT_EQ(draft(d, req(0, 8)).tokens, (Tokens{6, 7, 8, 9}));
+  // Matched by two tokens (1 5): cap 8.
   SuffixDrafter two({});
   two.start(0, Tokens{1, 5, 6, 7, 8, 9, 2, 3, 4, 1, 5});
-  EXPECT_EQ(draft(two, req(0, 8)).tokens, (Tokens{6, 7}));
-  EXPECT_EQ(draft(two, req(0, 1)).tokens, (Tokens{6})) << "k caps it too";
-  // Looser caps per matched token: ceil(1.5 x 1) = 2, 4 x 1 = 4.
+  EXPECT_EQ(draft(two, req(0, 8)).tokens, (Tokens{6, 7, 8, 9, 2, 3, 4, 1}));
+  EXPECT_EQ(draft(two, req(0, 3)).tokens, (Tokens{6, 7, 8})) << "k caps it too";
+  // Tighter caps per matched token: ceil(1.5 x 1) = 2, 1 x 1 = 1.
   SuffixDrafter loose(SuffixDrafterOptions{.depth_per_match = 1.5});
   loose.start(0, Tokens{5, 6, 7, 8, 9, 1, 2, 3, 5});
   EXPECT_EQ(draft(loose, req(0, 8)).tokens, (Tokens{6, 7}));
-  SuffixDrafter deep(SuffixDrafterOptions{.depth_per_match = kDeep});
-  deep.start(0, Tokens{5, 6, 7, 8, 9, 1, 2, 3, 5});
-  EXPECT_EQ(draft(deep, req(0, 8)).tokens, (Tokens{6, 7, 8, 9}));
+  SuffixDrafter one(SuffixDrafterOptions{.depth_per_match = 1});
+  one.start(0, Tokens{5, 6, 7, 8, 9, 1, 2, 3, 5});
+  EXPECT_EQ(draft(one, req(0, 8)).tokens, (Tokens{6}));
 }
 
 TEST(SuffixDrafter, TheBetterCandidateOfOwnTextAndEarlierRequestsWins) {
