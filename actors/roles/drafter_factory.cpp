@@ -24,8 +24,9 @@ int64_t parse_int(std::string_view s, std::string_view what) {
   return v;
 }
 
-std::unique_ptr<Drafter> make_ngram(const DrafterSpec& spec) {
+std::unique_ptr<Drafter> make_ngram(const DrafterSpec& spec, const DrafterOptions& opts) {
   NgramOptions o;
+  o.depth_per_match = opts.ngram_depth_per_match;
   if (!spec.arg.empty()) {
     const auto dash = spec.arg.find('-');
     SSD_CHECK(dash != std::string::npos, "--drafter ngram:{}: expected ngram:MIN-MAX, e.g. ngram:1-4",
@@ -100,10 +101,12 @@ std::unique_ptr<Drafter> make_drafter(const DrafterSpec& spec, ModelSession& tar
                                       const DrafterOptions& opts) {
   SSD_CHECK(!opts.online_learning || spec.kind == "early-exit",
             "--online-learning applies to the early-exit drafter, not {}", spec.kind);
-  if (spec.kind == "ngram") return make_ngram(spec);
+  if (spec.kind == "ngram") return make_ngram(spec, opts);
   if (spec.kind == "suffix")
-    return std::make_unique<SuffixDrafter>(SuffixDrafterOptions{
-        .cache_tokens = opts.suffix_cache_tokens, .min_prob = opts.suffix_min_prob});
+    return std::make_unique<SuffixDrafter>(
+        SuffixDrafterOptions{.cache_tokens = opts.suffix_cache_tokens,
+                             .min_prob = opts.suffix_min_prob,
+                             .depth_per_match = opts.suffix_depth_per_match});
   if (spec.kind == "model") return make_model(spec, target);
   if (spec.kind == "early-exit") return make_early_exit(spec, target, opts);
   if (spec.kind == "oracle") return make_oracle(spec, target, opts);

@@ -39,6 +39,8 @@ struct DrafterOptions {
   int threads = 1;               // drafter-owned models
   int64_t suffix_cache_tokens = int64_t{1} << 20;  // suffix: earlier requests' tokens remembered
   double suffix_min_prob = 0.1;                    // suffix: a branch stops below this
+  double suffix_depth_per_match = 4.0;             // suffix: depth cap per matched token
+  double ngram_depth_per_match = 0.0;              // ngram: depth cap per matched token (0: k)
 };
 
 // The drafter for `spec` against the session's target. Drafter-owned models (model:, early-exit:)

@@ -26,6 +26,8 @@ struct DrafterFlags {
   std::string domino_head = "on", domino_block = "trim";
   int64_t suffix_cache_tokens = int64_t{1} << 20;
   double suffix_min_prob = 0.1;
+  double suffix_depth_per_match = 4.0;
+  double ngram_depth_per_match = 0.0;
   int32_t k_max = 8;
 
   template <class V>
@@ -52,6 +54,13 @@ struct DrafterFlags {
       "suffix drafter: a draft branch stops when the empirical probability of its path falls "
       "below this",
       {.min = 1e-6, .max = 1});
+    v(suffix_depth_per_match, "suffix-depth-per-match",
+      "suffix drafter: a draft is at most this many tokens per token of the text it matched",
+      {.min = 1e-6, .max = 64});
+    v(ngram_depth_per_match, "ngram-depth-per-match",
+      "ngram drafter: a draft after an n-token match is at most this many tokens per matched "
+      "token; 0 = up to k",
+      {.min = 0, .max = 64});
   }
 
   // --k as one choice (generate, serve); throws ssd::Error naming --k for a list or a bad value.
@@ -81,6 +90,8 @@ struct DrafterFlags {
     o.threads = threads;
     o.suffix_cache_tokens = suffix_cache_tokens;
     o.suffix_min_prob = suffix_min_prob;
+    o.suffix_depth_per_match = suffix_depth_per_match;
+    o.ngram_depth_per_match = ngram_depth_per_match;
     return o;
   }
 };

@@ -1,6 +1,7 @@
 #include "runtime/drafters/ngram_drafter.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "runtime/core/error.h"
 
@@ -10,6 +11,8 @@ NgramDrafter::NgramDrafter(const NgramOptions& opts) : opts_(opts) {
   SSD_CHECK(opts.n_min >= 1 && opts.n_max >= opts.n_min && opts.n_max <= 64,
             "n-gram drafter: n range {}..{} must satisfy 1 <= min <= max <= 64", opts.n_min,
             opts.n_max);
+  SSD_CHECK(opts.depth_per_match >= 0 && std::isfinite(opts.depth_per_match),
+            "n-gram drafter: depth per matched token {} must be >= 0", opts.depth_per_match);
 }
 
 std::string NgramDrafter::name() const {
@@ -40,7 +43,9 @@ std::vector<std::vector<int32_t>> NgramDrafter::lookup(std::span<const int32_t> 
     for (int64_t start = len - n - 1; start >= lowest; --start) {
       if (!std::equal(tail, tail + n, ctx.data() + start)) continue;
       const int64_t from = start + n;
-      const int64_t take = std::min<int64_t>(k, len - from);
+      int64_t take = std::min<int64_t>(k, len - from);
+      if (o.depth_per_match > 0)
+        take = std::min<int64_t>(take, static_cast<int64_t>(std::ceil(o.depth_per_match * n)));
       if (take <= 0) continue;
       std::vector<int32_t> cont(ctx.begin() + from, ctx.begin() + from + take);
       const bool seen = std::any_of(out.begin(), out.end(), [&](const auto& c) {

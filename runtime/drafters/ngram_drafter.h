@@ -2,6 +2,13 @@
 // (n from n_max down to n_min) and propose the tokens that followed them. It costs a scan of the
 // context and no model, so it is also the fast backup speculator of SSD's miss fallback.
 //
+// Length: up to k, or to the end of the text after the match. With depth_per_match > 0
+// (--ngram-depth-per-match; off by default) a continuation after an n-token match is at most
+// ceil(depth_per_match x n) tokens: a short match is weak evidence for what follows, and every
+// offered row costs verification. On the copy-heavy categories of perf/workloads, one per matched
+// token (n <= 8) cut the mean acceptance length at k = 4 from 1.92 to 1.77 without a measurable
+// gain in speed (perf/README.md), so it stays a study option.
+//
 // Branches: with width > 1, the distinct continuations of the most recent matches (longest n
 // first) become sibling branches. Every draft token is deterministic, so its q is a one-hot.
 // When nothing matches, the draft is empty and the round decodes one token as plain AR would.
@@ -21,6 +28,9 @@ struct NgramOptions {
   int32_t n_min = 1;
   int32_t n_max = 4;
   int64_t max_scan = 4096;  // look back at most this many positions
+  // > 0: a continuation after an n-token match is at most ceil(depth_per_match x n) tokens long
+  // (a short match is weak evidence for a long continuation); 0: up to k.
+  double depth_per_match = 0;
 };
 
 class NgramDrafter final : public Drafter {

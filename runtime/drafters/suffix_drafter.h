@@ -25,7 +25,8 @@
 // empirical probabilities along it (its chance of being what the text did) falls below
 // min_prob, or at depth min(k, ceil(depth_per_match x match length)): a short match is weaker
 // evidence for a long continuation (4 per token measured best of 2, 4 and unbounded on the
-// copy-heavy categories of perf/workloads: MAL 1.87 -> 1.97 on rag at k = 4, no gain past it). No
+// copy-heavy categories of perf/workloads: MAL 1.87 -> 1.97 on rag at k = 4, no gain past it; 1
+// per token lowered the acceptance length without a measurable gain in speed, perf/README.md). No
 // match: an empty draft (the round decodes one token). Every token is deterministic, so q is a
 // one-hot and verification stays exact. With DraftRequest::predict_top, each node's predicted list
 // holds the empirical distribution at its position (the likeliest predict_top tokens,

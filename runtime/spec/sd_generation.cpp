@@ -5,6 +5,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/generate/token_picker.h"
+#include "runtime/spec/draft_hindsight.h"
 #include "runtime/spec/verify_round.h"
 
 namespace ssd {
@@ -111,7 +112,8 @@ class SdBatchRun {
         layers_(drafter.target_feature_layers()),
         tseqs_(target),
         dseqs_(drafter),
-        seqs_(reqs.size()) {
+        seqs_(reqs.size()),
+        hindsight_round_(reqs.size(), false) {
     for (int32_t l : layers_)
       SSD_CHECK(l >= 0 && l < target.config().n_layers,
                 "drafter {} asks for target layer {}, but the target has layers 0..{}",
@@ -141,7 +143,10 @@ class SdBatchRun {
         trees = draft(active, depth);
         for (size_t a = 0; a < active.size(); ++a) depth[a] = trees[a].max_depth();
         depth = choose_depths(active, depth);
-        for (size_t a = 0; a < active.size(); ++a) trees[a] = trees[a].truncated(depth[a]);
+        for (size_t a = 0; a < active.size(); ++a) {
+          judge_whole_offer(active[a], trees[a]);
+          trees[a] = trees[a].truncated(depth[a]);
+        }
       } else {
         depth = choose_depths(active, depth);
         trees = draft(active, depth);
@@ -185,6 +190,14 @@ class SdBatchRun {
       if (!s.running) leave(i);
     }
     out_.drafter_start_s = out_.stats.draft_s;
+  }
+
+  // A lookup's whole chain is judged against the output to come (draft_hindsight.h); its round
+  // then reports that instead of the verified outcome. Trees with branches are not: which
+  // branch the output follows says nothing about the others'.
+  void judge_whole_offer(size_t i, const DraftTree& offer) {
+    hindsight_round_[i] = !offer.empty() && offer.is_chain();
+    if (hindsight_round_[i]) hindsight_.offer(static_cast<int32_t>(i), offer.tokens);
   }
 
   // Each active request's longest draft this round: k, clipped so that the round cannot decide
@@ -273,7 +286,9 @@ class SdBatchRun {
       count_round(out_.stats, trees[a], v, opts_.k, depth[a]);
       out_.log.push_back({out_.stats.forwards - 1, static_cast<int32_t>(i),
                           static_cast<int32_t>(trees[a].size()), v.accepted()});
-      length_->observe_outcome(static_cast<int32_t>(i), trees[a].max_depth(), v.accepted());
+      if (!hindsight_round_[i])
+        length_->observe_outcome(static_cast<int32_t>(i), trees[a].max_depth(), v.accepted());
+      hindsight_round_[i] = false;
       apply(i, trees[a], v, round.logits(a), round.seqs[a].features);
     }
   }
@@ -307,6 +322,10 @@ class SdBatchRun {
       s.running = emit(i, tok);
       if (!s.running) break;
     }
+    resolved_.clear();
+    hindsight_.emitted(static_cast<int32_t>(i), emitted_now, resolved_);
+    for (const DraftHindsight::Resolved& r : resolved_)
+      length_->observe_hindsight(static_cast<int32_t>(i), r.offered, r.repeated);
     const double td = monotonic_seconds();
     const int32_t dseq = static_cast<int32_t>(i);
     drafter_.observe(DraftOutcome{dseq, &tree, v.path, v.emitted, logits, vocab_});
@@ -341,6 +360,7 @@ class SdBatchRun {
     dseqs_.finish(static_cast<int32_t>(i));
     drafter_time(i, td);
     length_->finish(static_cast<int32_t>(i));
+    hindsight_.finish(static_cast<int32_t>(i));
   }
 
   TargetModel& target_;
@@ -355,6 +375,9 @@ class SdBatchRun {
   TargetSeqs tseqs_;
   DrafterSeqs dseqs_;
   std::vector<SdSeq> seqs_;
+  DraftHindsight hindsight_;             // whole lookup offers, judged by the output
+  std::vector<bool> hindsight_round_;    // [reqs] this round's offer is judged in hindsight
+  std::vector<DraftHindsight::Resolved> resolved_;
   SdBatchResult out_;
   double t_decode_ = 0;  // when decoding began (after the prefills)
 };

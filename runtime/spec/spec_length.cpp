@@ -171,9 +171,15 @@ void PositionAcceptance::observe(int32_t offered, int32_t accepted) {
 }
 
 std::vector<double> PositionAcceptance::rates(double prior) const {
+  return rates(std::vector<double>(trials_.size(), prior));
+}
+
+std::vector<double> PositionAcceptance::rates(std::span<const double> prior) const {
+  SSD_CHECK(prior.size() == trials_.size(), "acceptance: {} prior rates for {} positions",
+            prior.size(), trials_.size());
   std::vector<double> r(trials_.size());
   for (size_t j = 0; j < r.size(); ++j)
-    r[j] = (successes_[j] + kPriorTrials * prior) / (trials_[j] + kPriorTrials);
+    r[j] = (successes_[j] + kPriorTrials * prior[j]) / (trials_[j] + kPriorTrials);
   return r;
 }
 
@@ -190,8 +196,26 @@ SpecLengthController::SpecLengthController(const SpecLengthOptions& opts)
               k, opts.k_max);
 }
 
-SpecLengthController::Seq& SpecLengthController::seq(int32_t id) {
-  return seqs_.try_emplace(id, opts_.k_max).first->second;
+SpecLengthController::Seq& SpecLengthController::seq(int32_t id) { return seqs_[id]; }
+
+PositionAcceptance& SpecLengthController::of_class(std::map<int32_t, PositionAcceptance>& m,
+                                                   int32_t cls) {
+  return m.try_emplace(cls, opts_.k_max).first->second;
+}
+
+// Sequence id's rates in class cls: its own, pulled toward the class's over every sequence,
+// pulled toward the pooled geometric rate.
+std::vector<double> SpecLengthController::rates(int32_t id, int32_t cls) {
+  const std::vector<double> pooled = of_class(pooled_class_, cls).rates(pooled_.a_p());
+  return of_class(seq(id).accept, cls).rates(pooled);
+}
+
+void SpecLengthController::observe_class(int32_t id, int32_t cls, int32_t offered,
+                                         int32_t accepted) {
+  if (offered <= 0) return;
+  pooled_.observe_round(offered, accepted);
+  of_class(pooled_class_, cls).observe(offered, accepted);
+  of_class(seq(id).accept, cls).observe(offered, accepted);
 }
 
 std::vector<int32_t> SpecLengthController::choose(std::span<const int32_t> seqs,
@@ -210,7 +234,9 @@ std::vector<int32_t> SpecLengthController::choose(std::span<const int32_t> seqs,
       for (int32_t& x : k) x = std::min(x, 1);
   } else if (opts_.automatic) {
     std::vector<std::vector<double>> rates;
-    for (int32_t id : seqs) rates.push_back(seq(id).accept.rates(pooled_.a_p()));
+    for (size_t i = 0; i < seqs.size(); ++i)  // no class for a sequence that cannot draft
+      rates.push_back(cap[i] > 0 ? this->rates(seqs[i], cap[i])
+                                 : std::vector<double>(static_cast<size_t>(opts_.k_max), 0.0));
     k = choose_lengths(rates, cap, costs_);
     for (size_t i = 0; i < k.size(); ++i) {
       Seq& s = seq(seqs[i]);
@@ -222,6 +248,7 @@ std::vector<int32_t> SpecLengthController::choose(std::span<const int32_t> seqs,
   }
   ++choices_;
   for (int32_t x : k) hist_[x]++;
+  for (size_t i = 0; i < seqs.size(); ++i) seq(seqs[i]).last_class = cap[i];
   return k;
 }
 
@@ -234,9 +261,14 @@ void SpecLengthController::observe_verify(int64_t rows, double seconds) {
 }
 
 void SpecLengthController::observe_outcome(int32_t id, int32_t offered, int32_t accepted) {
-  if (offered <= 0) return;
-  pooled_.observe_round(offered, accepted);
-  seq(id).accept.observe(offered, accepted);
+  const int32_t cls = seq(id).last_class;
+  observe_class(id, cls < 0 ? opts_.k_max : cls, offered, accepted);
+}
+
+void SpecLengthController::observe_hindsight(int32_t id, int32_t offered, int32_t accepted) {
+  SSD_CHECK(offered >= 1 && offered <= opts_.k_max,
+            "speculation length: an offer of {} tokens is outside 1..{}", offered, opts_.k_max);
+  observe_class(id, offered, offered, accepted);
 }
 
 void SpecLengthController::finish(int32_t id) { seqs_.erase(id); }

@@ -18,11 +18,29 @@
 // split takes the N largest gains. choose_lengths() evaluates every N in 0..sum K_b and keeps the
 // best rate (B + G(N)) / (draft(N) + verify(B + N)); ties go to the smaller N.
 //
-// Estimates. Acceptance per sequence and draft position: successes / trials of that position
-// (a round that offered K' tokens and accepted k is a trial at positions 1..min(k + 1, K'), a
-// success at 1..k), with old rounds decaying (half-life kHalfLife rounds) and a prior of
-// kPriorTrials pseudo-trials at the run's pooled geometric rate: runtime/saguaro's
-// FanOutEstimator, the same estimate the geometric fan-out plans with, fed by every sequence.
+// Estimates. Acceptance per sequence, draft class and draft position: successes / trials of that
+// position (a round that offered K' tokens and accepted k is a trial at positions
+// 1..min(k + 1, K'), a success at 1..k), with old rounds decaying (half-life kHalfLife rounds).
+// The class is the longest draft the sequence could take this round (its limit): for a lookup
+// drafter, which is asked for the whole range first, that is the length it offered, and how far
+// a lookup reaches is its own evidence (the suffix drafter stops where its match gets thin: on
+// the copy-heavy prompts of perf/workloads at k = 8, position 1 of its offers of 4 was accepted
+// 0.28-0.47 of the time, of its offers of 8 0.50-0.73; perf/tools/lookup_acceptance.py). Each
+// estimate is pulled toward a prior of kPriorTrials pseudo-trials at the same class's rates
+// pooled over every sequence, and those toward the run's pooled geometric rate
+// (runtime/saguaro's FanOutEstimator, the same estimate the geometric fan-out plans with). Per
+// position, because acceptance is not geometric: a lookup draft is either a copy of the text,
+// accepted far, or wrong from its first token (on those prompts position 1 was accepted
+// 0.36-0.60 of the time, each later one mostly 0.6-0.9 of the times its predecessor was).
+//
+// Hindsight. A lookup draft's tokens past the chosen k are never verified, so the positions past
+// k would get no trials, and a length once chosen short would stay short. For such drafts the
+// loop reports the whole offer instead (observe_hindsight): it keeps the untruncated chain and
+// counts, as the text is emitted, how many of its tokens the output repeated (draft_hindsight.h).
+// A one-hot draft token is accepted with probability p(token), and the target emits it with the
+// same probability, so for greedy and for sampling alike this is the acceptance the whole offer
+// would have had; it costs no verification.
+//
 // Costs: CostLine keeps the last kWindow times per x; their medians, made non-decreasing in x,
 // are joined piecewise linearly, and a least-squares line through them (each weighted by its
 // count) extends the curve past the x observed. The median shrugs off the rounds a loaded machine
@@ -112,6 +130,8 @@ class PositionAcceptance {
   void observe(int32_t offered, int32_t accepted);
   // [k_max]: the rates of positions 1..k_max, each pulled toward `prior`.
   std::vector<double> rates(double prior) const;
+  // The same, position j pulled toward prior[j] ([k_max]).
+  std::vector<double> rates(std::span<const double> prior) const;
 
  private:
   std::vector<double> trials_, successes_;  // [k_max] decayed counts
@@ -137,7 +157,12 @@ class SpecLengthController {
   std::vector<int32_t> choose(std::span<const int32_t> seqs, std::span<const int32_t> limit);
   void observe_draft(int64_t tokens, double seconds);
   void observe_verify(int64_t rows, double seconds);
+  // A verified round of `seq`: `offered` tokens verified, `accepted` of them accepted (counted in
+  // the class of its last choice).
   void observe_outcome(int32_t seq, int32_t offered, int32_t accepted);
+  // A whole offer of `offered` tokens (its class), `accepted` of them repeated by the output
+  // (see Hindsight at the top); in place of observe_outcome for that round.
+  void observe_hindsight(int32_t seq, int32_t offered, int32_t accepted);
   void finish(int32_t seq);
 
   const SpecLengthOptions& options() const { return opts_; }
@@ -150,15 +175,19 @@ class SpecLengthController {
 
  private:
   struct Seq {
-    explicit Seq(int32_t k_max) : accept(k_max) {}
-    PositionAcceptance accept;
-    int32_t since_probe = 0;  // rounds since its last probe
+    std::map<int32_t, PositionAcceptance> accept;  // class -> its rates
+    int32_t last_class = -1;                       // of the last choice (-1: none yet, k_max)
+    int32_t since_probe = 0;                       // rounds since its last probe
   };
   Seq& seq(int32_t id);
+  PositionAcceptance& of_class(std::map<int32_t, PositionAcceptance>& m, int32_t cls);
+  void observe_class(int32_t id, int32_t cls, int32_t offered, int32_t accepted);
+  std::vector<double> rates(int32_t id, int32_t cls);
 
   SpecLengthOptions opts_;
   RoundCosts costs_;
   FanOutEstimator pooled_;
+  std::map<int32_t, PositionAcceptance> pooled_class_;  // class -> rates over every sequence
   std::map<int32_t, Seq> seqs_;
   std::vector<int64_t> hist_;
   int64_t warmup_rounds_ = 0;

@@ -8,6 +8,9 @@
 //     nothing was offered;
 //   - a cost line's median ignores a stalled round; the cost curve keeps a step, never falls
 //     with x, and extends past the last x with the line's slope;
+//   - acceptance is kept per class (the round's limit: a lookup's offer) and learnt from whole
+//     offers in hindsight: classes apart, a new sequence starting from its class over every
+//     sequence, positions past the choice learnt, a verified outcome in its choice's class;
 //   - the controller warms up with k = K and 1 in turn, then follows the measured costs (one
 //     stalled warm-up round does not move them), probes one token past a sequence's choice (out
 //     of k = 0, and past k = 1), and counts every choice in its histogram.
@@ -198,6 +201,61 @@ TEST(SpecLength, ControllerWarmsUpThenFollowsCostsAndProbes) {
   // The same costs, a sequence whose drafts are always accepted: the whole range.
   for (int i = 0; i < 40; ++i) c.observe_outcome(8, 4, 4);
   EXPECT_EQ(c.choose(std::vector<int32_t>{8}, limit), std::vector<int32_t>{4});
+}
+
+// A controller past its warm-up, verify 10 ms + 2 ms per row, drafts free, no probes.
+SpecLengthController warmed(int32_t k_max) {
+  SpecLengthController c(SpecLengthOptions{.k_max = k_max, .automatic = true,
+                                           .prior_accept = 0.6, .probe_every = 1000});
+  const std::vector<int32_t> seqs = {99}, limit = {k_max};
+  for (int round = 0; round < 6; ++round) {
+    const int32_t k = c.choose(seqs, limit)[0];
+    c.observe_draft(k, 0);
+    c.observe_verify(k + 1, 0.010 + 0.002 * (k + 1));
+  }
+  c.finish(99);
+  return c;
+}
+
+TEST(SpecLength, OffersAreJudgedByTheirClassAndNewSequencesStartFromIt) {
+  SpecLengthController c = warmed(8);
+  // Sequence 1's offers of 8 tokens are copies, repeated whole; its offers of 2 never match.
+  for (int i = 0; i < 40; ++i) {
+    c.observe_hindsight(1, 8, 8);
+    c.observe_hindsight(1, 2, 0);
+  }
+  EXPECT_EQ(c.choose(std::vector<int32_t>{1}, std::vector<int32_t>{8}), std::vector<int32_t>{8});
+  EXPECT_EQ(c.choose(std::vector<int32_t>{1}, std::vector<int32_t>{2}), std::vector<int32_t>{0});
+  // A sequence never seen starts from each class's rates over every sequence.
+  EXPECT_EQ(c.choose(std::vector<int32_t>{2, 3}, std::vector<int32_t>{8, 2}),
+            (std::vector<int32_t>{8, 0}));
+  EXPECT_THROW(c.observe_hindsight(1, 9, 0), Error);  // past k_max
+  EXPECT_THROW(c.observe_hindsight(1, 0, 0), Error);
+}
+
+TEST(SpecLength, HindsightTeachesThePositionsPastTheChoice) {
+  // Verified outcomes of k = 1 say nothing of position 2; the whole offers say it never holds,
+  // so k stays at 1 where the prior alone (0.6 a position, pooled) would draft further.
+  SpecLengthController told = warmed(8), guessing = warmed(8);
+  for (int i = 0; i < 40; ++i) {
+    told.observe_hindsight(5, 8, 1);
+    guessing.choose(std::vector<int32_t>{5}, std::vector<int32_t>{8});
+    guessing.observe_outcome(5, 1, 1);
+  }
+  EXPECT_EQ(told.choose(std::vector<int32_t>{5}, std::vector<int32_t>{8}),
+            std::vector<int32_t>{1});
+  EXPECT_GT(guessing.choose(std::vector<int32_t>{5}, std::vector<int32_t>{8})[0], 1);
+}
+
+TEST(SpecLength, AnOutcomeCountsInTheClassOfItsChoice) {
+  SpecLengthController c = warmed(8);
+  for (int i = 0; i < 40; ++i) {  // limit 3: those rounds are class 3, and never accepted
+    c.choose(std::vector<int32_t>{4}, std::vector<int32_t>{3});
+    c.observe_outcome(4, 3, 0);
+  }
+  EXPECT_EQ(c.choose(std::vector<int32_t>{4}, std::vector<int32_t>{3}), std::vector<int32_t>{0});
+  for (int i = 0; i < 40; ++i) c.observe_hindsight(6, 8, 8);  // class 8 learns from another
+  EXPECT_EQ(c.choose(std::vector<int32_t>{4}, std::vector<int32_t>{8}), std::vector<int32_t>{8});
 }
 
 TEST(SpecLength, FixedLengthIsTheCappedRange) {

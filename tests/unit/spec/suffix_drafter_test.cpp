@@ -32,8 +32,12 @@ DraftRequest req(int32_t seq, int32_t k, int32_t width = 1, Tokens suffix = {}) 
 
 DraftTree draft(SuffixDrafter& d, const DraftRequest& r) { return d.draft({&r, 1}).front(); }
 
+// Tests of what is drafted rather than how long: a cap of 4 tokens per matched token (the
+// default, stated so that the short matches of these texts keep cutting nothing).
+constexpr double kDeep = 4.0;
+
 TEST(SuffixDrafter, ContinuesTheSequencesOwnText) {
-  SuffixDrafter d({});
+  SuffixDrafter d(SuffixDrafterOptions{.depth_per_match = kDeep});
   d.start(0, Tokens{1, 2, 3, 4, 5, 9, 1, 2});
   d.commit(0, Tokens{3});
   const DraftTree t = draft(d, req(0, 4));
@@ -93,7 +97,7 @@ TEST(SuffixDrafter, EarlierRequestsInformOnlyTheirOwnMemoryScope) {
 TEST(SuffixDrafter, BranchesByFrequencyAndCutsRareOnes) {
   // After 7: 8 three times, 9 once. After 7 8: 1 twice, 2 once.
   const Tokens text = {7, 8, 1, 7, 8, 1, 7, 9, 3, 7, 8, 2, 7};
-  SuffixDrafter d(SuffixDrafterOptions{.min_prob = 0.2});
+  SuffixDrafter d(SuffixDrafterOptions{.min_prob = 0.2, .depth_per_match = kDeep});
   d.start(0, text);
   DraftRequest r = req(0, 2, 3);
   r.predict_top = 4;
@@ -107,17 +111,17 @@ TEST(SuffixDrafter, BranchesByFrequencyAndCutsRareOnes) {
   EXPECT_DOUBLE_EQ(t.predicted[0].tokens[0].prob, 0.75);
   EXPECT_DOUBLE_EQ(t.predicted[1].tokens[0].prob, 2.0 / 3.0);
   // min_prob 0.3 cuts branch 9; min_prob 0.6 also stops branch 8 before 1 (p 1/2).
-  SuffixDrafter strict(SuffixDrafterOptions{.min_prob = 0.3});
+  SuffixDrafter strict(SuffixDrafterOptions{.min_prob = 0.3, .depth_per_match = kDeep});
   strict.start(0, text);
   EXPECT_EQ(draft(strict, req(0, 2, 3)).tokens, (Tokens{8, 1}));
-  SuffixDrafter stricter(SuffixDrafterOptions{.min_prob = 0.6});
+  SuffixDrafter stricter(SuffixDrafterOptions{.min_prob = 0.6, .depth_per_match = kDeep});
   stricter.start(0, text);
   EXPECT_EQ(draft(stricter, req(0, 2, 3)).tokens, (Tokens{8}));
 }
 
 TEST(SuffixDrafter, EquallyFrequentContinuationsGoMostRecentFirst) {
   // After 7: 8 once, then 9 once (later); after 7 9: 2. The later continuation wins the tie.
-  SuffixDrafter d({});
+  SuffixDrafter d(SuffixDrafterOptions{.depth_per_match = kDeep});
   d.start(0, Tokens{7, 8, 1, 7, 9, 2, 7});
   EXPECT_EQ(draft(d, req(0, 2)).tokens, (Tokens{9, 2}));
   // The sequence's own text ranks before an earlier request's with the same count.
@@ -129,7 +133,7 @@ TEST(SuffixDrafter, EquallyFrequentContinuationsGoMostRecentFirst) {
 }
 
 TEST(SuffixDrafter, DepthFollowsTheMatchLength) {
-  // The context ends in 5, matched by one token only: depth cap ceil(4 x 1) = 4.
+  // The context ends in 5, matched by one token only: depth cap ceil(4 x 1) = 4 by default.
   SuffixDrafter d({});
   d.start(0, Tokens{5, 6, 7, 8, 9, 1, 2, 3, 5});
   EXPECT_EQ(draft(d, req(0, 8)).tokens, (Tokens{6, 7, 8, 9}));
@@ -138,10 +142,13 @@ TEST(SuffixDrafter, DepthFollowsTheMatchLength) {
   two.start(0, Tokens{1, 5, 6, 7, 8, 9, 2, 3, 4, 1, 5});
   EXPECT_EQ(draft(two, req(0, 8)).tokens, (Tokens{6, 7, 8, 9, 2, 3, 4, 1}));
   EXPECT_EQ(draft(two, req(0, 3)).tokens, (Tokens{6, 7, 8})) << "k caps it too";
-  // A looser cap per matched token.
+  // Tighter caps per matched token: ceil(1.5 x 1) = 2, 1 x 1 = 1.
   SuffixDrafter loose(SuffixDrafterOptions{.depth_per_match = 1.5});
   loose.start(0, Tokens{5, 6, 7, 8, 9, 1, 2, 3, 5});
   EXPECT_EQ(draft(loose, req(0, 8)).tokens, (Tokens{6, 7}));
+  SuffixDrafter one(SuffixDrafterOptions{.depth_per_match = 1});
+  one.start(0, Tokens{5, 6, 7, 8, 9, 1, 2, 3, 5});
+  EXPECT_EQ(draft(one, req(0, 8)).tokens, (Tokens{6}));
 }
 
 TEST(SuffixDrafter, TheBetterCandidateOfOwnTextAndEarlierRequestsWins) {
