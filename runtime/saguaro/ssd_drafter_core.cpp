@@ -192,6 +192,21 @@ Speculation SsdDrafterCore::from_tree(int32_t seq, DraftTree tree, SpecSource so
   return s;
 }
 
+Speculation SsdDrafterCore::ranked_decode_step(int32_t seq, uint64_t id) {
+  Speculation s = decode_step(seq, id);
+  if (opts_.plain || !primary_.drafts_cheaply()) return s;
+  const SeqState& st = state(seq);
+  const std::vector<int32_t> plan = planner_.plan(0, false);
+  const std::vector<DraftRequest> reqs{
+      request(seq, st, {}, static_cast<uint32_t>(st.emitted), plan, 0)};
+  std::vector<DraftTree> trees = primary_.draft(reqs);
+  if (trees.size() == 1 && !trees[0].predicted.empty()) {
+    s.predicted = {std::move(trees[0].predicted[0])};
+    s.fan_out = plan;
+  }
+  return s;
+}
+
 void SsdDrafterCore::cut(Speculation& spec, int32_t k, bool after_hit) const {
   const size_t n = static_cast<size_t>(k);
   if (k < 0 || spec.tokens.size() <= n) return;  // -1: K
@@ -323,7 +338,7 @@ std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome
       stats_.predicted += learn_plan(spec, k, bonus) ? 1 : 0;
     }
     if (o.next_k == 0) {  // a plain decode step next: no lookup (neither hit nor miss), no draft
-      out[i] = decode_step(o.seq, spec.id + 1);
+      out[i] = ranked_decode_step(o.seq, spec.id + 1);
       continue;
     }
 
@@ -380,7 +395,7 @@ void SsdDrafterCore::fallback(std::span<const RoundOutcome> outcomes,
     out[i].id = id;
     out[i].source = source;
     if (k == 0) {  // a plain decode step: nothing to draft, nothing to rank for pre-speculation
-      out[i] = decode_step(o.seq, id);
+      out[i] = ranked_decode_step(o.seq, id);
       continue;
     }
     const SeqState& s = state(o.seq);
@@ -440,7 +455,7 @@ std::vector<Branch> SsdDrafterCore::plan_branches() const {
   const double a = std::clamp(planner_.estimator().a_p(), 0.01, 0.99);
   std::vector<std::vector<Branch>> per_seq;  // [sequences][their branches, k then rank]
   for (const auto& [seq, s] : seqs_) {
-    if (!s.has_spec || s.spec.decode_step()) continue;  // nothing is drafted after a decode step
+    if (!s.has_spec || !s.spec.plannable()) continue;  // see "Decode steps" at the top
     const Speculation& sp = s.spec;
     const int32_t n = static_cast<int32_t>(sp.tokens.size());
     std::vector<Branch>& mine = per_seq.emplace_back();
