@@ -325,6 +325,15 @@ std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome
     SeqState& s = state(o.seq);
     const Speculation spec = std::move(s.spec);
     s.has_spec = false;
+    if (s.has_shadow) {  // what the backup would have had accepted (greedy: a prefix match)
+      int32_t m = 0;
+      while (static_cast<size_t>(m) < s.shadow.size() && static_cast<size_t>(m) < o.emitted.size() &&
+             s.shadow[static_cast<size_t>(m)] == o.emitted[static_cast<size_t>(m)])
+        ++m;
+      miss_.observe_shadow(m);
+      s.shadow.clear();
+      s.has_shadow = false;
+    }
     commit(o, spec, s);
 
     const int32_t k = o.accepted;
@@ -419,6 +428,19 @@ void SsdDrafterCore::fallback(std::span<const RoundOutcome> outcomes,
     out[i] = from_tree(outcomes[i].seq, std::move(trees[j]), source, plan, false);
     out[i].id = id;
     cut(out[i], outcomes[i].next_k < 0 ? opts_.k : outcomes[i].next_k, false);
+  }
+  // The backup beside a primary fallback, unused but scored at the outcome (miss_policy.h,
+  // "Never worse than SD"): a lookup costs microseconds; with sampling a prefix match is not an
+  // acceptance, so only greedy runs measure it so.
+  if (use_primary && !initial && !opts_.plain && backup_ && backup_->drafts_cheaply() &&
+      is_greedy(opts_.sampler)) {
+    std::vector<DraftTree> shadow = backup_->draft(reqs);
+    for (size_t j = 0; j < drafted.size() && j < shadow.size(); ++j) {
+      const size_t n = std::min(shadow[j].tokens.size(), out[drafted[j]].tokens.size());
+      SeqState& st = state(outcomes[drafted[j]].seq);
+      st.shadow.assign(shadow[j].tokens.begin(), shadow[j].tokens.begin() + n);
+      st.has_shadow = true;
+    }
   }
 }
 

@@ -233,6 +233,10 @@ class SsdDrafterCore {
     int64_t emitted = 0;  // output tokens so far: the Philox position of the next one
     bool has_spec = false;
     Speculation spec;
+    // The backup's draft beside a primary fallback (greedy, cheap backup): scored against the
+    // outcome for the miss policy's L_b (MissPolicy::observe_shadow).
+    bool has_shadow = false;
+    std::vector<int32_t> shadow;
   };
   SeqState& state(int32_t seq);
   const SeqState& state(int32_t seq) const;
