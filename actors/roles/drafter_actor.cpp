@@ -86,9 +86,11 @@ class DrafterActor {
                       "drafter", idle_since_us_, round_, -1);
       idle_since_us_ = 0;
     }
-    if (env.kind == MsgKind::kOutcome && answered_at_ > 0) {
-      budget_.observe_window(monotonic_seconds() - answered_at_);
-      answered_at_ = 0;
+    if (env.kind == MsgKind::kOutcome) {
+      const double now = monotonic_seconds();
+      if (verify_from_ > 0) budget_.observe_window(now - verify_from_);
+      verify_from_ = 0;
+      outcome_arrivals_.push_back(now);
     }
     if (env.kind == MsgKind::kOutcome && busy()) request_cut();
     queue_.push_back(env);
@@ -220,6 +222,10 @@ class DrafterActor {
     SSD_CHECK(layout_.is_drafter_lead(), "drafter rank {} got an outcome; only the lead does",
               layout_.rank);
     const Outcome m = decode<Outcome>(env);
+    if (!outcome_arrivals_.empty()) {
+      arrived_at_ = outcome_arrivals_.front();
+      outcome_arrivals_.pop_front();
+    }
     fault_point(FaultPhase::kRound, m.round, fmt::format("answering round {}", m.round));
     const std::vector<RoundOutcome> outs =
         round_outcomes(m, env.bulk_as<float>(), core_->feature_dim());
@@ -284,7 +290,9 @@ class DrafterActor {
     if (!msg.seqs.empty()) world_.send(layout_.target_leader(), msg);
     if (layout_.is_drafter_lead()) {
       idle_since_us_ = trace::active() ? trace::now_us() : 0;
-      answered_at_ = monotonic_seconds();
+      // The target verifies from this answer's arrival; with no answer to wait for (decode steps,
+      // pushed hits) it began when it sent the outcome, about when the outcome arrived here.
+      verify_from_ = msg.seqs.empty() && arrived_at_ > 0 ? arrived_at_ : monotonic_seconds();
     }
     const bool drafts = std::any_of(next.begin(), next.end(),
                                     [](const Speculation& s) { return s.plannable(); });
@@ -334,8 +342,8 @@ class DrafterActor {
     auto calls = std::make_shared<std::vector<std::pair<int32_t, double>>>();
     // One drafter rank: draft only what is expected to end before the outcome arrives (see
     // prespec_budget.h), so that a miss waits for no chunk.
-    const bool gate = opts_.fit_window && n_drafters_ == 1 && answered_at_ > 0;
-    const double deadline = answered_at_ + budget_.window();
+    const bool gate = opts_.fit_window && n_drafters_ == 1 && verify_from_ > 0;
+    const double deadline = verify_from_ + budget_.window();
     loop_.submit(
         [this, mine, entries, seconds, calls, chunk, gate, deadline, budget = budget_,
          round = round_] {
@@ -414,7 +422,11 @@ class DrafterActor {
   bool prespeculate_ = true;
   bool push_ = false;  // the lead: the leader asked for the cache (StartSeqs::push)
   PrespecBudget budget_;     // the lead: what pre-speculation fits before the next outcome
-  double answered_at_ = 0;   // the lead: when it last answered (0: no outcome expected yet)
+  // The lead: when the target began verifying the round it just answered (0: none pending), and
+  // the arrival times of the outcomes queued, the one being answered.
+  double verify_from_ = 0;
+  std::deque<double> outcome_arrivals_;
+  double arrived_at_ = 0;
   DrafterActorOptions opts_;
   Watchdog& dog_;
   ActorLoop loop_;

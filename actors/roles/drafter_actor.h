@@ -33,7 +33,8 @@
 //
 // A miss no dearer than SD's round (one drafter rank): an outcome that finds a chunk being
 // drafted waits for it, and then for the fallback draft. So the lead measures the window from
-// its answer to the next outcome and the time of its draft calls, and drafts only the chunks
+// the target's verification (from the answer, or from the outcome when nothing was waited for)
+// to the next outcome and the time of its draft calls, and drafts only the chunks
 // that fit the window (runtime/saguaro/prespec_budget.h, DrafterActorOptions::fit_window).
 //
 // Pushed pre-speculation (StartSeqs::push, SSD): after installing a round's cache the lead sends

@@ -462,6 +462,7 @@ void RemoteDecoder::take_pushed(Run& run, int64_t round, const std::vector<size_
     SeqOutcome& o = outcome.seqs[j];
     if (run.chosen[i] == 0) continue;  // a decode step next: nothing to take
     const PushedSpec* e = find_pushed(round, o.seq, o.accepted, o.emitted.back());
+
     if (!e) continue;
     Run::Seq& s = run.seqs[i];
     s.spec = SeqSpeculation{o.seq, static_cast<uint8_t>(SpecSource::kCache), e->tokens, e->q};
