@@ -178,4 +178,25 @@ void Cluster::abort(const std::string& what) {
   abort_job(1, line);
 }
 
+bool targets_share_cores_with_drafters(const nlohmann::json& places, const RankLayout& layout) {
+  const auto place = [&](int rank) -> const nlohmann::json* {
+    for (const nlohmann::json& p : places)
+      if (p.value("rank", -1) == rank) return &p;
+    return nullptr;
+  };
+  for (int t = 0; t < layout.tp; ++t)
+    for (int d : layout.drafter_ranks()) {
+      const nlohmann::json* a = place(t);
+      const nlohmann::json* b = place(d);
+      if (!a || !b || !a->contains("cpus") || !b->contains("cpus")) return true;
+      if (a->value("host", std::string()) != b->value("host", std::string())) continue;
+      const std::vector<int> ca = a->at("cpus").get<std::vector<int>>();
+      const std::vector<int> cb = b->at("cpus").get<std::vector<int>>();
+      if (ca.empty() || cb.empty()) return true;
+      for (int c : ca)
+        if (std::find(cb.begin(), cb.end(), c) != cb.end()) return true;
+    }
+  return false;
+}
+
 }  // namespace ssd

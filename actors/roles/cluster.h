@@ -89,4 +89,10 @@ class Cluster {
   int lost_rank_ = -1;
 };
 
+// Whether any target rank shares a CPU with any drafter rank on the same host, from the ranks'
+// places (Cluster::rank_places(): host and CPU affinity per rank). A rank whose CPUs are unknown
+// counts as sharing. SSD's pre-speculation switch measures only then (job.cpp): on cores of its
+// own the drafter's work cannot slow verification, and the switch's blocks only add noise.
+bool targets_share_cores_with_drafters(const nlohmann::json& places, const RankLayout& layout);
+
 }  // namespace ssd

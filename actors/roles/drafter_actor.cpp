@@ -13,6 +13,7 @@
 #include "actors/transport/actor_loop.h"
 #include "runtime/core/error.h"
 #include "runtime/core/trace.h"
+#include "runtime/saguaro/prespec_budget.h"
 #include "runtime/generate/generation.h"
 
 namespace ssd {
@@ -84,6 +85,12 @@ class DrafterActor {
       trace::complete(env.kind == MsgKind::kOutcome ? "wait for outcome" : "wait for work",
                       "drafter", idle_since_us_, round_, -1);
       idle_since_us_ = 0;
+    }
+    if (env.kind == MsgKind::kOutcome) {
+      const double now = monotonic_seconds();
+      if (verify_from_ > 0) budget_.observe_window(now - verify_from_);
+      verify_from_ = 0;
+      outcome_arrivals_.push_back(now);
     }
     if (env.kind == MsgKind::kOutcome && busy()) request_cut();
     queue_.push_back(env);
@@ -171,6 +178,7 @@ class DrafterActor {
     const StartSeqs m = decode<StartSeqs>(env);
     fault_point(FaultPhase::kPrefill, 0, "starting the sequences (prefilling its drafter)");
     prespeculate_ = m.prespeculate;
+    push_ = m.prespeculate && m.push;
     core_ = m.prespeculate ? &ssd_core_ : &sd_core_;
     cut_round_ = cut_sent_round_ = -1;  // rounds count from 0 again
     core_->set_memory_scope(m.memory_scope);
@@ -214,6 +222,10 @@ class DrafterActor {
     SSD_CHECK(layout_.is_drafter_lead(), "drafter rank {} got an outcome; only the lead does",
               layout_.rank);
     const Outcome m = decode<Outcome>(env);
+    if (!outcome_arrivals_.empty()) {
+      arrived_at_ = outcome_arrivals_.front();
+      outcome_arrivals_.pop_front();
+    }
     fault_point(FaultPhase::kRound, m.round, fmt::format("answering round {}", m.round));
     const std::vector<RoundOutcome> outs =
         round_outcomes(m, env.bulk_as<float>(), core_->feature_dim());
@@ -248,22 +260,45 @@ class DrafterActor {
       if (hits > 0) trace::instant("cache hit", "cache", m.round, hits);
       if (misses > 0) trace::instant("cache miss", "cache", m.round, misses);
     }
-    answer(m.round, m, env.bulk_as<float>(), next);
+    // The leader already holds the speculations it found pushed (PrespecPush): they must be this
+    // core's cache hits too, and get no entry in the answer.
+    std::vector<int32_t> pushed;
+    for (size_t i = 0; i < m.seqs.size(); ++i) {
+      if (!m.seqs[i].pushed) continue;
+      SSD_CHECK(push_ && next[i].source == SpecSource::kCache,
+                "drafter lead: the target verifies a pushed speculation for sequence {} in round "
+                "{}, but {}",
+                m.seqs[i].seq, m.round,
+                push_ ? "this drafter's cache has no entry for its outcome"
+                      : "no pre-speculation was pushed to it");
+      pushed.push_back(m.seqs[i].seq);
+    }
+    answer(m.round, m, env.bulk_as<float>(), next, pushed);
   }
 
   // Sends the speculations to the target leader, then starts the round's pre-speculation.
+  // `pushed`: sequences whose speculation the leader took from the push (no entry for them).
   void answer(int64_t round, const Outcome& outcome, std::span<const float> features,
-              const std::vector<Speculation>& next) {
+              const std::vector<Speculation>& next, const std::vector<int32_t>& pushed = {}) {
     trace::set_round(round);
     // Sequences at length 0 get no entry, and a round of decode steps alone no answer: the leader
-    // does not wait for it (protocol.h, SpeculationMsg).
+    // does not wait for it (protocol.h, SpeculationMsg); nor do pushed ones.
     SpeculationMsg msg = speculation_message(round, next);
+    std::erase_if(msg.seqs, [&](const SeqSpeculation& w) {
+      return std::find(pushed.begin(), pushed.end(), w.seq) != pushed.end();
+    });
     if (!msg.seqs.empty()) world_.send(layout_.target_leader(), msg);
-    if (layout_.is_drafter_lead()) idle_since_us_ = trace::active() ? trace::now_us() : 0;
+    if (layout_.is_drafter_lead()) {
+      idle_since_us_ = trace::active() ? trace::now_us() : 0;
+      // The target verifies from this answer's arrival; with no answer to wait for (decode steps,
+      // pushed hits) it began when it sent the outcome, about when the outcome arrived here.
+      verify_from_ = msg.seqs.empty() && arrived_at_ > 0 ? arrived_at_ : monotonic_seconds();
+    }
     const bool drafts = std::any_of(next.begin(), next.end(),
-                                    [](const Speculation& s) { return !s.decode_step(); });
+                                    [](const Speculation& s) { return s.plannable(); });
     if (!prespeculate_ || next.empty()) return;
-    // Nothing is pre-speculated after a decode step, nor in a round the leader turned it off for;
+    // Nothing is pre-speculated after an unranked decode step, nor in a round the leader turned
+    // it off for;
     // with other drafter ranks the work still goes out, since they commit the outcomes from it.
     if ((!drafts || !outcome.prespeculate) && n_drafters_ == 1) return;
     if (n_drafters_ > 1) {
@@ -304,8 +339,14 @@ class DrafterActor {
                              : mine->size();
     auto entries = std::make_shared<std::vector<CacheEntry>>();
     auto seconds = std::make_shared<double>(0);
+    auto calls = std::make_shared<std::vector<std::pair<int32_t, double>>>();
+    // One drafter rank: draft only what is expected to end before the outcome arrives (see
+    // prespec_budget.h), so that a miss waits for no chunk.
+    const bool gate = opts_.fit_window && n_drafters_ == 1 && verify_from_ > 0;
+    const double deadline = verify_from_ + budget_.window();
     loop_.submit(
-        [this, mine, entries, seconds, chunk, round = round_] {
+        [this, mine, entries, seconds, calls, chunk, gate, deadline, budget = budget_,
+         round = round_] {
           trace::set_track("drafter compute");
           trace::set_round(round);
           // Likeliest branches first (plan_branches' order); between chunks, stop once the
@@ -317,19 +358,27 @@ class DrafterActor {
                                   round));
           const double t0 = monotonic_seconds();
           const std::span<const Branch> todo(*mine);
-          for (size_t at = 0; at < todo.size() && (at == 0 || !cut_.load()); at += chunk) {
-            const size_t n = std::min(chunk, todo.size() - at);
+          for (size_t at = 0; at < todo.size() && (at == 0 || !cut_.load());) {
+            size_t n = std::min(chunk, todo.size() - at);
+            if (gate)
+              n = static_cast<size_t>(budget.branches_within(deadline - monotonic_seconds(),
+                                                             static_cast<int32_t>(n)));
+            if (n == 0) break;
             trace::Span span("pre-speculate chunk", "drafter", round, static_cast<int64_t>(n));
+            const double tc = monotonic_seconds();
             std::vector<CacheEntry> part = core_->draft_branches(todo.subspan(at, n));
+            calls->emplace_back(static_cast<int32_t>(n), monotonic_seconds() - tc);
             std::move(part.begin(), part.end(), std::back_inserter(*entries));
+            at += n;
           }
           if (entries->size() < todo.size())
             trace::instant("pre-speculation cut", "cache", round,
                            static_cast<int64_t>(todo.size() - entries->size()));
           *seconds = monotonic_seconds() - t0;
         },
-        [this, entries, seconds] {
+        [this, entries, seconds, calls] {
           job_running_ = false;
+          for (const auto& [n, dt] : *calls) budget_.observe_call(n, dt);
           busy_s_ += *seconds;
           dog_.disarm();
           if (layout_.is_drafter_lead()) {
@@ -360,6 +409,7 @@ class DrafterActor {
 
   void maybe_install() {
     if (job_running_ || shares_missing_ > 0) return;
+    if (push_) world_.send(layout_.target_leader(), prespec_push(round_, merged_));
     core_->install(std::move(merged_), planned_);
     merged_.clear();
   }
@@ -370,6 +420,13 @@ class DrafterActor {
   SsdDrafterCore ssd_core_, sd_core_;
   SsdDrafterCore* core_ = &ssd_core_;  // the core of the batch in progress
   bool prespeculate_ = true;
+  bool push_ = false;  // the lead: the leader asked for the cache (StartSeqs::push)
+  PrespecBudget budget_;     // the lead: what pre-speculation fits before the next outcome
+  // The lead: when the target began verifying the round it just answered (0: none pending), and
+  // the arrival times of the outcomes queued, the one being answered.
+  double verify_from_ = 0;
+  std::deque<double> outcome_arrivals_;
+  double arrived_at_ = 0;
   DrafterActorOptions opts_;
   Watchdog& dog_;
   ActorLoop loop_;

@@ -30,6 +30,17 @@
 // messages that arrive while the job (or the shares of other ranks) is outstanding are queued and
 // handled, in arrival order, as soon as the cache is installed. The loop itself never blocks: it
 // keeps polling (a hung peer is caught by the watchdog, not by a stuck loop).
+//
+// A miss no dearer than SD's round (one drafter rank): an outcome that finds a chunk being
+// drafted waits for it, and then for the fallback draft. So the lead measures the window from
+// the target's verification (from the answer, or from the outcome when nothing was waited for)
+// to the next outcome and the time of its draft calls, and drafts only the chunks
+// that fit the window (runtime/saguaro/prespec_budget.h, DrafterActorOptions::fit_window).
+//
+// Pushed pre-speculation (StartSeqs::push, SSD): after installing a round's cache the lead sends
+// it to the target leader as well (PrespecPush), which verifies a hit at once instead of waiting
+// for the answer, and marks the outcome pushed; the lead checks its own cache hits that outcome
+// too (same entries, so the same speculation on both sides) and leaves it out of the answer.
 #pragma once
 
 #include <memory>
@@ -45,6 +56,10 @@ namespace ssd {
 struct DrafterActorOptions {
   double step_s = 120;  // watchdog deadline of one drafting job
   const FaultInjector* faults = nullptr;  // the rank's fault points (fault_injection.h), if any
+  // One drafter rank: pre-speculate only the chunks expected to end before the next outcome
+  // arrives (runtime/saguaro/prespec_budget.h); false: until the outcome arrives (a chunk at
+  // least), as with several drafter ranks.
+  bool fit_window = true;
 };
 
 // Runs until kDrafterShutdown. `world` is the job's world transport (ranks as in `layout`).

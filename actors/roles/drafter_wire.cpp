@@ -100,6 +100,15 @@ SpeculationMsg speculation_message(int64_t round, const std::vector<Speculation>
   return m;
 }
 
+PrespecPush prespec_push(int64_t round, const std::vector<CacheEntry>& entries) {
+  PrespecPush m;
+  m.round = round;
+  m.entries.reserve(entries.size());
+  for (const CacheEntry& e : entries)
+    m.entries.push_back(PushedSpec{e.seq, e.k, e.bonus, e.spec.tokens, e.spec.q});
+  return m;
+}
+
 PrespecWork prespec_work(int64_t round, const Outcome& outcome, std::vector<Speculation> next) {
   PrespecWork w;
   w.round = round;

@@ -24,6 +24,8 @@ std::vector<RoundOutcome> work_outcomes(const PrespecWork& w, std::span<const fl
 // The answer's entries: every speculation but the decode steps (length 0), which the leader did
 // not ask for; no entries means no answer is sent.
 SpeculationMsg speculation_message(int64_t round, const std::vector<Speculation>& next);
+// Every entry of a round's pre-speculation, for the leader (StartSeqs::push), in cache order.
+PrespecPush prespec_push(int64_t round, const std::vector<CacheEntry>& entries);
 PrespecWork prespec_work(int64_t round, const Outcome& outcome, std::vector<Speculation> next);
 DrafterStatsMsg stats_message(SsdDrafterCore& core, double busy_s);
 

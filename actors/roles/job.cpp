@@ -187,7 +187,9 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
                                               spec.k, cluster.dog(), spec.dist.watchdog_s,
                                               spec.auto_k, std::vector<int32_t>{},
                                               PrespecSwitchOptions{
-                                                  .adaptive = spec.dist.prespec_switch == "auto"});
+                                                  .adaptive = spec.dist.prespec_switch == "auto" &&
+                                                              targets_share_cores_with_drafters(
+                                                                  cluster.rank_places(), layout)});
     remote_->set_loss_policy(loss_policy_);
     remote_->set_faults(&cluster.faults());
     heartbeat_ = std::make_unique<HeartbeatSender>(world, layout.drafter_lead(),

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <thread>
 
 #include "actors/roles/drafter_wire.h"
 #include "actors/roles/round_speculations.h"
@@ -54,9 +55,21 @@ Envelope RemoteDecoder::receive(MsgKind kind, const std::string& waiting_for) {
   Watchdog::Scope scope(dog_, waiting_for,
                         loss_policy_.continue_on_loss ? 2 * step_s_ + 5 : step_s_);
   for (;;) {
-    Envelope env =
-        wait_for_drafter(world_, layout_.drafter_lead(), step_s_, loss_policy_, waiting_for);
-    bytes_ += static_cast<int64_t>(env.bytes.size());
+    Envelope env;
+    if (!held_.empty()) {
+      env = std::move(held_.front());
+      held_.pop_front();
+    } else {
+      std::optional<Envelope> got = spin_for_frame();
+      env = got ? std::move(*got)
+                : wait_for_drafter(world_, layout_.drafter_lead(), step_s_, loss_policy_,
+                                   waiting_for);
+      bytes_ += static_cast<int64_t>(env.bytes.size());
+    }
+    if (env.kind == MsgKind::kPrespecPush) {  // a push that came late: dropped (protocol.h)
+      keep_push(env);
+      continue;
+    }
     if (env.kind == kind) return env;
     if (env.kind == MsgKind::kError) {
       const auto e = decode<ErrorMsg>(env);
@@ -65,6 +78,43 @@ Envelope RemoteDecoder::receive(MsgKind kind, const std::string& waiting_for) {
     fail(fmt::format("target leader: {} from rank {} while {}", kind_name(env.kind), env.peer,
                      waiting_for));
   }
+}
+
+// The leader has nothing to do while it waits for the drafter, and its core is its own: it polls
+// without sleeping (yielding the core to anything runnable) for up to kSpinS, since a sleeping
+// waiter wakes up tens of microseconds late (the timer's slack) in every round that waits. Longer
+// waits (a slow drafter) fall back to the sleeping poll.
+std::optional<Envelope> RemoteDecoder::spin_for_frame() {
+  const double end = monotonic_seconds() + kSpinS;
+  do {
+    if (std::optional<Envelope> env = world_.try_recv()) return env;
+    std::this_thread::yield();
+  } while (monotonic_seconds() < end);
+  return std::nullopt;
+}
+
+void RemoteDecoder::keep_push(const Envelope& env) {
+  SSD_CHECK(env.peer == layout_.drafter_lead(), "target leader: a PrespecPush from rank {}",
+            env.peer);
+  push_ = decode<PrespecPush>(env);
+}
+
+void RemoteDecoder::poll_pushes() {
+  while (std::optional<Envelope> env = world_.try_recv()) {
+    bytes_ += static_cast<int64_t>(env->bytes.size());
+    if (env->kind == MsgKind::kPrespecPush)
+      keep_push(*env);
+    else
+      held_.push_back(std::move(*env));  // for receive(), in order
+  }
+}
+
+const PushedSpec* RemoteDecoder::find_pushed(int64_t round, int32_t seq, int32_t k,
+                                             int32_t bonus) const {
+  if (!push_ || push_->round != round) return nullptr;
+  for (const PushedSpec& e : push_->entries)  // the first of equal keys, as the drafter's cache
+    if (e.seq == seq && e.k == k && e.bonus == bonus) return &e;
+  return nullptr;
 }
 
 void RemoteDecoder::lose_drafter(const DrafterLost& e, int64_t round) {
@@ -84,6 +134,8 @@ struct RemoteDecoder::Run {
     int32_t id = 0;  // the drafter's sequence id (unique over the job)
     int32_t root = 0, root_pos = 0;
     bool running = false;
+    // ssd: next round's speculation, taken from the drafter's push when the outcome hit it
+    std::optional<SeqSpeculation> pushed;
   };
   Run(TargetModel& target, std::span<const GenerationRequest> r, const BatchTokenCallback& cb,
       std::vector<SpecLengthController*> lens, int32_t k_max)
@@ -182,6 +234,8 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
   start.feature_dim = run.feature_dim;
   start.prespeculate = prespeculate;
   start.memory_scope = run.memory_scope;
+  start.push = prespeculate && push_enabled_;
+  push_.reset();
   for (size_t i = 0; i < run.reqs.size(); ++i) {
     const GenerationRequest& req = run.reqs[i];
     Watchdog::Scope scope(dog_, fmt::format("prefilling request {}", i), step_s_);
@@ -226,10 +280,17 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
 void RemoteDecoder::take_speculations(Run& run, int64_t round) {
   RoundSpeculations& specs =
       run.specs.emplace(round, k_, static_cast<int32_t>(target_.config().vocab));
-  for (size_t i = 0; i < run.seqs.size(); ++i)
-    if (run.seqs[i].running) specs.ask(run.seqs[i].id, run.chosen[i]);
-  if (!specs.answer_comes()) {  // decode steps alone: no answer comes, the round starts at once
-    run.length().observe_draft(0, 0.0);
+  for (size_t i = 0; i < run.seqs.size(); ++i) {
+    Run::Seq& s = run.seqs[i];
+    if (!s.running) continue;
+    specs.ask(s.id, run.chosen[i]);
+    if (s.pushed && run.chosen[i] > 0) specs.give(s.id, std::move(*s.pushed));
+    s.pushed.reset();
+  }
+  // Decode steps and pushed hits alone: no answer comes, the round starts at once (the tokens
+  // asked cost no wait: the policy's draft cost).
+  if (!specs.answer_comes()) {
+    run.length().observe_draft(specs.asked(), 0.0);
     return;
   }
   const double tw = monotonic_seconds();
@@ -347,12 +408,33 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
   run.choose(still);  // the next round's lengths, from every round verified so far
   for (size_t j = 0; j < still.size(); ++j) outcome.seqs[j].next_k = run.chosen[still[j]];
   if (loss_) return;  // nobody to tell
+  take_pushed(run, round, still, outcome);
   if (!finished.seqs.empty()) send_drafter_lead(finished);
   if (!outcome.seqs.empty())
     send_drafter_lead(outcome, std::as_bytes(std::span<const float>(round_features)));
   if (faults_)
     faults_->at(FaultPhase::kRound, round,
                 fmt::format("after sending the outcome of round {}", round));
+}
+
+// The outcomes of `still` found in the push of `round` (the pre-speculation after the
+// speculations just verified) become their next speculations at once: no wait for the answer.
+void RemoteDecoder::take_pushed(Run& run, int64_t round, const std::vector<size_t>& still,
+                                Outcome& outcome) {
+  if (!run.prespeculate || !push_enabled_) return;
+  poll_pushes();
+  for (size_t j = 0; j < still.size(); ++j) {
+    const size_t i = still[j];
+    SeqOutcome& o = outcome.seqs[j];
+    if (run.chosen[i] == 0) continue;  // a decode step next: nothing to take
+    const PushedSpec* e = find_pushed(round, o.seq, o.accepted, o.emitted.back());
+
+    if (!e) continue;
+    run.seqs[i].pushed =
+        SeqSpeculation{o.seq, static_cast<uint8_t>(SpecSource::kCache), e->tokens, e->q};
+    o.pushed = true;
+    ++run.out.split.pushed;
+  }
 }
 
 // Sequence i after its verification `v`: the hit/miss figures, its emitted tokens, its new root.
@@ -423,6 +505,7 @@ void SplitFigures::add(const SplitFigures& o) {
   accepted_miss += o.accepted_miss;
   decode_steps += o.decode_steps;
   rounds_prespec_off += o.rounds_prespec_off;
+  pushed += o.pushed;
   // The drafter's counters and times add up; its plan (fan-out, b*) is the later one's.
   const DrafterStatsMsg before = drafter;
   drafter = o.drafter;

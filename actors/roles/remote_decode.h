@@ -36,6 +36,7 @@
 // result records the loss.
 #pragma once
 
+#include <deque>
 #include <optional>
 #include <span>
 #include <vector>
@@ -65,6 +66,7 @@ struct SplitFigures {
   // Sequence-rounds at length 0: plain decode steps, verified without a speculation or a wait.
   int64_t decode_steps = 0;
   int64_t rounds_prespec_off = 0;  // ssd: rounds whose outcome turned pre-speculation off
+  int64_t pushed = 0;  // ssd: hits taken from the drafter's push (no wait for an answer)
   DrafterStatsMsg drafter;      // the drafter lead's figures over the run (busy time, fan-out)
 
   double hit_rate() const { return hits + misses ? double(hits) / (hits + misses) : 0.0; }
@@ -127,6 +129,9 @@ class RemoteDecoder {
   void note_loss(const DrafterLoss& loss);
   // The leader's fault points (fault_injection.h): prefill, round and prespec; none by default.
   void set_faults(const FaultInjector* faults) { faults_ = faults; }
+  // ssd: ask the drafter to push each pre-speculation (PrespecPush) and take hits from it
+  // (default on); off: every speculation comes in the drafter's answer.
+  void set_push(bool on) { push_enabled_ = on; }
 
  private:
   struct Run;  // one run's requests, results and sequences (remote_decode.cpp)
@@ -136,6 +141,14 @@ class RemoteDecoder {
   void verify_round_and_answer(Run& run, const std::vector<size_t>& active, int64_t round);
   std::optional<SeqOutcome> apply_verification(Run& run, size_t i, const VerifyResult& v);
   Envelope receive(MsgKind kind, const std::string& waiting_for);
+  // Pushed pre-speculation: keep the latest, read every message that has arrived (the others are
+  // held for receive()), and find an outcome's entry in the push of `round`.
+  void keep_push(const Envelope& env);
+  static constexpr double kSpinS = 0.02;  // see spin_for_frame()
+  std::optional<Envelope> spin_for_frame();
+  void poll_pushes();
+  const PushedSpec* find_pushed(int64_t round, int32_t seq, int32_t k, int32_t bonus) const;
+  void take_pushed(Run& run, int64_t round, const std::vector<size_t>& still, Outcome& outcome);
   void lose_drafter(const DrafterLost& e, int64_t round);  // records and prints the loss, once
   template <class T> void send_drafter_lead(const T& msg, std::span<const std::byte> bulk = {});
 
@@ -155,6 +168,9 @@ class RemoteDecoder {
   std::optional<DrafterLoss> loss_;
   DrafterStatsMsg last_stats_;  // the drafter's figures as last fetched (kept after a loss)
   const FaultInjector* faults_ = nullptr;
+  bool push_enabled_ = true;
+  std::optional<PrespecPush> push_;  // the latest pre-speculation the drafter pushed
+  std::deque<Envelope> held_;        // messages read while looking for a push, not yet received
 };
 
 }  // namespace ssd

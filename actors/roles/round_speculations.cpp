@@ -14,7 +14,10 @@ void RoundSpeculations::ask(int32_t seq, int32_t length) {
   SSD_CHECK(added, "round {}: sequence {} asked twice", round_, seq);
   it->second.length = length;
   asked_ += length;
-  if (length > 0) return;
+  if (length > 0) {
+    ++awaited_;
+    return;
+  }
   // A decode step: the drafter sends nothing for it.
   it->second.spec.seq = seq;
   it->second.spec.source = static_cast<uint8_t>(SpecSource::kDecodeStep);
@@ -37,11 +40,24 @@ void RoundSpeculations::take(SpeculationMsg&& answer, bool drop_unasked) {
               w.seq, round_);
     it->second.spec = std::move(w);
     it->second.taken = true;
+    --awaited_;
   }
+}
+
+void RoundSpeculations::give(int32_t seq, SeqSpeculation&& spec) {
+  Entry& e = entry(seq);
+  SSD_CHECK(e.length > 0 && !e.taken,
+            "round {}: a pushed speculation for sequence {}, which is a decode step or has one",
+            round_, seq);
+  e.spec = std::move(spec);
+  e.spec.seq = seq;
+  e.taken = true;
+  --awaited_;
 }
 
 void RoundSpeculations::take_none() {
   asked_ = 0;  // nobody drafts
+  awaited_ = 0;
   for (auto& [seq, e] : seqs_) {
     e.spec = SeqSpeculation{};
     e.spec.seq = seq;

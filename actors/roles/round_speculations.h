@@ -8,7 +8,9 @@
 //     decode steps alone gets no answer at all (protocol.h, SpeculationMsg), so the round is
 //     verified at once (answer_comes() is false);
 //   - the drafter's answer must be for this round, with one entry for every sequence asked a
-//     length above 0 and none for the others (take());
+//     length above 0 and none for the others (take()), except those whose speculation the
+//     leader already took from the drafter's push (give(): no entry for them; a round whose
+//     every speculation was pushed gets no answer);
 //   - each sequence's speculation is verified as a tree cut to the length asked, itself capped by
 //     the tokens its request has left after the one the round emits anyway (a prefix of a chain
 //     keeps every node's q, so it verifies exactly), and checked against the vocabulary and --k
@@ -34,8 +36,12 @@ class RoundSpeculations {
   void ask(int32_t seq, int32_t length);
   // Tokens asked over the round: the drafter's work the leader waits for.
   int64_t asked() const { return asked_; }
-  // Whether the drafter answers this round (it does not when every length is 0).
-  bool answer_comes() const { return asked_ > 0; }
+  // Whether the drafter answers this round: it does not when every length is 0, nor when every
+  // sequence asked for tokens already has its speculation from the drafter's push (give()).
+  bool answer_comes() const { return awaited_ > 0; }
+  // Sequence `seq`'s speculation arrived ahead of the answer (a pushed pre-speculation that hit:
+  // PrespecPush in protocol.h); the drafter leaves it out of its answer. Asked first, length > 0.
+  void give(int32_t seq, SeqSpeculation&& spec);
 
   // Takes the drafter's answer. An entry for a sequence not asked is an error, or, with
   // `drop_unasked`, dropped: the server ends a sequence whose client left while its speculation
@@ -64,6 +70,7 @@ class RoundSpeculations {
   int32_t k_max_;
   int32_t vocab_;
   int64_t asked_ = 0;
+  int64_t awaited_ = 0;  // sequences asked for tokens whose speculation has not arrived
   std::map<int32_t, Entry> seqs_;
 };
 

@@ -29,6 +29,7 @@ const char* known_name(MsgKind kind) {
     case MsgKind::kDrafterStats: return "DrafterStats";
     case MsgKind::kPrespecCut: return "PrespecCut";
     case MsgKind::kJoinSeqs: return "JoinSeqs";
+    case MsgKind::kPrespecPush: return "PrespecPush";
     case MsgKind::kError: return "Error";
     case MsgKind::kHeartbeat: return "Heartbeat";
     case MsgKind::kPing: return "Ping";

@@ -39,11 +39,12 @@
 namespace ssd {
 
 inline constexpr uint32_t kWireMagic = 0x31445353;  // "SSD1" in memory on a little-endian rank
-inline constexpr uint16_t kProtocolVersion = 7;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs;
+inline constexpr uint16_t kProtocolVersion = 8;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs;
                                                  // 4: speculation lengths (--k auto);
                                                  // 5: StartSeqs::memory_scope; 6: a length of 0
                                                  // gets no speculation (decode step),
-                                                 // Outcome::prespeculate; 7: JoinSeqs::first_k
+                                                 // Outcome::prespeculate; 7: JoinSeqs::first_k;
+                                                 // 8: PrespecPush, SeqOutcome::pushed
 
 // Every kind of message, one enum; its value is also the MPI tag (tags must stay < 32768).
 enum class MsgKind : uint16_t {
@@ -71,6 +72,7 @@ enum class MsgKind : uint16_t {
   kDrafterStats = 42,
   kPrespecCut = 43,
   kJoinSeqs = 44,
+  kPrespecPush = 45,
   // any link
   kError = 48,
   kHeartbeat = 49,
@@ -268,9 +270,10 @@ struct StartSeqs {
                                  // step, as SeqOutcome::next_k; empty: K for all)
   uint64_t memory_scope = 0;     // the drafters' memory of earlier requests these join
                                  // (Drafter::set_memory_scope); 0 by default
+  bool push = false;  // ssd: the leader takes pre-speculations pushed to it (PrespecPush)
   template <class A> void serialize(A& a) {
     a(seqs, prompts, emitted, streams, feature_rows, feature_dim, prespeculate, first_k,
-      memory_scope);
+      memory_scope, push);
   }
   friend bool operator==(const StartSeqs&, const StartSeqs&) = default;
 };
@@ -319,8 +322,11 @@ struct SeqOutcome {
   // by the leader (--k auto; a fixed --k sends K): the drafter answers with that many tokens.
   // -1: K. 0: a plain decode step, which gets no speculation (see SpeculationMsg).
   int32_t next_k = -1;
+  // The leader found this outcome in the round's PrespecPush and verifies that speculation next:
+  // the drafter's cache must hit it too, and the answer has no entry for the sequence.
+  bool pushed = false;
   template <class A> void serialize(A& a) {
-    a(seq, accepted, emitted, feature_from, feature_rows, next_k);
+    a(seq, accepted, emitted, feature_from, feature_rows, next_k, pushed);
   }
   friend bool operator==(const SeqOutcome&, const SeqOutcome&) = default;
 };
@@ -396,6 +402,31 @@ struct PrespecCut {
   int64_t round = 0;
   template <class A> void serialize(A& a) { a(round); }
   friend bool operator==(const PrespecCut&, const PrespecCut&) = default;
+};
+
+// Drafter lead -> target leader, after installing the pre-speculation of `round` (only when the
+// leader asked for it, StartSeqs::push): every cache entry, so that on a hit the leader has the
+// next speculation at once, without the round trip outcome -> answer. The leader looks the
+// round's outcome up in it when its verification ends; what it finds it verifies next, and tells
+// the drafter so (SeqOutcome::pushed). A push that arrives after the outcome was sent is stale and
+// dropped: the drafter then answers the hit as before. Entries are the drafter's cache entries
+// uncut (the leader cuts them to the length it asks, as the drafter does).
+struct PushedSpec {
+  int32_t seq = 0;
+  int32_t k = 0;      // the outcome: accepted count
+  int32_t bonus = 0;  //              and the token the target emits after them
+  std::vector<int32_t> tokens;   // [nodes]
+  std::vector<ProcessedDist> q;  // [nodes]
+  template <class A> void serialize(A& a) { a(seq, k, bonus, tokens, q); }
+  friend bool operator==(const PushedSpec&, const PushedSpec&) = default;
+};
+
+struct PrespecPush {
+  static constexpr MsgKind kKind = MsgKind::kPrespecPush;
+  int64_t round = 0;  // the round whose speculations these branches follow
+  std::vector<PushedSpec> entries;
+  template <class A> void serialize(A& a) { a(round, entries); }
+  friend bool operator==(const PrespecPush&, const PrespecPush&) = default;
 };
 
 struct DrafterStatsAsk {

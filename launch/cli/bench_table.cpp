@@ -89,6 +89,7 @@ nlohmann::json BenchTable::json() const {
     e["rounds_prespec_off"] = r.fig.rounds_prespec_off;
     if (r.mode != "ssd") continue;
     e["cache_hit_rate"] = r.fig.hit_rate();
+    e["pushed_hits"] = r.fig.pushed;
     e["mean_acceptance_length_hit"] = r.fig.mean_acceptance_length_hit();
     e["mean_acceptance_length_miss"] = r.fig.mean_acceptance_length_miss();
     e["fan_out"] = r.fig.drafter.fan_out_after_hit;

@@ -47,9 +47,10 @@ void visit_flags(DistributedConfig& c, V&& v) {
     "cut short; auto: 2 on a CPU drafter rank, 0 on a GPU (where a batch of branches costs "
     "about what one does)");
   v(c.prespec_switch, "prespec-switch",
-    "ssd: auto: the target leader runs rounds in blocks with pre-speculation on or off and keeps "
-    "whichever it measures faster (off pays on ranks that share cores, where the drafter's "
-    "branches slow the verification down); on: pre-speculate in every round",
+    "ssd: auto: when a target rank shares CPUs with a drafter rank, the target leader runs "
+    "rounds in blocks with pre-speculation on or off and keeps whichever it measures faster (off "
+    "pays there, where the drafter's branches slow the verification down); on cores of their "
+    "own, and with on: pre-speculate in every round",
     {.choices = {"auto", "on"}});
   v(c.watchdog_s, "watchdog-s",
     "deadline in seconds for any one step of a distributed run (a round, a prefill, start-up); "

@@ -118,6 +118,7 @@ nlohmann::json RunReport::to_json() const {
     if (mode == "ssd") {
       j["cache_hit_rate"] = split_figures.hit_rate();
       j["cache_hits"] = split_figures.hits;
+      j["pushed_hits"] = split_figures.pushed;
       j["cache_misses"] = split_figures.misses;
       j["hits_per_k"] = d.hits_at_k;
       j["outcomes_per_k"] = d.outcomes_at_k;

@@ -72,6 +72,17 @@ void MissPolicy::observe_round(SpecSource source, int32_t accepted) {
   }
 }
 
+void MissPolicy::observe_shadow(int32_t accepted) {
+  rounds_backup_++;
+  accepted_backup_ += std::max(0, accepted);
+}
+
+bool MissPolicy::backup_not_worse() const {
+  if (rounds_backup_ < opts_.min_samples) return false;
+  const MissCosts c = costs();
+  return c.accept_backup >= c.accept_primary;
+}
+
 void MissPolicy::observe_lookup(bool hit) {
   lookups_++;
   hits_ += hit ? 1 : 0;

@@ -25,9 +25,19 @@
 // Measurements (MissPolicy): T_d from the primary fallback drafts and T_v from what the caller
 // reports (the target's verification, observe_verify), each a least-squares line in b; L_p, L_b
 // and h from the rounds. Until T_d and T_v have min_samples measurements each, b* is
-// b_star_default; until the backup has answered, L_b is accept_backup_default. There is no
-// exploration: a policy that never picks the primary (or the backup) keeps its last T_d (or the
-// default L_b). b_star >= 0 overrides everything.
+// b_star_default; until the backup has answered, L_b is accept_backup_default. b_star >= 0
+// overrides everything.
+//
+// Never worse than SD (the derived choice, b_star = -1). A miss answered by the primary is what
+// SD's round would have drafted for the same outcome; a backup speculation accepted less makes
+// the round emit fewer tokens, and what it saves (the primary's draft) is not all of the round's
+// cost: the round trip and any drafting still in progress remain (measured on two ranks with
+// Domino: SSD with backup fallbacks at a mean acceptance length of 1.19 against SD's 1.67, and
+// slower). So the derived policy answers a miss with the backup only when the backup is both
+// faster (batch past b*) and not worse: its measured acceptance length, over at least
+// min_samples rounds, at least the primary's. The backup's acceptance is measured without using
+// it (observe_shadow): the caller drafts the backup beside a primary fallback (cheap: a lookup)
+// and scores it against the verified outcome.
 #pragma once
 
 #include <cstdint>
@@ -81,12 +91,19 @@ class MissPolicy {
   // A verified speculation from `source` that accepted `accepted` tokens.
   void observe_round(SpecSource source, int32_t accepted);
   void observe_lookup(bool hit);
+  // A backup speculation drafted beside a primary fallback and scored against the outcome: it
+  // would have had `accepted` tokens accepted (a lower bound when it matched every emitted one).
+  void observe_shadow(int32_t accepted);
+  // The backup's measured acceptance (real and shadow rounds, >= min_samples) is at least the
+  // primary's.
+  bool backup_not_worse() const;
 
   MissCosts costs() const;
   int32_t critical_batch() const;  // the override, the derived b*, or the default
   bool derived() const;            // critical_batch() comes from measurements
   Fallback choose(int32_t batch) const {
-    return batch <= critical_batch() ? Fallback::kPrimary : Fallback::kBackup;
+    if (batch <= critical_batch()) return Fallback::kPrimary;
+    return opts_.b_star >= 0 || backup_not_worse() ? Fallback::kBackup : Fallback::kPrimary;
   }
   const MissPolicyOptions& options() const { return opts_; }
 

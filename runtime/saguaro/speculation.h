@@ -24,7 +24,8 @@ enum class SpecSource : uint8_t {
   kPrimary,  // a miss answered by the primary drafter, drafting now
   kBackup,   // a miss answered by the backup speculator (n-gram)
   kDecodeStep,  // none: the leader asked for length 0, a plain decode step; nothing is drafted
-                // for it, nothing pre-speculated after it, and it never travels to the target
+                // for it (but a lookup drafter ranks its likely tokens, ssd_drafter_core.h) and
+                // it never travels to the target
 };
 const char* spec_source_name(SpecSource s);
 
@@ -43,6 +44,8 @@ struct Speculation {
 
   bool hit() const { return source == SpecSource::kCache; }
   bool decode_step() const { return source == SpecSource::kDecodeStep; }
+  // Branches can be pre-speculated after it: a drafted speculation, or a ranked decode step.
+  bool plannable() const { return !decode_step() || !predicted.empty(); }
   // The chain the target verifies: tokens with their q (parents i - 1).
   DraftTree tree() const;
 };

@@ -192,6 +192,21 @@ Speculation SsdDrafterCore::from_tree(int32_t seq, DraftTree tree, SpecSource so
   return s;
 }
 
+Speculation SsdDrafterCore::ranked_decode_step(int32_t seq, uint64_t id) {
+  Speculation s = decode_step(seq, id);
+  if (opts_.plain || !primary_.drafts_cheaply()) return s;
+  const SeqState& st = state(seq);
+  const std::vector<int32_t> plan = planner_.plan(0, false);
+  const std::vector<DraftRequest> reqs{
+      request(seq, st, {}, static_cast<uint32_t>(st.emitted), plan, 0)};
+  std::vector<DraftTree> trees = primary_.draft(reqs);
+  if (trees.size() == 1 && !trees[0].predicted.empty()) {
+    s.predicted = {std::move(trees[0].predicted[0])};
+    s.fan_out = plan;
+  }
+  return s;
+}
+
 void SsdDrafterCore::cut(Speculation& spec, int32_t k, bool after_hit) const {
   const size_t n = static_cast<size_t>(k);
   if (k < 0 || spec.tokens.size() <= n) return;  // -1: K
@@ -310,6 +325,15 @@ std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome
     SeqState& s = state(o.seq);
     const Speculation spec = std::move(s.spec);
     s.has_spec = false;
+    if (s.has_shadow) {  // what the backup would have had accepted (greedy: a prefix match)
+      int32_t m = 0;
+      while (static_cast<size_t>(m) < s.shadow.size() && static_cast<size_t>(m) < o.emitted.size() &&
+             s.shadow[static_cast<size_t>(m)] == o.emitted[static_cast<size_t>(m)])
+        ++m;
+      miss_.observe_shadow(m);
+      s.shadow.clear();
+      s.has_shadow = false;
+    }
     commit(o, spec, s);
 
     const int32_t k = o.accepted;
@@ -323,7 +347,7 @@ std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome
       stats_.predicted += learn_plan(spec, k, bonus) ? 1 : 0;
     }
     if (o.next_k == 0) {  // a plain decode step next: no lookup (neither hit nor miss), no draft
-      out[i] = decode_step(o.seq, spec.id + 1);
+      out[i] = ranked_decode_step(o.seq, spec.id + 1);
       continue;
     }
 
@@ -380,7 +404,7 @@ void SsdDrafterCore::fallback(std::span<const RoundOutcome> outcomes,
     out[i].id = id;
     out[i].source = source;
     if (k == 0) {  // a plain decode step: nothing to draft, nothing to rank for pre-speculation
-      out[i] = decode_step(o.seq, id);
+      out[i] = ranked_decode_step(o.seq, id);
       continue;
     }
     const SeqState& s = state(o.seq);
@@ -404,6 +428,19 @@ void SsdDrafterCore::fallback(std::span<const RoundOutcome> outcomes,
     out[i] = from_tree(outcomes[i].seq, std::move(trees[j]), source, plan, false);
     out[i].id = id;
     cut(out[i], outcomes[i].next_k < 0 ? opts_.k : outcomes[i].next_k, false);
+  }
+  // The backup beside a primary fallback, unused but scored at the outcome (miss_policy.h,
+  // "Never worse than SD"): a lookup costs microseconds; with sampling a prefix match is not an
+  // acceptance, so only greedy runs measure it so.
+  if (use_primary && !initial && !opts_.plain && backup_ && backup_->drafts_cheaply() &&
+      is_greedy(opts_.sampler)) {
+    std::vector<DraftTree> shadow = backup_->draft(reqs);
+    for (size_t j = 0; j < drafted.size() && j < shadow.size(); ++j) {
+      const size_t n = std::min(shadow[j].tokens.size(), out[drafted[j]].tokens.size());
+      SeqState& st = state(outcomes[drafted[j]].seq);
+      st.shadow.assign(shadow[j].tokens.begin(), shadow[j].tokens.begin() + n);
+      st.has_shadow = true;
+    }
   }
 }
 
@@ -440,7 +477,7 @@ std::vector<Branch> SsdDrafterCore::plan_branches() const {
   const double a = std::clamp(planner_.estimator().a_p(), 0.01, 0.99);
   std::vector<std::vector<Branch>> per_seq;  // [sequences][their branches, k then rank]
   for (const auto& [seq, s] : seqs_) {
-    if (!s.has_spec || s.spec.decode_step()) continue;  // nothing is drafted after a decode step
+    if (!s.has_spec || !s.spec.plannable()) continue;  // see "Decode steps" at the top
     const Speculation& sp = s.spec;
     const int32_t n = static_cast<int32_t>(sp.tokens.size());
     std::vector<Branch>& mine = per_seq.emplace_back();

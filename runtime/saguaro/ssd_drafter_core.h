@@ -56,6 +56,11 @@
 // the leader asks for a length again (then a miss: a fallback draft of that length). The actor
 // sends no decode step to the target (the leader knows which lengths it asked; protocol.h).
 // Outcomes of decode steps do not count in the lookup figures (rounds, hits, predicted).
+// Except with a primary that drafts cheaply (Drafter::drafts_cheaply: the lookup drafters): there
+// a decode step is ranked (a one-token draft: its ranking at position 0 is the drafter's guess of
+// the token the step emits, Speculation::predicted) and pre-speculated like any speculation of
+// length 0, one branch per likely token, so the round after it can hit (the length policy's
+// probes leave decode steps often). It still sends nothing to the target.
 //
 // Speculations carry K tokens and the q of each (verification needs q when sampling). The drafter
 // is asked for K + 1 tokens: the (K + 1)-th node's ranking (DraftTree::predicted) predicts the
@@ -228,12 +233,19 @@ class SsdDrafterCore {
     int64_t emitted = 0;  // output tokens so far: the Philox position of the next one
     bool has_spec = false;
     Speculation spec;
+    // The backup's draft beside a primary fallback (greedy, cheap backup): scored against the
+    // outcome for the miss policy's L_b (MissPolicy::observe_shadow).
+    bool has_shadow = false;
+    std::vector<int32_t> shadow;
   };
   SeqState& state(int32_t seq);
   const SeqState& state(int32_t seq) const;
   // A request for a speculation of k tokens (K + 1 drafted for the ranking; plain: k).
   DraftRequest request(int32_t seq, const SeqState& s, std::vector<int32_t> suffix,
                        uint32_t position, const std::vector<int32_t>& fan_out, int32_t k) const;
+  // A decode step (k' = 0) of `seq`, ranked for pre-speculation when the primary drafts cheaply
+  // (see "Decode steps" at the top).
+  Speculation ranked_decode_step(int32_t seq, uint64_t id);
   // Cuts `spec` to k tokens (no-op when it is not longer, or k = -1), re-planning its fan-out.
   void cut(Speculation& spec, int32_t k, bool after_hit) const;
   // Drafts the speculations of outcomes[i] for i in `missed` (a miss, or plain SD; initial:

@@ -37,7 +37,7 @@ using AllMessages =
                ssd::TargetShutdown, ssd::StartSeqs, ssd::Features, ssd::Outcome,
                ssd::SpeculationMsg, ssd::PrespecShare, ssd::FinishSeqs, ssd::DrafterShutdown,
                ssd::DrafterReady, ssd::PrespecWork, ssd::DrafterStatsAsk, ssd::DrafterStatsMsg,
-               ssd::PrespecCut, ssd::JoinSeqs, ssd::ErrorMsg, ssd::Heartbeat, ssd::Ping,
+               ssd::PrespecCut, ssd::JoinSeqs, ssd::PrespecPush, ssd::ErrorMsg, ssd::Heartbeat, ssd::Ping,
                ssd::Pong>;
 
 // Decodes env as the message of its kind; false when no struct has that kind.

@@ -316,6 +316,7 @@ class Run {
     const int32_t nd = c.drafters;
     const double a_p = mean_a(cfg_.primary, cfg_.work.k);
     MissPolicy policy = miss_policy();
+    double shadow_carry = 0;  // the backup's shadow acceptance not yet observed (< 1 token)
     res_.fan_out = geometric_fan_out(cfg_.work.k, cfg_.ssd.budget, a_p, cfg_.primary.r);
     std::map<int32_t, std::vector<int32_t>> plans;  // k -> fan-out
     auto plan_for = [&](int32_t k) -> const std::vector<int32_t>& {
@@ -379,6 +380,15 @@ class Run {
         dec.push_back(out_.decide(round, act[i], ks[i], src[act[i]]));
         acc.push_back(dec.back().accepted);
         if (ks[i] > 0) policy.observe_round(spec_source(src[act[i]]), dec.back().accepted);
+        if (ks[i] > 0 && src[act[i]] == Source::kPrimary) {
+          // The runtime drafts the backup beside each primary fallback and scores it against the
+          // outcome (miss_policy.h, observe_shadow); here the backup's acceptance is its model's
+          // mean, carried over rounds so the integers add up to it.
+          shadow_carry += cfg_.backup_acc.expected_tokens(ks[i]) - 1;
+          const auto m = static_cast<int32_t>(shadow_carry);
+          shadow_carry -= m;
+          policy.observe_shadow(m);
+        }
       }
       const double o = message(vend, outcome_bytes(acc), 0, "outcome");
 

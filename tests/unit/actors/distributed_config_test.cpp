@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "actors/roles/cluster.h"
 #include "actors/roles/distributed_config.h"
 #include "runtime/core/error.h"
 
@@ -56,6 +57,27 @@ TEST(DistributedConfig, FanOutListsAndMissPolicy) {
   EXPECT_EQ(to_ssd_options(a, 2, {}).miss.b_star, 0);
   a.critical_batch = 4;
   EXPECT_NE(error_of(a, 2).find("--critical-batch needs --miss-policy auto"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ssd
+
+namespace ssd {
+namespace {
+
+// The pre-speculation switch measures only where a target rank shares CPUs with a drafter rank.
+TEST(RankPlaces, TargetsShareCoresWithDrafters) {
+  const RankLayout two = RankLayout::make(2, 0, 1);  // rank 0 target, rank 1 drafter
+  auto places = [](std::vector<int> a, std::vector<int> b, std::string host_b = "h") {
+    return nlohmann::json::array({nlohmann::json{{"rank", 0}, {"host", "h"}, {"cpus", a}},
+                                  nlohmann::json{{"rank", 1}, {"host", host_b}, {"cpus", b}}});
+  };
+  EXPECT_FALSE(targets_share_cores_with_drafters(places({0}, {1}), two));
+  EXPECT_TRUE(targets_share_cores_with_drafters(places({0, 1}, {1}), two));
+  EXPECT_FALSE(targets_share_cores_with_drafters(places({0}, {0}, "other"), two))
+      << "another host";
+  EXPECT_TRUE(targets_share_cores_with_drafters(places({0}, {}), two)) << "unknown CPUs";
+  EXPECT_TRUE(targets_share_cores_with_drafters(nlohmann::json::array(), two)) << "no places";
 }
 
 }  // namespace

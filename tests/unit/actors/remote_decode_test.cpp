@@ -41,7 +41,7 @@ struct Split {
 Split run_split(World& w, Drafter& primary, std::span<const GenerationRequest> reqs, int32_t k,
                 const SsdDrafterOptions& opts, bool auto_k = false,
                 std::vector<int32_t> length_cycle = {},
-                const PrespecSwitchOptions& prespec = {}) {
+                const PrespecSwitchOptions& prespec = {}, bool push = true) {
   LoopbackHub hub(2);
   test::split::DrafterActorThread actor(hub, primary, opts);
   actor.ready();
@@ -50,6 +50,7 @@ Split run_split(World& w, Drafter& primary, std::span<const GenerationRequest> r
     LocalTarget target(*w.engine->model, *w.engine->kv);
     RemoteDecoder dec(target, hub.endpoint(0), actor.leader_layout, {}, k, actor.leader_dog, 30,
                       auto_k, length_cycle, prespec);
+    dec.set_push(push);
     out.ssd = dec.run(reqs, true);
     out.ssd.split.drafter = dec.drafter_stats();
     out.sd = dec.run(reqs, false);
@@ -91,6 +92,28 @@ TEST_P(RemoteDecodeBatch, GreedySsdAndSdEqualArWithSelfDraft) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Batches, RemoteDecodeBatch, ::testing::Values(1, 3, 4));
+
+// Pushed pre-speculation: the leader verifies hits it finds in the drafter's push without
+// waiting for the answer; the output is the same with pushes on and off, and off none is taken.
+TEST(RemoteDecode, PushedHitsStayExactAndAreCounted) {
+  World w;
+  const auto reqs = requests(3);
+  LocalTarget target(*w.engine->model, *w.engine->kv);
+  const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+  auto primary = w.self_drafter();
+  const Split on = run_split(w, *primary, reqs, 3, options(3), false, {}, {}, true);
+  const Split off = run_split(w, *primary, reqs, 3, options(3), false, {}, {}, false);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(on.ssd.gen[i].tokens, ar[i].tokens) << "push on, request " << i;
+    EXPECT_EQ(off.ssd.gen[i].tokens, ar[i].tokens) << "push off, request " << i;
+  }
+  // Whether a push arrives before verification ends is a race, so only its counting is checked:
+  // every pushed speculation is a hit, and with pushes off none is taken.
+  EXPECT_LE(on.ssd.split.pushed, on.ssd.split.hits);
+  EXPECT_EQ(off.ssd.split.pushed, 0);
+  EXPECT_EQ(on.sd.split.pushed, 0) << "sd pre-speculates nothing";
+  EXPECT_GT(on.ssd.split.hits, 0);
+}
 
 TEST(RemoteDecode, GreedyNgramWithListFanOutEqualsAr) {
   World w;

@@ -49,6 +49,30 @@ TEST(RoundSpeculations, DecodeStepsAloneGetNoAnswerAndEmptyTrees) {
   }
 }
 
+// A speculation taken from the drafter's push counts as arrived: the answer leaves it out, a
+// round whose every speculation was pushed gets none, and a second copy of it is an error.
+TEST(RoundSpeculations, PushedSpeculationsNeedNoAnswer) {
+  RoundSpeculations all(5, kK, kVocab);
+  all.ask(1, 3);
+  all.ask(2, 0);
+  all.give(1, chain(1, 3, SpecSource::kCache));
+  EXPECT_FALSE(all.answer_comes());
+  EXPECT_EQ(all.asked(), 3);  // still the tokens asked: the policy learns they cost no wait
+  EXPECT_EQ(all.source(1), SpecSource::kCache);
+  EXPECT_EQ(all.tree(1, 100).size(), 3u);
+
+  RoundSpeculations some(6, kK, kVocab);
+  some.ask(1, 2);
+  some.ask(2, 2);
+  some.give(2, chain(2, 2, SpecSource::kCache));
+  EXPECT_TRUE(some.answer_comes());
+  EXPECT_THROW(some.take(answer(6, {chain(1, 2), chain(2, 2)})), Error);  // 2 sent twice
+
+  RoundSpeculations step(7, kK, kVocab);
+  step.ask(3, 0);
+  EXPECT_THROW(step.give(3, chain(3, 1)), Error);  // a decode step takes no speculation
+}
+
 TEST(RoundSpeculations, TreesAreCutToTheLengthAskedAndToWhatIsLeft) {
   RoundSpeculations r(1, kK, kVocab);
   r.ask(1, 3);

@@ -81,7 +81,7 @@ TEST(MissPolicy, DefaultThenDerivedThenOverride) {
   EXPECT_EQ(p.critical_batch(), 3);
   EXPECT_FALSE(p.derived());
   EXPECT_EQ(p.choose(3), Fallback::kPrimary);
-  EXPECT_EQ(p.choose(4), Fallback::kBackup);
+  EXPECT_EQ(p.choose(4), Fallback::kPrimary) << "past b*, but the backup was never measured";
 
   // T_d(m) = 0.01 + 0.004 m and T_v(b) = 0.05 + 0.002 b, measured exactly at a few sizes.
   for (int m : {1, 2, 4}) p.observe_primary_draft(m, 0.01 + 0.004 * m);
@@ -109,6 +109,27 @@ TEST(MissPolicy, DefaultThenDerivedThenOverride) {
   MissPolicy fixed(o);
   EXPECT_EQ(fixed.choose(1), Fallback::kBackup);
   EXPECT_THROW(MissPolicy(MissPolicyOptions{.b_star = -2}), Error);
+}
+
+// Past b*, the derived policy picks the backup only when it is not worse than the primary: its
+// measured acceptance (shadow drafts count) at least the primary's over min_samples rounds.
+TEST(MissPolicy, BackupOnlyWhenNotWorse) {
+  MissPolicyOptions o;
+  o.b_star_default = 0;  // every batch is past b* until measured
+  MissPolicy p(o);
+  for (int i = 0; i < 5; ++i) p.observe_round(SpecSource::kPrimary, 1);  // L_p = 2
+  EXPECT_EQ(p.choose(1), Fallback::kPrimary);
+  p.observe_shadow(0);
+  p.observe_shadow(1);
+  EXPECT_FALSE(p.backup_not_worse()) << "two shadow rounds are too few";
+  p.observe_shadow(2);  // L_b = 1 + 3 / 3 = 2: not worse
+  EXPECT_TRUE(p.backup_not_worse());
+  EXPECT_EQ(p.choose(1), Fallback::kBackup);
+  p.observe_shadow(0);  // L_b = 1.75 < 2
+  EXPECT_FALSE(p.backup_not_worse());
+  EXPECT_EQ(p.choose(1), Fallback::kPrimary);
+  o.b_star = 0;  // the override keeps its word
+  EXPECT_EQ(MissPolicy(o).choose(1), Fallback::kBackup);
 }
 
 TEST(MissPolicy, LineFitOfOneBatchSizeIsItsMean) {

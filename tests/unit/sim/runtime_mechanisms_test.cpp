@@ -2,6 +2,7 @@
 // drafter_calibration.h): the leader's pre-speculation switch, decode steps, the drafter's miss
 // policy learnt online, the drafter's start on the prompt, a batch of pre-speculated branches in
 // one call, and a calibration run's lazy prompt catch-up.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -104,17 +105,27 @@ TEST(DecodeSteps, NothingIsPreSpeculatedAfterALengthOfZero) {
 
 TEST(MissPolicy, StartsAtItsDefaultAndLearnsTheBackupWhenDraftsAreDear) {
   // A primary whose every call costs a second: the drafter's policy answers the first misses
-  // with it (b* defaults to 4 >= batch 4), measures it, and turns to the backup.
+  // with it (b* defaults to 4 >= batch 4), measures it, and turns to the backup, but only when
+  // the backup, scored beside the primary's fallbacks, is accepted at least as well.
   SimConfig c = h100_config();
   c.cluster.drafter_device.drafter_fits["llama-3.2-1b"] =
       DrafterFit{.mem_efficiency = 0.8, .peak_flops = 500e12, .call_s = 1.0};
   c.primary.miss_at_1 = 0.9;  // most bonuses outside the plan: misses every round
+  const AcceptanceParams worse = c.backup_acc;
+  c.backup_acc = c.primary;  // a backup accepted better than the primary's sampled rounds
+  c.backup_acc.per_position.clear();
+  c.backup_acc.a = std::min(1.0, c.primary.at(1) + 0.15);
   const SimResult r = simulate(SimMode::kSsd, c);
   ASSERT_GT(r.misses, 12);
   EXPECT_GT(r.fallback_primary, 0);
   EXPECT_LE(r.fallback_primary, 3 * 4);  // min_samples primary drafts of at most 4 sequences
   EXPECT_GT(r.fallback_backup, 0);
   EXPECT_LT(r.b_star, 4);
+  // A backup accepted less than the primary is never chosen by the derived policy.
+  SimConfig w = c;
+  w.backup_acc = worse;
+  ASSERT_LT(worse.expected_tokens(4), c.primary.expected_tokens(4));
+  EXPECT_EQ(simulate(SimMode::kSsd, w).fallback_backup, 0);
   // A fixed b* is obeyed from the first round.
   c.ssd.b_star = 0;
   EXPECT_EQ(simulate(SimMode::kSsd, c).fallback_primary, 0);

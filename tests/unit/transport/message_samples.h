@@ -70,11 +70,12 @@ inline auto sample_messages() {
   JoinSeqs join{{7}, {{5, 6}}, {{2}}, {11}, {2}, 576};
   start.first_k = {4, 0};
   start.memory_scope = 3;
+  start.push = true;
   join.first_k = {3};
   Features features{2, 100, 3, 8};
   Outcome outcome;
   outcome.round = 41;
-  outcome.seqs = {SeqOutcome{0, 2, {11, 12, 40}, 17, 3, 4}, SeqOutcome{5, 0, {17}, 9, 1, 0}};
+  outcome.seqs = {SeqOutcome{0, 2, {11, 12, 40}, 17, 3, 4, true}, SeqOutcome{5, 0, {17}, 9, 1, 0}};
   outcome.feature_dim = 576;
   outcome.verify_s = 0.0125;
   SpeculationMsg spec;
@@ -111,6 +112,10 @@ inline auto sample_messages() {
   stats.fan_out_after_hit = {4, 2, 2};
   stats.fan_out_after_miss = {3, 3, 2};
   stats.critical_batch = 6;
+  PrespecPush push;
+  push.round = 41;
+  push.entries = {PushedSpec{0, 1, 40, {7, 8}, sample_speculation(0).q},
+                  PushedSpec{5, 0, 3, {}, {}}};
   FinishSeqs finish{{0, 5}};
   ErrorMsg error{3, Role::kDrafter, "out of memory while pre-speculating"};
   Heartbeat beat{2, "pre-speculating round 42", 42};
@@ -119,7 +124,7 @@ inline auto sample_messages() {
   return std::make_tuple(hello, reply, fwd, create, release, truncate, compact, TargetShutdown{},
                          start, features, outcome, spec, share, finish, DrafterShutdown{}, error,
                          beat, ping, pong, ready, work, DrafterStatsAsk{}, stats,
-                         PrespecCut{43}, join);
+                         PrespecCut{43}, join, push);
 }
 
 }  // namespace ssd::transport_test

@@ -1,0 +1,136 @@
+// Pushed pre-speculation (protocol.h, PrespecPush) on the drafter actor: the test plays the target
+// leader over the loopback transport with the n-gram drafter (deterministic, cheap) and checks
+// that the drafter lead
+//   - pushes every cache entry of a round after installing it, when StartSeqs::push asks;
+//   - answers nothing for an outcome the leader marks pushed (it took the entry from the push),
+//     counts it as a hit, and pushes the next round's cache;
+//   - ranks a decode step (length 0) with a lookup drafter and pushes the branches after it, so
+//     the round after a decode step can hit;
+//   - fails, naming the sequence, when the leader claims a pushed speculation its cache lacks.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "actors/roles/drafter_actor.h"
+#include "actors/transport/loopback_transport.h"
+#include "runtime/drafters/ngram_drafter.h"
+
+namespace ssd {
+namespace {
+
+class PrespecPushTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SsdDrafterOptions so;
+    so.k = 4;
+    so.fan_out.budget = 6;
+    actor_ = std::thread([this, so] {
+      try {
+        run_drafter_actor(hub_.endpoint(1), layout_, ngram_, nullptr, so, {30}, dog_);
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+    });
+    EXPECT_EQ(recv().kind, MsgKind::kDrafterReady);
+  }
+  void TearDown() override {
+    if (!stopped_) leader().send(1, DrafterShutdown{});
+    actor_.join();
+  }
+  Transport& leader() { return hub_.endpoint(0); }
+  Envelope recv() { return leader().recv(std::chrono::seconds(30)); }
+  template <class T> T expect() {
+    const Envelope env = recv();
+    EXPECT_EQ(env.kind, T::kKind) << "got " << kind_name(env.kind);
+    return env.kind == T::kKind ? decode<T>(env) : T{};
+  }
+  // A repetitive prompt, so the n-gram lookup drafts and ranks: ... 1 2 3 4 1 2 | 3.
+  void start(int32_t first_k) {
+    StartSeqs s;
+    s.seqs = {0};
+    s.prompts = {{1, 2, 3, 4, 1, 2, 3, 4, 1, 2}};
+    s.emitted = {{3}};
+    s.streams = {0};
+    s.feature_rows = {0};
+    s.prespeculate = true;
+    s.push = true;
+    s.first_k = {first_k};
+    leader().send(1, s);
+  }
+  static const PushedSpec* find(const PrespecPush& p, int32_t k) {
+    for (const PushedSpec& e : p.entries)
+      if (e.k == k) return &e;
+    return nullptr;
+  }
+
+  NgramDrafter ngram_{NgramOptions{}};
+  LoopbackHub hub_{2};
+  const RankLayout layout_ = RankLayout::make(2, 1, 1);
+  Watchdog dog_{1, Role::kDrafter, [](const std::string&) {}};
+  std::exception_ptr error_;
+  std::thread actor_;
+  bool stopped_ = false;
+};
+
+TEST_F(PrespecPushTest, PushedHitGetsNoAnswerAndTheNextCacheIsPushed) {
+  start(2);
+  const SpeculationMsg first = expect<SpeculationMsg>();
+  ASSERT_EQ(first.seqs.size(), 1u);
+  EXPECT_EQ(first.seqs[0].tokens, (std::vector<int32_t>{4, 1}));
+  const PrespecPush push0 = expect<PrespecPush>();
+  EXPECT_EQ(push0.round, 0);
+  const PushedSpec* full = find(push0, 2);  // both tokens accepted, then the looked-up bonus
+  ASSERT_NE(full, nullptr) << push0.entries.size() << " entries, none for k = 2";
+  EXPECT_EQ(full->bonus, 2);
+  EXPECT_FALSE(full->tokens.empty());
+
+  Outcome o;
+  o.round = 1;
+  o.seqs = {SeqOutcome{0, 2, {4, 1, full->bonus}, 0, 0, 1, /*pushed=*/true}};
+  leader().send(1, o);
+  // No answer: the leader holds the speculation; the next frame is round 1's push.
+  const PrespecPush push1 = expect<PrespecPush>();
+  EXPECT_EQ(push1.round, 1);
+  leader().send(1, DrafterStatsAsk{});
+  const DrafterStatsMsg d = expect<DrafterStatsMsg>();
+  EXPECT_EQ(d.hits, 1);
+  EXPECT_EQ(d.misses, 0);
+}
+
+TEST_F(PrespecPushTest, DecodeStepIsRankedAndItsBranchesPushed) {
+  start(0);  // a decode step first: no answer, but a ranked step to pre-speculate after
+  const PrespecPush push0 = expect<PrespecPush>();
+  const PushedSpec* e = find(push0, 0);
+  ASSERT_NE(e, nullptr) << "no branch after the decode step";
+  EXPECT_EQ(e->bonus, 4) << "the lookup's guess of the token after ... 1 2 3";
+  Outcome o;
+  o.round = 1;
+  o.seqs = {SeqOutcome{0, 0, {e->bonus}, 0, 0, 1, /*pushed=*/true}};
+  leader().send(1, o);
+  EXPECT_EQ(expect<PrespecPush>().round, 1);
+  leader().send(1, DrafterStatsAsk{});
+  EXPECT_EQ(expect<DrafterStatsMsg>().hits, 1);
+}
+
+TEST_F(PrespecPushTest, APushedClaimTheCacheLacksIsAnError) {
+  start(2);
+  expect<SpeculationMsg>();
+  expect<PrespecPush>();
+  Outcome o;
+  o.round = 1;
+  o.seqs = {SeqOutcome{0, 0, {9999}, 0, 0, 1, /*pushed=*/true}};  // never pre-speculated
+  leader().send(1, o);
+  stopped_ = true;
+  actor_.join();
+  ASSERT_TRUE(error_);
+  try {
+    std::rethrow_exception(error_);
+  } catch (const std::exception& ex) {
+    EXPECT_NE(std::string(ex.what()).find("pushed speculation for sequence 0"), std::string::npos)
+        << ex.what();
+  }
+  actor_ = std::thread([] {});  // joined by TearDown
+}
+
+}  // namespace
+}  // namespace ssd
