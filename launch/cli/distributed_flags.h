@@ -31,9 +31,10 @@ void visit_flags(DistributedConfig& c, V&& v) {
     "ssd: Saguaro sampling, scale of the top-F draft probabilities (1 = off)",
     {.min = 1e-6, .max = 1});
   v(c.miss_policy, "miss-policy",
-    "ssd: on a cache miss draft with the primary drafter, the backup (--backup), or auto (by "
-    "the critical batch size)",
-    {.choices = {"auto", "primary", "backup"}});
+    "ssd: on a cache miss draft with the primary drafter, the backup (--backup), auto (by the "
+    "critical batch size), or not-worse (auto, and the backup only when its measured acceptance "
+    "is at least the primary's)",
+    {.choices = {"auto", "not-worse", "primary", "backup"}});
   v(c.backup, "backup",
     "ssd: the backup speculator that answers misses at once: ngram (prompt lookup over the "
     "sequence) or suffix (the suffix drafter: the sequence and earlier requests)",

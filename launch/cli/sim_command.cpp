@@ -240,8 +240,9 @@ sim::SimConfig build_config(const SimArgs& a) {
   c.ssd.budget = a.fan_out_budget;
   c.ssd.chunk = a.prespec_chunk;
   c.ssd.miss = a.miss_policy == "primary" ? sim::MissChoice::kPrimary
-               : a.miss_policy == "backup" ? sim::MissChoice::kBackup
-                                           : sim::MissChoice::kAuto;
+               : a.miss_policy == "backup"    ? sim::MissChoice::kBackup
+               : a.miss_policy == "not-worse" ? sim::MissChoice::kNotWorse
+                                              : sim::MissChoice::kAuto;
   c.ssd.b_star = a.critical_batch;
   c.ssd.adaptive_switch = a.prespec_switch == "auto";
   c.seed = a.seed;

@@ -28,16 +28,21 @@
 // b_star_default; until the backup has answered, L_b is accept_backup_default. b_star >= 0
 // overrides everything.
 //
-// Never worse than SD (the derived choice, b_star = -1). A miss answered by the primary is what
-// SD's round would have drafted for the same outcome; a backup speculation accepted less makes
-// the round emit fewer tokens, and what it saves (the primary's draft) is not all of the round's
-// cost: the round trip and any drafting still in progress remain (measured on two ranks with
-// Domino: SSD with backup fallbacks at a mean acceptance length of 1.19 against SD's 1.67, and
-// slower). So the derived policy answers a miss with the backup only when the backup is both
-// faster (batch past b*) and not worse: its measured acceptance length, over at least
-// min_samples rounds, at least the primary's. The backup's acceptance is measured without using
-// it (observe_shadow): the caller drafts the backup beside a primary fallback (cheap: a lookup)
-// and scores it against the verified outcome.
+// The backup's acceptance L_b is measured even while the backup is not used (observe_shadow): the
+// caller drafts the backup beside a primary fallback (cheap: a lookup) and scores it against the
+// verified outcome, so a policy that turned to the primary keeps measuring the backup, and one
+// that never used the backup does not judge it by accept_backup_default.
+//
+// Optionally never worse than SD (backup_must_not_be_worse, `--miss-policy not-worse`). A miss
+// answered by the primary is what SD's round would have drafted for the same outcome; a backup
+// speculation accepted less makes the round emit fewer tokens, and what it saves (the primary's
+// draft) is not all of a round's cost on a CPU: the round trip and any drafting still in progress
+// remain, which T_v does not hold (measured on two ranks with Domino: SSD with backup fallbacks
+// at a mean acceptance length of 1.19 against SD's 1.67, and slower). With the option the backup
+// answers a miss only when it is both faster (batch past b*) and not worse: its measured
+// acceptance length, over at least min_samples rounds, at least the primary's. Without it (the
+// default, the paper's batch-aware fallback) the derivation alone decides: at large batch on a
+// GPU the cheap backup is what keeps SSD ahead of SD.
 #pragma once
 
 #include <cstdint>
@@ -65,6 +70,7 @@ struct MissPolicyOptions {
   int32_t b_max = 1024;                // largest batch the derivation scans
   double accept_backup_default = 1.0;  // L_b before the backup has answered (only the bonus)
   int32_t min_samples = 3;             // measurements of T_d and of T_v before deriving
+  bool backup_must_not_be_worse = false;  // the backup only when accepted at least as well
 };
 
 // A least-squares line y = a + s x over observations, with running sums.
@@ -103,7 +109,8 @@ class MissPolicy {
   bool derived() const;            // critical_batch() comes from measurements
   Fallback choose(int32_t batch) const {
     if (batch <= critical_batch()) return Fallback::kPrimary;
-    return opts_.b_star >= 0 || backup_not_worse() ? Fallback::kBackup : Fallback::kPrimary;
+    if (opts_.b_star >= 0 || !opts_.backup_must_not_be_worse) return Fallback::kBackup;
+    return backup_not_worse() ? Fallback::kBackup : Fallback::kPrimary;
   }
   const MissPolicyOptions& options() const { return opts_; }
 

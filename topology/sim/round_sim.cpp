@@ -292,12 +292,14 @@ class Run {
   // The drafter's miss policy (miss_policy.h), run as the drafter runs it: b* is the default
   // until it has measured enough primary drafts and verifications (here: the simulated ones),
   // then derived from them and from the rounds' acceptance and hits. --miss-policy primary /
-  // backup and --critical-batch fix it instead.
+  // backup and --critical-batch fix it instead; not-worse adds the runtime's guard.
   MissPolicy miss_policy() const {
     MissPolicyOptions o;
     if (cfg_.ssd.miss == MissChoice::kPrimary) o.b_star = 1 << 20;
     if (cfg_.ssd.miss == MissChoice::kBackup) o.b_star = 0;
-    if (cfg_.ssd.miss == MissChoice::kAuto && cfg_.ssd.b_star >= 0) o.b_star = cfg_.ssd.b_star;
+    const bool derived = cfg_.ssd.miss == MissChoice::kAuto || cfg_.ssd.miss == MissChoice::kNotWorse;
+    if (derived && cfg_.ssd.b_star >= 0) o.b_star = cfg_.ssd.b_star;
+    o.backup_must_not_be_worse = cfg_.ssd.miss == MissChoice::kNotWorse;
     return MissPolicy(o);
   }
   static SpecSource spec_source(Source s) {

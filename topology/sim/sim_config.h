@@ -40,7 +40,7 @@ struct SimWorkload {
   int32_t k = 4;        // draft tokens per speculation
 };
 
-enum class MissChoice { kAuto, kPrimary, kBackup };
+enum class MissChoice { kAuto, kNotWorse, kPrimary, kBackup };  // --miss-policy
 
 struct SsdPolicy {
   int32_t budget = 8;  // pre-speculated branches per sequence (geometric fan-out over K + 1)

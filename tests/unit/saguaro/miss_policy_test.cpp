@@ -81,7 +81,11 @@ TEST(MissPolicy, DefaultThenDerivedThenOverride) {
   EXPECT_EQ(p.critical_batch(), 3);
   EXPECT_FALSE(p.derived());
   EXPECT_EQ(p.choose(3), Fallback::kPrimary);
-  EXPECT_EQ(p.choose(4), Fallback::kPrimary) << "past b*, but the backup was never measured";
+  EXPECT_EQ(p.choose(4), Fallback::kBackup);
+  o.backup_must_not_be_worse = true;
+  EXPECT_EQ(MissPolicy(o).choose(4), Fallback::kPrimary)
+      << "not-worse: past b*, but the backup was never measured";
+  o.backup_must_not_be_worse = false;
 
   // T_d(m) = 0.01 + 0.004 m and T_v(b) = 0.05 + 0.002 b, measured exactly at a few sizes.
   for (int m : {1, 2, 4}) p.observe_primary_draft(m, 0.01 + 0.004 * m);
@@ -111,11 +115,14 @@ TEST(MissPolicy, DefaultThenDerivedThenOverride) {
   EXPECT_THROW(MissPolicy(MissPolicyOptions{.b_star = -2}), Error);
 }
 
-// Past b*, the derived policy picks the backup only when it is not worse than the primary: its
-// measured acceptance (shadow drafts count) at least the primary's over min_samples rounds.
-TEST(MissPolicy, BackupOnlyWhenNotWorse) {
+// With --miss-policy not-worse, past b* the policy picks the backup only when it is not worse
+// than the primary: its measured acceptance (shadow drafts count) at least the primary's over
+// min_samples rounds.
+TEST(MissPolicy, NotWorseTakesTheBackupOnlyWhenNotWorse) {
   MissPolicyOptions o;
   o.b_star_default = 0;  // every batch is past b* until measured
+  EXPECT_EQ(MissPolicy(o).choose(1), Fallback::kBackup) << "without the guard: past b*, backup";
+  o.backup_must_not_be_worse = true;
   MissPolicy p(o);
   for (int i = 0; i < 5; ++i) p.observe_round(SpecSource::kPrimary, 1);  // L_p = 2
   EXPECT_EQ(p.choose(1), Fallback::kPrimary);
