@@ -125,8 +125,10 @@ Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_pa
       abort(e.what());
     }
   }
+  // Quick and time-bounded (a fraction of the deadline): a slow but live peer costs samples,
+  // not the job.
   Watchdog::Scope probe(*dog_, "the start-up link probe", watchdog_s);
-  links_ = probe_links(*world_, tp_.get(), layout_, LinkProbeOptions{});
+  links_ = probe_links(*world_, tp_.get(), layout_, LinkProbeOptions::startup(watchdog_s));
   places_ = nlohmann::json::array();
   for (const std::string& p : gather_text(my_place(layout_.rank, placement_.device)))
     places_.push_back(nlohmann::json::parse(p));

@@ -3,19 +3,39 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
+#include <cstring>
 
 #include "runtime/core/error.h"
 
 namespace ssd {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = LinkProbeOptions::Clock;
 constexpr auto kWait = std::chrono::seconds(60);
+constexpr int kBulkTries = 3;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+// The leader's view of time and budget: its clock (real or injected) and the deadline of the
+// part it is probing.
+class Timer {
+ public:
+  explicit Timer(const LinkProbeOptions& o) : clock_(o.clock) {}
+  Clock::time_point now() const { return clock_ ? clock_() : Clock::now(); }
+  double since(Clock::time_point t0) const {
+    return std::chrono::duration<double>(now() - t0).count();
+  }
+  // A deadline `seconds` from now; none (never past) when seconds <= 0.
+  Clock::time_point after(double seconds) const {
+    if (seconds <= 0) return Clock::time_point::max();
+    return now() + std::chrono::duration_cast<Clock::duration>(
+                       std::chrono::duration<double>(seconds));
+  }
+  bool past(Clock::time_point deadline) const {
+    return deadline != Clock::time_point::max() && now() >= deadline;
+  }
+
+ private:
+  std::function<Clock::time_point()> clock_;
+};
 
 Envelope expect(Transport& t, MsgKind kind, const char* what) {
   Envelope env = t.recv(kWait);
@@ -30,68 +50,118 @@ std::vector<int64_t> bulk_sizes(bool quick) {
   return {int64_t{1} << 20, int64_t{64} << 20};
 }
 int bulk_reps(int64_t bytes, bool quick) { return bytes > (8 << 20) ? 2 : (quick ? 2 : 8); }
-constexpr int kBulkTries = 3;
 
-LinkFigures probe_peer(Transport& t, int peer, const LinkProbeOptions& o) {
+// The 8 B frame that opens a bandwidth try: how many bulk frames follow and their size in KiB.
+struct BulkAnnounce {
+  int32_t reps = 0;
+  int32_t kib = 0;
+};
+static_assert(sizeof(BulkAnnounce) == 8);
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// One bandwidth try of `reps` frames of `bytes`: GB/s.
+double bulk_try(Transport& t, int peer, const Timer& clock, int64_t bytes, int reps) {
+  const BulkAnnounce head{reps, static_cast<int32_t>(bytes >> 10)};
+  std::vector<std::byte> small(sizeof head);
+  std::memcpy(small.data(), &head, sizeof head);
+  const std::vector<std::byte> buf(static_cast<size_t>(bytes));
+  // The 8 B frame and its ack: the round trip the bulk transfer's time also holds.
+  auto t0 = clock.now();
+  t.send_raw(peer, MsgKind::kRawBytes, small);
+  expect(t, MsgKind::kPong, "the acknowledgement");
+  const double t_small = clock.since(t0);
+  t0 = clock.now();
+  for (int r = 0; r < reps; ++r) t.send_raw(peer, MsgKind::kRawBytes, buf);
+  expect(t, MsgKind::kPong, "the bulk acknowledgement");
+  const double t_bulk = clock.since(t0);
+  // The transfer is the bulk time less that round trip; floored at 5% of the bulk time so a
+  // stalled small exchange cannot make the estimate absurd (it is then at most 20x bytes/t).
+  const double dt = std::max(t_bulk - t_small, 0.05 * t_bulk);
+  return static_cast<double>(bytes) * reps / dt / 1e9;
+}
+
+// Probes one drafter rank until `deadline`: pings for the first half of the time left, bandwidth
+// tries for the rest, at least one of each; then ends the drafter's part.
+LinkFigures probe_peer(Transport& t, int peer, const LinkProbeOptions& o, const Timer& clock,
+                       Clock::time_point deadline, bool& cut_short) {
   LinkFigures f;
   f.peer = peer;
+  const Clock::time_point start = clock.now();
+  const Clock::time_point ping_deadline =
+      deadline == Clock::time_point::max() ? deadline : start + (deadline - start) / 2;
+  const int warmups = o.quick ? 1 : 2;
   std::vector<double> rtts;
-  for (int i = 0; i < o.pings + 2; ++i) {
-    const auto t0 = Clock::now();
+  for (int i = 0; i < o.pings + warmups; ++i) {
+    if (i > warmups && clock.past(ping_deadline)) {
+      cut_short = true;
+      break;
+    }
+    const auto t0 = clock.now();
     t.send(peer, Ping{static_cast<uint64_t>(i)});
     expect(t, MsgKind::kPong, "a Pong");
-    if (i >= 2) rtts.push_back(seconds_since(t0));
+    if (i >= warmups) rtts.push_back(clock.since(t0));
   }
-  std::sort(rtts.begin(), rtts.end());
-  const double one_way = rtts[rtts.size() / 2] / 2;
-  f.latency_us = one_way * 1e6;
-  const std::vector<std::byte> small(8);
+  f.pings = static_cast<int>(rtts.size());
+  f.latency_us = median(rtts) / 2 * 1e6;  // one way
   for (int64_t bytes : bulk_sizes(o.quick)) {
-    const std::vector<std::byte> buf(static_cast<size_t>(bytes));
-    const int reps = bulk_reps(bytes, o.quick);
     std::vector<double> gbps;
     for (int k = 0; k < kBulkTries; ++k) {
-      // An 8 B frame and its ack: the round trip the bulk transfer's time also holds.
-      auto t0 = Clock::now();
-      t.send_raw(peer, MsgKind::kRawBytes, small);
-      expect(t, MsgKind::kPong, "the acknowledgement");
-      const double t_small = seconds_since(t0);
-      t0 = Clock::now();
-      for (int r = 0; r < reps; ++r) t.send_raw(peer, MsgKind::kRawBytes, buf);
-      expect(t, MsgKind::kPong, "the bulk acknowledgement");
-      const double t_bulk = seconds_since(t0);
-      // The transfer is the bulk time less that round trip; floored at 5% of the bulk time so a
-      // stalled small exchange cannot make the estimate absurd (it is then at most 20x bytes/t).
-      const double dt = std::max(t_bulk - t_small, 0.05 * t_bulk);
-      gbps.push_back(static_cast<double>(bytes) * reps / dt / 1e9);
+      if (k > 0 && clock.past(deadline)) {
+        cut_short = true;
+        break;
+      }
+      gbps.push_back(bulk_try(t, peer, clock, bytes, bulk_reps(bytes, o.quick)));
     }
-    std::sort(gbps.begin(), gbps.end());
-    (bytes == (int64_t{1} << 20) ? f.gbps_1mib : f.gbps_64mib) = gbps[gbps.size() / 2];
+    if (bytes == (int64_t{1} << 20)) {
+      f.gbps_1mib = median(gbps);
+      f.bulk_tries = static_cast<int>(gbps.size());
+    } else {
+      f.gbps_64mib = median(gbps);
+    }
   }
+  t.send(peer, Ping{kProbeEndId});
   return f;
 }
 
-void answer_leader(Transport& t, int leader, const LinkProbeOptions& o) {
-  for (int i = 0; i < o.pings + 2; ++i) {
-    const Ping p = decode<Ping>(expect(t, MsgKind::kPing, "a Ping"));
-    t.send(leader, Pong{p.id});
-  }
-  for (int64_t bytes : bulk_sizes(o.quick))
-    for (int k = 0; k < kBulkTries; ++k) {
-      const Envelope small = expect(t, MsgKind::kRawBytes, "an 8 B frame");
-      SSD_CHECK(small.bulk().size() == 8, "link probe: a frame of {} bytes, expected 8",
-                small.bulk().size());
-      t.send(leader, Pong{0});
-      for (int r = 0; r < bulk_reps(bytes, o.quick); ++r) {
-        const Envelope env = expect(t, MsgKind::kRawBytes, "a bulk frame");
-        SSD_CHECK(static_cast<int64_t>(env.bulk().size()) == bytes,
-                  "link probe: a bulk frame of {} bytes, expected {}", env.bulk().size(), bytes);
-      }
-      t.send(leader, Pong{0});
+// A drafter rank's part: answers the leader's Pings and bandwidth tries until the end Ping.
+void answer_leader(Transport& t, int leader) {
+  for (;;) {
+    Envelope env = t.recv(kWait);
+    if (env.kind == MsgKind::kPing) {
+      const Ping p = decode<Ping>(env);
+      if (p.id == kProbeEndId) return;
+      t.send(leader, Pong{p.id});
+      continue;
     }
+    SSD_CHECK(env.kind == MsgKind::kRawBytes,
+              "link probe: {} from rank {} while waiting for a Ping or an 8 B frame",
+              kind_name(env.kind), env.peer);
+    BulkAnnounce head;
+    SSD_CHECK(env.bulk().size() == sizeof head, "link probe: a frame of {} bytes, expected 8",
+              env.bulk().size());
+    std::memcpy(&head, env.bulk().data(), sizeof head);
+    SSD_CHECK(head.reps > 0 && head.reps <= 64 && head.kib > 0 && head.kib <= (1 << 20),
+              "link probe: a bandwidth try of {} frames of {} KiB (at most 64 of 1 GiB)", head.reps,
+              head.kib);
+    t.send(leader, Pong{0});
+    const int64_t bytes = int64_t{head.kib} << 10;
+    for (int r = 0; r < head.reps; ++r) {
+      const Envelope bulk = expect(t, MsgKind::kRawBytes, "a bulk frame");
+      SSD_CHECK(static_cast<int64_t>(bulk.bulk().size()) == bytes,
+                "link probe: a bulk frame of {} bytes, expected {}", bulk.bulk().size(), bytes);
+    }
+    t.send(leader, Pong{0});
+  }
 }
 
-AllreduceFigures probe_allreduce(Collective& tp, const LinkProbeOptions& o) {
+// Collective over the TP group: the leader (TP rank 0) broadcasts whether another timed
+// all-reduce follows, so its deadline stops every rank alike.
+AllreduceFigures probe_allreduce(Collective& tp, const LinkProbeOptions& o, const Timer& clock,
+                                 Clock::time_point deadline, bool& cut_short) {
   AllreduceFigures a;
   a.ranks = tp.size();
   const int64_t count = (o.quick ? (256 << 10) : o.allreduce_bytes) / 4;
@@ -99,12 +169,19 @@ AllreduceFigures probe_allreduce(Collective& tp, const LinkProbeOptions& o) {
   std::vector<float> data(static_cast<size_t>(count), 1.0f);
   tp.allreduce_sum(data.data(), count);  // warm-up
   double best = 1e30;
-  for (int i = 0; i < (o.quick ? 3 : 5); ++i) {
-    int32_t go = 1;
-    tp.broadcast(&go, sizeof go, 0);  // start together
-    const auto t0 = Clock::now();
+  const int tries = o.quick ? 3 : 5;
+  for (int i = 0;; ++i) {
+    int32_t go = 0;
+    if (tp.rank() == 0) {
+      go = i < tries && (i == 0 || !clock.past(deadline));
+      if (i < tries && !go) cut_short = true;
+    }
+    tp.broadcast(&go, sizeof go, 0);  // start together, or stop together
+    if (!go) break;
+    const auto t0 = clock.now();
     tp.allreduce_sum(data.data(), count);
-    best = std::min(best, seconds_since(t0));
+    best = std::min(best, clock.since(t0));
+    ++a.samples;
   }
   a.seconds = best;
   a.algbw_gbps = static_cast<double>(a.bytes) / best / 1e9;
@@ -114,19 +191,40 @@ AllreduceFigures probe_allreduce(Collective& tp, const LinkProbeOptions& o) {
 
 }  // namespace
 
+LinkProbeOptions LinkProbeOptions::startup(double watchdog_s) {
+  LinkProbeOptions o;
+  o.quick = true;
+  o.budget_s = watchdog_s > 0 ? std::min(0.5, watchdog_s / 8) : 0.5;
+  return o;
+}
+
 LinkReport probe_links(Transport& world, Collective* tp, const RankLayout& layout,
                        const LinkProbeOptions& opts) {
   LinkReport rep;
   rep.transport = world.name();
   rep.quick = opts.quick;
+  rep.budget_s = opts.budget_s;
+  const Timer clock(opts);
   const int leader = layout.target_leader();
+  const bool allreduce = tp && layout.is_target() && layout.tp > 1;
+  // The budget is split evenly between the parts still to probe, each given its share of what
+  // is left when it starts (a part that ends early leaves its time to the next).
+  const Clock::time_point end = clock.after(opts.budget_s);
+  int parts = static_cast<int>(layout.drafter_ranks().size()) + (allreduce ? 1 : 0);
+  const auto part_deadline = [&] {
+    if (end == Clock::time_point::max()) return end;
+    const Clock::time_point now = clock.now();
+    const int n = std::max(parts--, 1);
+    return now >= end ? now : now + (end - now) / n;
+  };
   if (layout.rank == leader) {
-    for (int r : layout.drafter_ranks()) rep.drafters.push_back(probe_peer(world, r, opts));
+    for (int r : layout.drafter_ranks())
+      rep.drafters.push_back(probe_peer(world, r, opts, clock, part_deadline(), rep.cut_short));
   } else if (!layout.is_target()) {
-    answer_leader(world, leader, opts);
+    answer_leader(world, leader);
   }
-  if (tp && layout.is_target() && layout.tp > 1) {
-    AllreduceFigures a = probe_allreduce(*tp, opts);
+  if (allreduce) {
+    AllreduceFigures a = probe_allreduce(*tp, opts, clock, part_deadline(), rep.cut_short);
     if (layout.rank == leader) rep.allreduce = a;
   }
   return rep;
@@ -138,6 +236,7 @@ std::string LinkReport::summary() const {
     s += fmt::format(" rank 0<->{} {:.1f} us, 1 MiB {:.2f} GB/s", f.peer, f.latency_us,
                      f.gbps_1mib);
     if (f.gbps_64mib > 0) s += fmt::format(", 64 MiB {:.2f} GB/s", f.gbps_64mib);
+    if (cut_short) s += fmt::format(" ({} pings, {} bandwidth tries)", f.pings, f.bulk_tries);
     s += ";";
   }
   if (allreduce.ranks > 1)
@@ -145,6 +244,7 @@ std::string LinkReport::summary() const {
                      allreduce.ranks, allreduce.bytes >> 10, allreduce.busbw_gbps,
                      allreduce.algbw_gbps);
   if (drafters.empty() && allreduce.ranks <= 1) s += " none (one rank)";
+  if (cut_short) s += fmt::format(" [cut at its {:.2g} s budget: fewer samples]", budget_s);
   return s;
 }
 
@@ -152,9 +252,13 @@ nlohmann::json LinkReport::to_json() const {
   nlohmann::json j;
   j["transport"] = transport;
   j["quick"] = quick;
+  j["budget_s"] = budget_s;
+  j["cut_short"] = cut_short;
   j["drafters"] = nlohmann::json::array();
   for (const LinkFigures& f : drafters) {
-    nlohmann::json d{{"peer", f.peer}, {"latency_us", f.latency_us}, {"gbps_1mib", f.gbps_1mib}};
+    nlohmann::json d{{"peer", f.peer},         {"latency_us", f.latency_us},
+                     {"gbps_1mib", f.gbps_1mib}, {"pings", f.pings},
+                     {"bulk_tries", f.bulk_tries}};
     if (f.gbps_64mib > 0) d["gbps_64mib"] = f.gbps_64mib;
     j["drafters"].push_back(d);
   }
@@ -163,7 +267,8 @@ nlohmann::json LinkReport::to_json() const {
                          {"bytes", allreduce.bytes},
                          {"seconds", allreduce.seconds},
                          {"algbw_gbps", allreduce.algbw_gbps},
-                         {"busbw_gbps", allreduce.busbw_gbps}};
+                         {"busbw_gbps", allreduce.busbw_gbps},
+                         {"samples", allreduce.samples}};
   return j;
 }
 

@@ -1,21 +1,33 @@
 // The links of a job, measured over the transports it runs on (MPI or NCCL, whichever carries the
 // drafter link and the TP collectives), so a figure can say what the hardware gave:
 //   latency    target leader <-> each drafter rank: half the median round trip of a Ping/Pong
-//              (8 B of payload in a 32 B-header frame), over `pings` exchanges after 2 warm-ups;
-//   bandwidth  leader -> drafter, per try: an 8 B frame and its acknowledgement (time t_small),
-//              then `reps` raw frames of S bytes (1 MiB; 64 MiB unless quick) and an
-//              acknowledgement (t_bulk); GB/s = reps x S / (t_bulk - t_small), the difference
-//              floored at 5% of t_bulk (a stalled small exchange cannot make it absurd); the
-//              median of 3 tries;
+//              (8 B of payload in a 32 B-header frame), over up to `pings` exchanges after the
+//              warm-ups (2; 1 when quick);
+//   bandwidth  leader -> drafter, per try: an 8 B frame (it tells the drafter how many bulk frames
+//              of what size follow) and its acknowledgement (time t_small), then `reps` raw
+//              frames of S bytes (1 MiB; 64 MiB unless quick) and an acknowledgement (t_bulk);
+//              GB/s = reps x S / (t_bulk - t_small), the difference floored at 5% of t_bulk (a
+//              stalled small exchange cannot make it absurd); the median of up to 3 tries;
 //   all-reduce the TP group's allreduce_sum of `allreduce_bytes` of floats, reported as
 //              nccl-tests does: algbw = bytes / time, busbw = algbw x 2 (n - 1) / n (the traffic
-//              each link carries in a ring), best of 5 after a warm-up.
+//              each link carries in a ring), best of up to 5 after a warm-up.
 // probe_links() is collective over every rank of the job: the leader probes each drafter rank in
-// turn (the others wait for their turn or return), the TP ranks all-reduce together. Quick mode
-// (the start-up probe of every distributed run) takes a few ms: no 64 MiB transfer, fewer repeats.
+// turn (the others wait for their turn or return), the TP ranks all-reduce together. The leader
+// alone decides how many exchanges to make: a drafter answers whatever comes until the Ping whose
+// id is kProbeEndId, and the TP ranks time another all-reduce only while the leader broadcasts
+// "go". So a time budget is the leader's business.
+//
+// Quick mode with a budget is the start-up probe of every distributed run: a few ms on an idle
+// machine, and under load (every ping waits for a time slice on an oversubscribed host) it stops
+// at its budget, split evenly between the drafter ranks and the all-reduce, with at least one
+// timed ping, one bandwidth try and one timed all-reduce per part; the report says how many
+// samples each part got. `ssd probe-links` has no budget: every exchange it asks for.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -31,6 +43,8 @@ struct LinkFigures {
   double latency_us = 0;       // one way: half the median round trip
   double gbps_1mib = 0;        // GB/s (1e9 bytes/s) of 1 MiB frames
   double gbps_64mib = 0;       // of 64 MiB frames; 0 when not measured (quick)
+  int pings = 0;               // timed round trips behind latency_us (warm-ups not counted)
+  int bulk_tries = 0;          // bandwidth tries behind gbps_1mib (each size gets as many)
 };
 
 struct AllreduceFigures {
@@ -38,24 +52,42 @@ struct AllreduceFigures {
   int64_t bytes = 0;
   double seconds = 0;  // best time of one all-reduce
   double algbw_gbps = 0, busbw_gbps = 0;
+  int samples = 0;  // timed all-reduces behind `seconds`
 };
 
 struct LinkReport {
   std::string transport;
   bool quick = true;
+  double budget_s = 0;     // the leader's time budget (0: none)
+  bool cut_short = false;  // some part stopped at the budget with fewer samples than asked for
   std::vector<LinkFigures> drafters;  // on the target leader; empty elsewhere
   AllreduceFigures allreduce;         // on the target leader
   std::string summary() const;        // one line: "links (mpi): rank 0<->1 12.3 us, ..."
   nlohmann::json to_json() const;
 };
 
+// A Ping with this id ends a drafter rank's part of the probe (ids count up from 0 otherwise).
+inline constexpr uint64_t kProbeEndId = std::numeric_limits<uint64_t>::max();
+
 struct LinkProbeOptions {
+  using Clock = std::chrono::steady_clock;
   bool quick = true;
   int pings = 16;
   int64_t allreduce_bytes = 4 << 20;  // quick: 256 KiB
+  // The leader's time budget in seconds, over every part of the probe (0: none). Past it the
+  // leader takes no further sample than the minimum above; an exchange in flight completes.
+  double budget_s = 0;
+  // The clock the leader times and budgets with (null: steady_clock); tests inject one.
+  std::function<Clock::time_point()> clock;
+
+  // The start-up probe of a job whose watchdog deadline is watchdog_s (<= 0: none): quick, with
+  // a budget of 0.5 s or an eighth of the deadline, whichever is less.
+  static LinkProbeOptions startup(double watchdog_s);
 };
 
-// Collective over every rank of `world` (and over `tp` on target ranks; null when T = 1).
+// Collective over every rank of `world` (and over `tp` on target ranks; null when T = 1). How many
+// exchanges are made is the leader's choice alone; the TP ranks must agree on `quick` and
+// `allreduce_bytes` (the all-reduce's size), as every rank of a job resolves the same options.
 LinkReport probe_links(Transport& world, Collective* tp, const RankLayout& layout,
                        const LinkProbeOptions& opts);
 
