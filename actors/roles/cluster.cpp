@@ -1,4 +1,5 @@
 #include "actors/roles/cluster.h"
+#include "actors/roles/stranded_rank.h"
 
 #include <fmt/format.h>
 
@@ -163,6 +164,10 @@ void Cluster::end_past_lost_rank() {
       "wait for the lost rank {}",
       layout_.describe(), lost_rank_);
   std::fprintf(stderr, "%s\n", line.c_str());
+  // A lost rank still alive on this host (stopped, hung) would keep the job past the abort.
+  if (end_stranded_rank(places_, lost_rank_))
+    std::fprintf(stderr, "ssd: %s: ended the lost rank %d's process (SIGKILL) first\n",
+                 layout_.describe().c_str(), lost_rank_);
   std::fflush(stderr);
   if (MpiSession::initialized()) MPI_Abort(MPI_COMM_WORLD, 0);
   std::_Exit(0);

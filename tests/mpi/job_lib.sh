@@ -1,8 +1,9 @@
 # shellcheck shell=bash
-# What the mpirun checks that hit a rank of a running `ssd generate` job share (ssd_fault_check.sh,
-# ssd_recover_check.sh): finding this job's rank processes (other jobs of the same binary may run
-# on the machine, ctest runs checks side by side), waiting for its rounds, for its end, and for its
-# ranks to be gone. Sourced:  . "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
+# What the mpirun checks share (ssd_fault_check.sh, ssd_recover_check.sh, ssd_recover_fault_check.sh,
+# ssd_serve_check.sh): finding a running `ssd generate` job's rank processes (other jobs of the
+# same binary may run on the machine, ctest runs checks side by side), waiting for its rounds, for
+# its end, and for its ranks to be gone; starting `ssd serve` under mpirun and stopping it as a
+# client would. Sourced:  . "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
 
 # Whether process $1 descends from process $2 (walks the parent chain in /proc).
 descends_from() {
@@ -74,4 +75,33 @@ ranks_left() {
     sleep 0.1
   done
   echo "$left"
+}
+
+# Starts the mpirun line "${@:3}" (an `ssd serve ... --port 0 --port-file $1` job) in the
+# background with its stderr in file $2, and waits up to 120 s until it listens. Sets MPI_PID
+# (mpirun's pid: the caller's cleanup kills it), PORT and LEADER (rank 0's pid, from its start-up
+# line). Fails, saying why on stdout, when the job exits first or never listens.
+start_server() {
+  local port_file=$1 log=$2
+  shift 2
+  "$@" 2>"$log" &
+  MPI_PID=$!
+  for _ in $(seq 1 1200); do
+    [[ -s $port_file ]] && grep -q "listening on" "$log" && break
+    kill -0 "$MPI_PID" 2>/dev/null || { echo "ssd serve exited at start-up"; return 1; }
+    sleep 0.1
+  done
+  [[ -s $port_file ]] || { echo "ssd serve did not listen within 120 s"; return 1; }
+  PORT=$(cat "$port_file")
+  LEADER=$(grep -o 'pid [0-9]*)' "$log" | grep -o '[0-9]*')
+}
+
+# SIGTERM to the server's rank 0 (what stops a server), then waits up to 120 s for mpirun
+# $MPI_PID to return. Sets SERVER_STATUS to mpirun's status and clears MPI_PID.
+stop_server() {
+  kill -TERM "$LEADER"
+  for _ in $(seq 1 1200); do kill -0 "$MPI_PID" 2>/dev/null || break; sleep 0.1; done
+  SERVER_STATUS=0
+  wait "$MPI_PID" || SERVER_STATUS=$?
+  MPI_PID=""
 }

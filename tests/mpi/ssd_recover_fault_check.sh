@@ -9,7 +9,10 @@
 #                       token the target's alone (AR), the loss in --stats-json, and --trace-json
 #                       written (rank 0's events, "lost_rank": 2, the "drafter rank 2 lost" instant).
 #   generate-secondary-stop  the same with rank 2 SIGSTOPping itself (a hang) and --watchdog-s 30:
-#                       the leader's deadline expires and the line names rank 2, stopped.
+#                       the leader's deadline expires and the line names rank 2, stopped; the
+#                       leader ends rank 2's process (SIGKILL) before its MPI_Abort(0).
+#   Under `ssd generate` mpirun must return within 18 s of the leader's MPI_Abort(0) line (the
+#   fault matrix's bound), with no rank process left.
 #   serve-lead          `ssd serve --mode ssd` on 2 ranks; the drafter lead SIGKILLs itself
 #   serve-secondary     answering round 3 (serve-lead), or rank 2 of 3 adopting round 3's work
 #                       (serve-secondary), while two greedy requests run; a third comes after.
@@ -20,6 +23,7 @@
 # never a slow round. Every wait is bounded; no timing is asserted. Skips (exit 77) without the
 # default model (SSD_MODEL).
 set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
 BIN=$1 HOW=$2
 if [[ -z ${SSD_MODEL:-} || ! -f ${SSD_MODEL:-} ]]; then
   echo "SKIP: set SSD_MODEL to run this check"; exit 77
@@ -60,8 +64,26 @@ done
 
 if [[ $HOW == generate-* ]]; then
   timeout -s KILL 300 "${MPI[@]}" generate -m "$SSD_MODEL" -p "${PROMPTS[0]}" -n $N --ignore-eos \
-    -q "${DRAFT[@]}" --stats-json "$DIR/run.json" --trace-json "$DIR/trace.json" >"$DIR/out" 2>"$DIR/log"
-  STATUS=$?
+    -q "${DRAFT[@]}" --stats-json "$DIR/run.json" --trace-json "$DIR/trace.json" >"$DIR/out" 2>"$DIR/log" &
+  MPI_PID=$!
+  # Once the leader ends the job past the lost rank, mpirun must return within the fault matrix's
+  # bound of 18 s, leaving no rank behind (a stopped secondary once kept it 60 s, until the
+  # drafter lead's heartbeat watch fired).
+  for _ in $(seq 1 2900); do
+    grep -q "ending the job with MPI_Abort(0)" "$DIR/log" && break
+    kill -0 "$MPI_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  RANKS_AT_END=$(job_ranks "$BIN" "$MPI_PID")
+  if grep -q "ending the job with MPI_Abort(0)" "$DIR/log"; then
+    wait_ended "$MPI_PID" 18 || fail "the job outlived the leader's MPI_Abort(0) by 18 s"
+    # shellcheck disable=SC2086  # one pid a word
+    LEFT=$(ranks_left $RANKS_AT_END)
+    [[ -z $LEFT ]] || fail "rank processes left after the job:$LEFT"
+  fi
+  STATUS=0
+  wait "$MPI_PID" || STATUS=$?
+  MPI_PID=""
   echo "job ended with status $STATUS; its stderr:"
   grep -v '^ *[0-9]* |' "$DIR/log" | tail -n 8
   ((STATUS == 0)) || fail "exit status $STATUS"
@@ -84,17 +106,9 @@ print(f"output equals AR ({len(a)} tokens); loss: round {loss['round']}, {loss['
       f"trace: {len(trace['traceEvents'])} events, lost_rank {meta['lost_rank']}")
 PY
 else
-  "${MPI[@]}" serve -m "$SSD_MODEL" "${DRAFT[@]}" --max-batch 4 --port 0 --port-file "$DIR/port" \
-    2>"$DIR/log" &
-  MPI_PID=$!
-  for _ in $(seq 1 1200); do
-    [[ -s $DIR/port ]] && grep -q "listening on" "$DIR/log" && break
-    kill -0 "$MPI_PID" 2>/dev/null || fail "ssd serve exited at start-up"
-    sleep 0.1
-  done
-  [[ -s $DIR/port ]] || fail "ssd serve did not listen within 120 s"
-  LEADER=$(grep -o 'pid [0-9]*)' "$DIR/log" | grep -o '[0-9]*')
-  python3 - "$(cat "$DIR/port")" "$DIR" "$N" "$LOST" "${PROMPTS[@]}" <<'PY' || fail "see above"
+  start_server "$DIR/port" "$DIR/log" "${MPI[@]}" serve -m "$SSD_MODEL" "${DRAFT[@]}" \
+    --max-batch 4 --port 0 --port-file "$DIR/port" || fail "see above"
+  python3 - "$PORT" "$DIR" "$N" "$LOST" "${PROMPTS[@]}" <<'PY' || fail "see above"
 import json, sys, threading, urllib.request
 port, out, n, lost, prompts = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:]
 def call(prompt):
@@ -123,10 +137,8 @@ print(f"{len(prompts)} requests, tokens equal AR's: {bad == 0}; {lines}")
 assert len(lines) == 1 and f'rank="{lost}"' in lines[0] and lines[0].endswith(" 1"), lines
 sys.exit(1 if bad else 0)
 PY
-  kill -TERM "$LEADER"
-  for _ in $(seq 1 1200); do kill -0 "$MPI_PID" 2>/dev/null || break; sleep 0.1; done
-  wait "$MPI_PID"; STATUS=$?
-  MPI_PID=""
+  stop_server
+  STATUS=$SERVER_STATUS
   echo "server ended with status $STATUS; its stderr:"
   grep -v '^ *[0-9]* |' "$DIR/log" | tail -n 8
   ((STATUS == 0)) || fail "exit status $STATUS"
@@ -139,6 +151,8 @@ LINES=$(grep -c "^ssd: lost drafter rank " "$DIR/log")
 if [[ $FAULT == *:stop:* ]]; then
   grep -q "^ssd: lost drafter rank $LOST: deadline of $WATCHDOG s expired .*(its process is stopped" \
     "$DIR/log" || fail "the line does not name rank $LOST stopped at the deadline"
+  grep -q "ended the lost rank $LOST's process (SIGKILL) first" "$DIR/log" ||
+    fail "the leader did not end the stopped rank $LOST before the abort"
 else
   grep -q "^ssd: lost drafter rank $LOST: died" "$DIR/log" || fail "the line does not name rank $LOST dead"
 fi

@@ -29,18 +29,11 @@ for i in "${!PROMPTS[@]}"; do
 done
 ROOT=()
 [[ $(id -u) -eq 0 ]] && ROOT=(--allow-run-as-root)
-"$MPIRUN" "${ROOT[@]}" --oversubscribe --bind-to none -n "$RANKS" "$BIN" serve -m "$SSD_MODEL" \
-  --mode "$MODE" --drafter "$DRAFTER" --k "$K" --threads 1 --max-batch 4 --watchdog-s 60 \
-  --port 0 --port-file "$OUT/port" 2>"$OUT/serve.err" &
-MPI_PID=$!
-for _ in $(seq 1 1200); do
-  [[ -s $OUT/port ]] && grep -q "listening on" "$OUT/serve.err" && break
-  kill -0 "$MPI_PID" 2>/dev/null || { echo "ssd serve exited at start-up:"; cat "$OUT/serve.err"; exit 1; }
-  sleep 0.1
-done
-[[ -s $OUT/port ]] || { echo "ssd serve did not listen within 120 s:"; cat "$OUT/serve.err"; exit 1; }
-PORT=$(cat "$OUT/port")
-LEADER=$(grep -o 'pid [0-9]*)' "$OUT/serve.err" | grep -o '[0-9]*')
+. "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
+start_server "$OUT/port" "$OUT/serve.err" "$MPIRUN" "${ROOT[@]}" --oversubscribe --bind-to none \
+  -n "$RANKS" "$BIN" serve -m "$SSD_MODEL" --mode "$MODE" --drafter "$DRAFTER" --k "$K" \
+  --threads 1 --max-batch 4 --watchdog-s 60 --port 0 --port-file "$OUT/port" ||
+  { cat "$OUT/serve.err"; exit 1; }
 python3 - "$PORT" "$OUT" "$N" "$MODE" "${PROMPTS[@]}" <<'PY' || { cat "$OUT/serve.err"; exit 1; }
 import json, sys, threading, time, urllib.request
 port, out, n, mode, prompts = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:]
@@ -82,13 +75,8 @@ if mode == "ssd":
     assert values["ssd:spec_decode_cache_hits_total"] + values["ssd:spec_decode_cache_misses_total"] > 0
 sys.exit(1 if bad else 0)
 PY
-kill -TERM "$LEADER"
-for _ in $(seq 1 1200); do kill -0 "$MPI_PID" 2>/dev/null || break; sleep 0.1; done
-set +e
-wait "$MPI_PID"
-RC=$?
-set -e
-MPI_PID=
+stop_server
+RC=$SERVER_STATUS
 grep -q "drained, exiting" "$OUT/serve.err" || { echo "no drain:"; cat "$OUT/serve.err"; exit 1; }
 [[ $RC -eq 0 ]] || { echo "mpirun exited $RC:"; cat "$OUT/serve.err"; exit 1; }
 echo "drained; every rank exited 0"
