@@ -21,17 +21,9 @@ using test::drafting::gguf_vocab;
 
 using World = test::split::TinyTarget;
 
+// b requests of unequal lengths, 12 + 3i new tokens each.
 std::vector<GenerationRequest> requests(size_t b, const SamplerConfig& s = {}) {
-  std::vector<GenerationRequest> reqs;
-  for (size_t i = 0; i < b; ++i) {
-    GenerationRequest r;
-    for (size_t t = 0; t < 3 + 2 * i; ++t) r.prompt.push_back(static_cast<int32_t>(5 + 7 * t + i));
-    r.max_new_tokens = 12 + 3 * static_cast<int64_t>(i);
-    r.sampler = s;
-    r.stream = i;
-    reqs.push_back(std::move(r));
-  }
-  return reqs;
+  return test::split::staggered_requests(b, 12, s);
 }
 
 // Runs `reqs` through a leader and a drafter actor over loopback; both modes, the same drafter.
@@ -157,90 +149,128 @@ TEST(RemoteDecode, KAutoEqualsArAndCountsEveryChoice) {
   }
 }
 
-// Lengths that change every round and pass through 0 (plain decode steps, which get no
-// speculation and no wait): greedy SSD and SD still equal AR, sampled SSD still draws what
-// sampled SD draws, each round verifies at most its length, and the decode steps are counted as
-// neither hits nor misses.
-TEST(RemoteDecode, LengthChangesThroughZeroStayExact) {
-  World w;
-  const std::vector<int32_t> cycle = {0, 3, 0, 0, 1, 3, 2, 0};
-  SamplerConfig sampled;
-  sampled.temperature = 0.9f;
-  sampled.seed = 3;
-  for (const SamplerConfig& s : {SamplerConfig{}, sampled}) {
-    SCOPED_TRACE(s.temperature > 0 ? "sampled" : "greedy");
-    const auto reqs = requests(3, s);
-    LocalTarget target(*w.engine->model, *w.engine->kv);
-    const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
-    auto primary = w.self_drafter();
-    // Misses (every round after a decode step) draft with the primary, as SD does: with the
-    // backup they would draw other tokens, exactly but differently (the miss policy's choice
-    // depends on measured times, which made this comparison fail about one run in three).
-    SsdDrafterOptions o = options(3, s);
-    o.miss.b_star = 1024;
-    const Split split = run_split(w, *primary, reqs, 3, o, false, cycle);
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      EXPECT_EQ(split.ssd.gen[i].tokens, split.sd.gen[i].tokens) << "request " << i;
-      if (s.temperature == 0) {
-        EXPECT_EQ(split.ssd.gen[i].tokens, ar[i].tokens) << "request " << i;
-      }
-    }
-    for (const RemoteDecodeResult* r : {&split.ssd, &split.sd}) {
-      int64_t zeros = 0, rounds = 0;
-      for (const SdStats& st : r->sd) {
-        zeros += st.chosen_k_hist[0];
-        rounds += st.rounds;
-        int64_t budget = 0;
-        for (size_t k = 0; k < st.chosen_k_hist.size(); ++k)
-          budget += static_cast<int64_t>(k) * st.chosen_k_hist[k];
-        EXPECT_LE(st.drafted, budget);
-      }
-      EXPECT_GT(zeros, 0);
-      EXPECT_EQ(r->split.decode_steps, zeros) << "every length 0 was a decode step";
-      // The cycle starts at 0: no round verifies an initial draft.
-      EXPECT_EQ(r->split.hits + r->split.misses + r->split.decode_steps, rounds)
-          << "each round is a hit, a miss or a decode step";
-    }
-    EXPECT_EQ(split.sd.split.hits, 0);
-    if (s.temperature == 0) {  // the self-draft accepts all: a length > 0 after one > 0 hits
-      EXPECT_GT(split.ssd.split.hits, 0) << "rounds after a length > 0 still hit the cache";
-    }
+// Schedules under which SSD must stay exact, greedy and sampled, one case each: greedy SSD and
+// SD equal AR token for token, and sampled SSD draws what sampled SD draws (same q, same Philox
+// uniforms, hit or miss). Misses draft with the primary, as SD does (miss.b_star = 1024): with
+// the backup they would draw other tokens, exactly but differently (the miss policy's choice
+// depends on measured times, which made this comparison fail about one run in three).
+//   plain          every round K = 3, pre-speculation on; sampled, both also draw what the
+//                  in-process SD (generate_sd_batch) draws;
+//   through zero   lengths that change every round and pass through 0 (plain decode steps, which
+//                  get no speculation and no wait): each round verifies at most its length, and
+//                  the decode steps are counted as neither hits nor misses;
+//   prespec off    the pre-speculation switch with one-round blocks: rounds with it off (the
+//                  drafter answers by drafting then) alternate with rounds with it on, which
+//                  still hit.
+enum class Schedule { kPlain, kThroughZero, kPrespecOff };
+
+struct ExactCase {
+  Schedule schedule;
+  float temperature;  // 0: greedy
+  uint64_t seed;
+};
+
+std::string case_name(const ExactCase& c) {
+  static const char* names[] = {"plain", "through_zero", "prespec_off"};
+  return std::string(names[static_cast<int>(c.schedule)]) +
+         (c.temperature > 0 ? "_sampled" : "_greedy");
+}
+
+// What each schedule shows besides exactness.
+void check_plain(World& w, const Split& split, std::span<const GenerationRequest> reqs,
+                 bool greedy) {
+  if (greedy) return;
+  std::unique_ptr<Drafter> local;
+  {
+    ModelFile f = ModelFile::open(w.path);
+    ModelDrafterOptions o;
+    o.target_vocab = gguf_vocab(w.engine->file);
+    o.draft_vocab = gguf_vocab(f);
+    o.target_logits = w.engine->vocab();
+    local = std::make_unique<ModelDrafter>(std::move(f), *w.engine->backend, o);
+  }
+  LocalTarget target(*w.engine->model, *w.engine->kv);
+  const SdBatchResult sd = generate_sd_batch(target, *local, reqs, SdOptions{3, 1});
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(split.ssd.gen[i].tokens, sd.requests[i].gen.tokens) << "ssd, request " << i;
+    EXPECT_EQ(split.sd.gen[i].tokens, sd.requests[i].gen.tokens) << "sd, request " << i;
   }
 }
 
-// The pre-speculation switch with one-round blocks: rounds with pre-speculation off (the drafter
-// answers by drafting then) alternate with rounds with it on; greedy SSD still equals AR, sampled
-// SSD still draws what sampled SD draws, and the on rounds still hit.
-TEST(RemoteDecode, RoundsWithPreSpeculationOffStayExact) {
-  World w;
-  const PrespecSwitchOptions blocks{.block = 1, .explore_every = 2};
-  SamplerConfig sampled;
-  sampled.temperature = 0.8f;
-  sampled.seed = 11;
-  for (const SamplerConfig& s : {SamplerConfig{}, sampled}) {
-    SCOPED_TRACE(s.temperature > 0 ? "sampled" : "greedy");
-    const auto reqs = requests(3, s);
-    LocalTarget target(*w.engine->model, *w.engine->kv);
-    const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
-    auto primary = w.self_drafter();
-    SsdDrafterOptions o = options(3, s);
-    o.miss.b_star = 1024;  // misses draft with the primary, as SD does (see above)
-    const Split split = run_split(w, *primary, reqs, 3, o, false, {}, blocks);
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      EXPECT_EQ(split.ssd.gen[i].tokens, split.sd.gen[i].tokens) << "request " << i;
-      if (s.temperature == 0) {
-        EXPECT_EQ(split.ssd.gen[i].tokens, ar[i].tokens) << "request " << i;
-      }
+void check_through_zero(const Split& split, bool greedy) {
+  for (const RemoteDecodeResult* r : {&split.ssd, &split.sd}) {
+    int64_t zeros = 0, rounds = 0;
+    for (const SdStats& st : r->sd) {
+      zeros += st.chosen_k_hist[0];
+      rounds += st.rounds;
+      int64_t budget = 0;
+      for (size_t k = 0; k < st.chosen_k_hist.size(); ++k)
+        budget += static_cast<int64_t>(k) * st.chosen_k_hist[k];
+      EXPECT_LE(st.drafted, budget);
     }
-    EXPECT_GT(split.ssd.split.rounds_prespec_off, 0);
-    EXPECT_LT(split.ssd.split.rounds_prespec_off, split.ssd.split.rounds);
-    EXPECT_EQ(split.sd.split.rounds_prespec_off, 0) << "the switch is ssd's";
-    EXPECT_GT(split.ssd.split.misses, 0) << "a round after one with pre-speculation off misses";
-    if (s.temperature == 0) {
-      EXPECT_GT(split.ssd.split.hits, 0);
-    }
+    EXPECT_GT(zeros, 0);
+    EXPECT_EQ(r->split.decode_steps, zeros) << "every length 0 was a decode step";
+    // The cycle starts at 0: no round verifies an initial draft.
+    EXPECT_EQ(r->split.hits + r->split.misses + r->split.decode_steps, rounds)
+        << "each round is a hit, a miss or a decode step";
+  }
+  EXPECT_EQ(split.sd.split.hits, 0);
+  if (greedy) {  // the self-draft accepts all: a length > 0 after one > 0 hits
+    EXPECT_GT(split.ssd.split.hits, 0) << "rounds after a length > 0 still hit the cache";
   }
 }
+
+void check_prespec_off(const Split& split, bool greedy) {
+  EXPECT_GT(split.ssd.split.rounds_prespec_off, 0);
+  EXPECT_LT(split.ssd.split.rounds_prespec_off, split.ssd.split.rounds);
+  EXPECT_EQ(split.sd.split.rounds_prespec_off, 0) << "the switch is ssd's";
+  EXPECT_GT(split.ssd.split.misses, 0) << "a round after one with pre-speculation off misses";
+  if (greedy) {
+    EXPECT_GT(split.ssd.split.hits, 0);
+  }
+}
+
+class RemoteDecodeExact : public ::testing::TestWithParam<ExactCase> {};
+
+TEST_P(RemoteDecodeExact, SsdDrawsWhatSdDrawsAndGreedyEqualsAr) {
+  const ExactCase c = GetParam();
+  const bool greedy = c.temperature == 0;
+  World w;
+  SamplerConfig s;
+  s.temperature = c.temperature;
+  s.seed = c.seed;
+  const auto reqs = requests(3, s);
+  LocalTarget target(*w.engine->model, *w.engine->kv);
+  const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+  auto primary = w.self_drafter();
+  SsdDrafterOptions o = options(3, s);
+  o.miss.b_star = 1024;
+  std::vector<int32_t> cycle;
+  PrespecSwitchOptions prespec;
+  if (c.schedule == Schedule::kThroughZero) cycle = {0, 3, 0, 0, 1, 3, 2, 0};
+  if (c.schedule == Schedule::kPrespecOff) prespec = {.block = 1, .explore_every = 2};
+  const Split split = run_split(w, *primary, reqs, 3, o, false, cycle, prespec);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(split.ssd.gen[i].tokens, split.sd.gen[i].tokens) << "request " << i;
+    if (greedy) {
+      EXPECT_EQ(split.ssd.gen[i].tokens, ar[i].tokens) << "request " << i;
+    }
+  }
+  switch (c.schedule) {
+    case Schedule::kPlain: check_plain(w, split, reqs, greedy); break;
+    case Schedule::kThroughZero: check_through_zero(split, greedy); break;
+    case Schedule::kPrespecOff: check_prespec_off(split, greedy); break;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Schedules, RemoteDecodeExact,
+    ::testing::Values(ExactCase{Schedule::kPlain, 0, 0}, ExactCase{Schedule::kPlain, 0.9f, 5},
+                      ExactCase{Schedule::kThroughZero, 0, 0},
+                      ExactCase{Schedule::kThroughZero, 0.9f, 3},
+                      ExactCase{Schedule::kPrespecOff, 0, 0},
+                      ExactCase{Schedule::kPrespecOff, 0.8f, 11}),
+    [](const auto& info) { return case_name(info.param); });
 
 // A drafter far slower at pre-speculating than the tiny target is at verifying: each draft of
 // branches (requests with a suffix) sleeps first; the answers to outcomes (no suffix) do not.
@@ -286,34 +316,6 @@ TEST(RemoteDecode, CutShortPreSpeculationStaysExactAndIsCounted) {
   // The likeliest branch (each sequence's full accept with its top bonus) is drafted first, so
   // the self-draft still hits in most rounds.
   EXPECT_GT(s.ssd.split.hits, 0);
-}
-
-// Sampled SSD draws what sampled SD draws: same q, same Philox uniforms, hit or miss.
-TEST(RemoteDecode, SampledSsdDrawsWhatSampledSdDraws) {
-  World w;
-  SamplerConfig s;
-  s.temperature = 0.9f;
-  s.seed = 5;
-  const auto reqs = requests(3, s);
-  std::unique_ptr<Drafter> local;
-  {
-    ModelFile f = ModelFile::open(w.path);
-    ModelDrafterOptions o;
-    o.target_vocab = gguf_vocab(w.engine->file);
-    o.draft_vocab = gguf_vocab(f);
-    o.target_logits = w.engine->vocab();
-    local = std::make_unique<ModelDrafter>(std::move(f), *w.engine->backend, o);
-  }
-  LocalTarget target(*w.engine->model, *w.engine->kv);
-  const SdBatchResult sd = generate_sd_batch(target, *local, reqs, SdOptions{3, 1});
-  auto primary = w.self_drafter();
-  SsdDrafterOptions o = options(3, s);
-  o.miss.b_star = 1024;  // a miss drafts with the primary, as SD does (the backup draws others)
-  const Split split = run_split(w, *primary, reqs, 3, o);
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    EXPECT_EQ(split.ssd.gen[i].tokens, sd.requests[i].gen.tokens) << "ssd, request " << i;
-    EXPECT_EQ(split.sd.gen[i].tokens, sd.requests[i].gen.tokens) << "sd, request " << i;
-  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // What the tests of a split run in one process share (the target leader on the test's thread, the
 // drafter side on another, over the loopback transport: the frames the MPI transport carries):
 //   - TinyTarget: a tiny target model written to disk, and that model drafting for itself (every
-//     draft agrees with the target, so pre-speculation hits); tiny_requests for it;
+//     draft agrees with the target, so pre-speculation hits); tiny_requests (equal lengths) and
+//     staggered_requests (unequal) for it;
 //   - DrafterActorThread: a real drafter actor on rank 1, its failure kept for the test to check;
 //   - ScriptedDrafterLead: a stand-in drafter lead with no drafter behind it, answering each round
 //     with a fixed chain for every sequence, except as its script says (leave a sequence out, fall
@@ -62,6 +63,24 @@ inline std::vector<GenerationRequest> tiny_requests(size_t b, size_t prompt_len,
     reqs[i].max_new_tokens = new_tokens;
     reqs[i].stream = i;
   }
+  return reqs;
+}
+
+// Request i of a batch of unequal requests: 3 + 2i prompt tokens (token t is 5 + 7t + i), asking
+// for new_tokens + 3i tokens, drawn with `s` (greedy by default) on sampling stream i.
+inline GenerationRequest staggered_request(size_t i, int64_t new_tokens,
+                                           const SamplerConfig& s = {}) {
+  GenerationRequest r;
+  for (size_t t = 0; t < 3 + 2 * i; ++t) r.prompt.push_back(static_cast<int32_t>(5 + 7 * t + i));
+  r.max_new_tokens = new_tokens + 3 * static_cast<int64_t>(i);
+  r.sampler = s;
+  r.stream = i;
+  return r;
+}
+inline std::vector<GenerationRequest> staggered_requests(size_t b, int64_t new_tokens,
+                                                         const SamplerConfig& s = {}) {
+  std::vector<GenerationRequest> reqs;
+  for (size_t i = 0; i < b; ++i) reqs.push_back(staggered_request(i, new_tokens, s));
   return reqs;
 }
 

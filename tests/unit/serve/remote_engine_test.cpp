@@ -14,41 +14,25 @@
 #include <tuple>
 
 #include "actors/serve/remote_engine.h"
-#include "tests/unit/actors/split_fixture.h"
+#include "tests/unit/serve/engine_fixture.h"
 #include "tests/unit/serve/serve_fixture.h"
 
 namespace ssd {
 namespace {
 
-namespace drafting = test::drafting;
-
-GenerationRequest request(size_t i) {
-  GenerationRequest r;
-  for (size_t t = 0; t < 3 + 2 * i; ++t) r.prompt.push_back(static_cast<int32_t>(5 + 7 * t + i));
-  r.max_new_tokens = 10 + 3 * static_cast<int64_t>(i);
-  r.stream = i;
-  return r;
-}
 
 class RemoteEngineJoins : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
 
 TEST_P(RemoteEngineJoins, JoiningAndLeavingSequencesKeepGreedyOutputExact) {
   const auto [prespeculate, automatic] = GetParam();
-  test::split::TinyTarget tiny;
-  drafting::Engine& target_engine = *tiny.engine;
-  const std::unique_ptr<Drafter> primary = tiny.self_drafter();
-
   constexpr size_t kRequests = 5;
-  std::vector<GenerationRequest> reqs;
-  for (size_t i = 0; i < kRequests; ++i) reqs.push_back(request(i));
-  LocalTarget target(*target_engine.model, *target_engine.kv);
-  const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+  test::EngineCase c(kRequests, 10);
 
   LoopbackHub hub(2);
   SsdDrafterOptions so;
   so.k = 3;
   so.fan_out.budget = 6;
-  test::split::DrafterActorThread actor(hub, *primary, so);
+  test::split::DrafterActorThread actor(hub, *c.drafter, so);
   actor.ready();
   const RankLayout& leader = actor.leader_layout;
   ServeMetrics metrics("tiny", 3);
@@ -58,52 +42,37 @@ TEST_P(RemoteEngineJoins, JoiningAndLeavingSequencesKeepGreedyOutputExact) {
     ro.auto_k = automatic;
     ro.prespeculate = prespeculate;
     ro.step_s = 30;
-    RemoteEngine eng(target, hub.endpoint(0), leader, actor.leader_dog, ro, metrics);
-    std::vector<Slot> slots(kRequests + 1);
-    for (size_t i = 0; i < slots.size(); ++i) {
-      slots[i].id = static_cast<int64_t>(i + 1);
-      slots[i].req = i < kRequests ? reqs[i] : request(1);
-    }
-    std::vector<Slot*> running;
-    auto admit = [&](std::initializer_list<size_t> which) {
-      std::vector<Slot*> joining;
-      for (size_t i : which) joining.push_back(&slots[i]);
-      eng.admit(joining);
-      for (Slot* s : joining)
-        if (s->running) running.push_back(s);
-    };
-    auto round = [&] {
-      eng.round(running);
-      std::erase_if(running, [](Slot* s) { return !s->running; });
-    };
-    admit({0});                                       // an idle engine: StartSeqs
-    round();
-    round();
-    ASSERT_TRUE(slots[0].running) << "request 0 ended before the others could join it";
+    RemoteEngine eng(c.target, hub.endpoint(0), leader, actor.leader_dog, ro, metrics);
+    std::vector<GenerationRequest> reqs = c.reqs;
+    reqs.push_back(c.reqs[1]);  // slot 5: request 1 again, a client that leaves mid-run
+    test::EngineDriver d(eng, reqs);
+    d.admit({0});                                       // an idle engine: StartSeqs
+    d.round();
+    d.round();
+    ASSERT_TRUE(d.slots[0].running) << "request 0 ended before the others could join it";
     const std::string early = metrics.prometheus_text();  // request 0's lengths: K, then 1 or K
     EXPECT_EQ(test::metric(early, "ssd:spec_length_chosen_count"), 2);
     EXPECT_EQ(test::metric(early, "ssd:spec_length_chosen_bucket", "le=\"1\""), automatic ? 1 : 0);
-    admit({1, 5});                                    // join a running batch: JoinSeqs
-    round();
-    round();
-    ASSERT_TRUE(slots[5].running && slots[5].gen.tokens.size() > 1);
-    slots[5].running = false;                         // its client leaves mid-run: FinishSeqs
-    eng.release(slots[5]);
-    std::erase(running, &slots[5]);
-    admit({2});
-    for (int r = 0; r < 100 && !running.empty(); ++r) round();
-    ASSERT_TRUE(running.empty());
-    admit({3, 4});                                    // idle again: a new batch
-    for (int r = 0; r < 100 && !running.empty(); ++r) {
-      round();
-      if (r == 1) admit({});                          // an empty boundary changes nothing
+    d.admit({1, 5});                                    // join a running batch: JoinSeqs
+    d.round();
+    d.round();
+    ASSERT_TRUE(d.slots[5].running && d.slots[5].gen.tokens.size() > 1);
+    d.leave(5);                                         // its client leaves mid-run: FinishSeqs
+    d.admit({2});
+    for (int r = 0; r < 100 && !d.running.empty(); ++r) d.round();
+    ASSERT_TRUE(d.running.empty());
+    d.admit({3, 4});                                    // idle again: a new batch
+    for (int r = 0; r < 100 && !d.running.empty(); ++r) {
+      d.round();
+      if (r == 1) d.admit({});                          // an empty boundary changes nothing
     }
-    ASSERT_TRUE(running.empty());
+    ASSERT_TRUE(d.running.empty());
     for (size_t i = 0; i < kRequests; ++i) {
-      EXPECT_EQ(slots[i].gen.tokens, ar[i].tokens) << "request " << i;
-      EXPECT_EQ(slots[i].kv, -1) << "request " << i << " still holds its KV sequence";
+      EXPECT_EQ(d.slots[i].gen.tokens, c.ar[i].tokens) << "request " << i;
+      EXPECT_EQ(d.slots[i].kv, -1) << "request " << i << " still holds its KV sequence";
     }
-    EXPECT_EQ(target_engine.kv->pages_in_use(), 0);  // every sequence, the one that left too, gave its pages back
+    // Every sequence, the one that left too, gave its pages back.
+    EXPECT_EQ(c.tiny.engine->kv->pages_in_use(), 0);
     hub.endpoint(0).send(leader.drafter_lead(), DrafterShutdown{});
   }
   actor.join();
