@@ -85,18 +85,20 @@ double bulk_try(Transport& t, int peer, const Timer& clock, int64_t bytes, int r
 }
 
 // Probes one drafter rank until `deadline`: pings for the first half of the time left, bandwidth
-// tries for the rest, at least one of each; then ends the drafter's part.
+// tries for the rest, none once the deadline has passed; then ends the drafter's part. Without a
+// deadline (ssd probe-links) every exchange is made, after 2 warm-up pings; with one, every
+// exchange it can afford is a sample.
 LinkFigures probe_peer(Transport& t, int peer, const LinkProbeOptions& o, const Timer& clock,
                        Clock::time_point deadline, bool& cut_short) {
   LinkFigures f;
   f.peer = peer;
+  const bool budgeted = deadline != Clock::time_point::max();
   const Clock::time_point start = clock.now();
-  const Clock::time_point ping_deadline =
-      deadline == Clock::time_point::max() ? deadline : start + (deadline - start) / 2;
-  const int warmups = o.quick ? 1 : 2;
+  const Clock::time_point ping_deadline = budgeted ? start + (deadline - start) / 2 : deadline;
+  const int warmups = budgeted ? 0 : 2;
   std::vector<double> rtts;
   for (int i = 0; i < o.pings + warmups; ++i) {
-    if (i > warmups && clock.past(ping_deadline)) {
+    if (clock.past(ping_deadline)) {
       cut_short = true;
       break;
     }
@@ -106,21 +108,22 @@ LinkFigures probe_peer(Transport& t, int peer, const LinkProbeOptions& o, const 
     if (i >= warmups) rtts.push_back(clock.since(t0));
   }
   f.pings = static_cast<int>(rtts.size());
-  f.latency_us = median(rtts) / 2 * 1e6;  // one way
+  if (!rtts.empty()) f.latency_us = median(rtts) / 2 * 1e6;  // one way
   for (int64_t bytes : bulk_sizes(o.quick)) {
     std::vector<double> gbps;
     for (int k = 0; k < kBulkTries; ++k) {
-      if (k > 0 && clock.past(deadline)) {
+      if (clock.past(deadline)) {
         cut_short = true;
         break;
       }
       gbps.push_back(bulk_try(t, peer, clock, bytes, bulk_reps(bytes, o.quick)));
     }
+    const double g = gbps.empty() ? 0 : median(gbps);
     if (bytes == (int64_t{1} << 20)) {
-      f.gbps_1mib = median(gbps);
+      f.gbps_1mib = g;
       f.bulk_tries = static_cast<int>(gbps.size());
     } else {
-      f.gbps_64mib = median(gbps);
+      f.gbps_64mib = g;
     }
   }
   t.send(peer, Ping{kProbeEndId});
@@ -158,8 +161,8 @@ void answer_leader(Transport& t, int leader) {
   }
 }
 
-// Collective over the TP group: the leader (TP rank 0) broadcasts whether another timed
-// all-reduce follows, so its deadline stops every rank alike.
+// Collective over the TP group: the leader (TP rank 0) broadcasts whether another all-reduce
+// follows (the first is an untimed warm-up), so its deadline stops every rank alike.
 AllreduceFigures probe_allreduce(Collective& tp, const LinkProbeOptions& o, const Timer& clock,
                                  Clock::time_point deadline, bool& cut_short) {
   AllreduceFigures a;
@@ -167,22 +170,23 @@ AllreduceFigures probe_allreduce(Collective& tp, const LinkProbeOptions& o, cons
   const int64_t count = (o.quick ? (256 << 10) : o.allreduce_bytes) / 4;
   a.bytes = count * 4;
   std::vector<float> data(static_cast<size_t>(count), 1.0f);
-  tp.allreduce_sum(data.data(), count);  // warm-up
   double best = 1e30;
   const int tries = o.quick ? 3 : 5;
-  for (int i = 0;; ++i) {
+  for (int i = 0;; ++i) {  // i = 0: the warm-up
     int32_t go = 0;
     if (tp.rank() == 0) {
-      go = i < tries && (i == 0 || !clock.past(deadline));
-      if (i < tries && !go) cut_short = true;
+      go = i <= tries && !clock.past(deadline);
+      if (i <= tries && !go) cut_short = true;
     }
     tp.broadcast(&go, sizeof go, 0);  // start together, or stop together
     if (!go) break;
     const auto t0 = clock.now();
     tp.allreduce_sum(data.data(), count);
+    if (i == 0) continue;
     best = std::min(best, clock.since(t0));
     ++a.samples;
   }
+  if (a.samples == 0) return a;  // no figure: the budget was spent before one
   a.seconds = best;
   a.algbw_gbps = static_cast<double>(a.bytes) / best / 1e9;
   a.busbw_gbps = a.algbw_gbps * 2.0 * (a.ranks - 1) / a.ranks;
@@ -233,13 +237,19 @@ LinkReport probe_links(Transport& world, Collective* tp, const RankLayout& layou
 std::string LinkReport::summary() const {
   std::string s = fmt::format("links ({}{}):", transport, quick ? ", start-up probe" : "");
   for (const LinkFigures& f : drafters) {
+    if (f.pings == 0) {
+      s += fmt::format(" rank 0<->{} not measured;", f.peer);
+      continue;
+    }
     s += fmt::format(" rank 0<->{} {:.1f} us, 1 MiB {:.2f} GB/s", f.peer, f.latency_us,
                      f.gbps_1mib);
     if (f.gbps_64mib > 0) s += fmt::format(", 64 MiB {:.2f} GB/s", f.gbps_64mib);
     if (cut_short) s += fmt::format(" ({} pings, {} bandwidth tries)", f.pings, f.bulk_tries);
     s += ";";
   }
-  if (allreduce.ranks > 1)
+  if (allreduce.ranks > 1 && allreduce.samples == 0)
+    s += fmt::format(" TP all-reduce ({} ranks) not measured", allreduce.ranks);
+  else if (allreduce.ranks > 1)
     s += fmt::format(" TP all-reduce ({} ranks, {} KiB) busbw {:.2f} GB/s (algbw {:.2f})",
                      allreduce.ranks, allreduce.bytes >> 10, allreduce.busbw_gbps,
                      allreduce.algbw_gbps);

@@ -1,8 +1,8 @@
 // The links of a job, measured over the transports it runs on (MPI or NCCL, whichever carries the
 // drafter link and the TP collectives), so a figure can say what the hardware gave:
 //   latency    target leader <-> each drafter rank: half the median round trip of a Ping/Pong
-//              (8 B of payload in a 32 B-header frame), over up to `pings` exchanges after the
-//              warm-ups (2; 1 when quick);
+//              (8 B of payload in a 32 B-header frame), over up to `pings` exchanges (after 2
+//              warm-ups when there is no budget);
 //   bandwidth  leader -> drafter, per try: an 8 B frame (it tells the drafter how many bulk frames
 //              of what size follow) and its acknowledgement (time t_small), then `reps` raw
 //              frames of S bytes (1 MiB; 64 MiB unless quick) and an acknowledgement (t_bulk);
@@ -19,9 +19,12 @@
 //
 // Quick mode with a budget is the start-up probe of every distributed run: a few ms on an idle
 // machine, and under load (every ping waits for a time slice on an oversubscribed host) it stops
-// at its budget, split evenly between the drafter ranks and the all-reduce, with at least one
-// timed ping, one bandwidth try and one timed all-reduce per part; the report says how many
-// samples each part got. `ssd probe-links` has no budget: every exchange it asks for.
+// at its budget, split evenly between the drafter ranks and the all-reduce (each part's share
+// counted from when it starts: pings for its first half, bandwidth tries for the rest). Past the
+// deadline no exchange starts: a part may get no sample at all (its figures are 0, "not
+// measured"); the exchange in flight at the deadline and one end Ping per drafter rank are all
+// the probe costs beyond the budget. The report says how many samples each part got.
+// `ssd probe-links` has no budget: every exchange it asks for.
 #pragma once
 
 #include <chrono>
@@ -40,8 +43,8 @@ namespace ssd {
 
 struct LinkFigures {
   int peer = 0;                // the drafter rank
-  double latency_us = 0;       // one way: half the median round trip
-  double gbps_1mib = 0;        // GB/s (1e9 bytes/s) of 1 MiB frames
+  double latency_us = 0;       // one way: half the median round trip (0: not measured)
+  double gbps_1mib = 0;        // GB/s (1e9 bytes/s) of 1 MiB frames (0: not measured)
   double gbps_64mib = 0;       // of 64 MiB frames; 0 when not measured (quick)
   int pings = 0;               // timed round trips behind latency_us (warm-ups not counted)
   int bulk_tries = 0;          // bandwidth tries behind gbps_1mib (each size gets as many)
@@ -50,7 +53,7 @@ struct LinkFigures {
 struct AllreduceFigures {
   int ranks = 0;  // TP degree; 0: no TP group (T = 1)
   int64_t bytes = 0;
-  double seconds = 0;  // best time of one all-reduce
+  double seconds = 0;  // best time of one all-reduce (0: not measured, samples = 0)
   double algbw_gbps = 0, busbw_gbps = 0;
   int samples = 0;  // timed all-reduces behind `seconds`
 };
@@ -75,7 +78,7 @@ struct LinkProbeOptions {
   int pings = 16;
   int64_t allreduce_bytes = 4 << 20;  // quick: 256 KiB
   // The leader's time budget in seconds, over every part of the probe (0: none). Past it the
-  // leader takes no further sample than the minimum above; an exchange in flight completes.
+  // leader starts no exchange; the one in flight completes.
   double budget_s = 0;
   // The clock the leader times and budgets with (null: steady_clock); tests inject one.
   std::function<Clock::time_point()> clock;

@@ -1,7 +1,8 @@
 // The link probe over the loopback transport, its ranks as threads: a quick probe with a time
-// budget stops at it when every exchange is slow (an injected clock that moves 100 ms per reading
-// stands in for a loaded machine, so nothing here depends on wall time), with fewer samples than
-// asked for, at least one of each, and every rank finishing; with no budget, or a fast clock, it
+// budget stops at it when every exchange is slow (a leader's clock that moves only by a set delay
+// per receive and per all-reduce stands in for a loaded machine, so nothing here depends on wall
+// time), with fewer samples than asked for (none for the parts that start past it), every rank
+// finishing; with no budget, or a fast clock, it
 // takes every sample (what `ssd probe-links` relies on); the TP all-reduce stops with the leader;
 // a drafter refuses a malformed bandwidth announcement, naming it.
 #include "actors/transport/link_probe.h"
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <optional>
 #include <thread>
 
 #include "actors/transport/loopback_transport.h"
@@ -20,21 +22,65 @@ namespace {
 
 using Clock = LinkProbeOptions::Clock;
 
-// A clock that moves `step` forward at every reading: each exchange the leader times "takes"
-// two readings' worth.
-std::function<Clock::time_point()> stepping_clock(std::chrono::microseconds step) {
-  auto t = std::make_shared<Clock::time_point>();
-  return [t, step] { return *t += step; };
-}
+// A loaded machine as the leader sees it: a clock that stands still but for the leader's
+// receives and all-reduces, each of which takes `delay` (every exchange is slow; nothing here
+// waits in wall time, and the numbers of samples below follow from the delays alone).
+struct SlowClock {
+  std::shared_ptr<Clock::time_point> now = std::make_shared<Clock::time_point>();
+  std::chrono::milliseconds delay{0};
+  std::function<Clock::time_point()> reader() const {
+    return [now = now] { return *now; };
+  }
+  void pass() const { *now += delay; }
+  double seconds() const { return std::chrono::duration<double>(now->time_since_epoch()).count(); }
+};
 
-double fake_seconds(const std::function<Clock::time_point()>& clock) {
-  return std::chrono::duration<double>(clock().time_since_epoch()).count();
-}
+class SlowLink final : public Transport {
+ public:
+  SlowLink(Transport& t, const SlowClock& clock) : t_(t), clock_(clock) {}
+  int rank() const override { return t_.rank(); }
+  int size() const override { return t_.size(); }
+  std::string name() const override { return t_.name(); }
+  std::optional<Envelope> try_recv() override { return t_.try_recv(); }
+  Envelope recv(std::chrono::milliseconds timeout) override {
+    Envelope env = t_.recv(timeout);
+    clock_.pass();
+    return env;
+  }
+  void send_frame(int peer, std::vector<std::byte> frame) override {
+    t_.send_frame(peer, std::move(frame));
+  }
+  size_t pending_sends() override { return t_.pending_sends(); }
+
+ private:
+  Transport& t_;
+  SlowClock clock_;
+};
+
+class SlowCollective final : public Collective {
+ public:
+  SlowCollective(Collective& c, const SlowClock& clock) : c_(c), clock_(clock) {}
+  int rank() const override { return c_.rank(); }
+  int size() const override { return c_.size(); }
+  void allreduce_sum(float* data, int64_t count) override {
+    c_.allreduce_sum(data, count);
+    clock_.pass();
+  }
+  void allgatherv(const float* in, const int64_t* counts, float* out) override {
+    c_.allgatherv(in, counts, out);
+  }
+  void broadcast(void* data, int64_t bytes, int root) override { c_.broadcast(data, bytes, root); }
+
+ private:
+  Collective& c_;
+  SlowClock clock_;
+};
 
 // Runs probe_links on every rank of a world of `world` ranks (TP degree `tp`) as threads; the
-// leader with `leader_opts`, the others with defaults. Returns the leader's report; every other
-// rank's thread must finish (a rank left waiting would hang the test: bounded by its 60 s recv).
-LinkReport probe_world(int world, int tp, const LinkProbeOptions& leader_opts) {
+// leader with `leader_opts` over a link and all-reduce that take `delay` each (its clock is the
+// slow one then), the others with defaults. Returns the leader's report; every other rank's thread
+// must finish (a rank left waiting would end the test by its 60 s receive deadline).
+LinkReport probe_world(int world, int tp, LinkProbeOptions leader_opts, const SlowClock& slow) {
   LoopbackHub hub(world);
   ThreadGroup group(tp);
   std::vector<std::future<void>> others;
@@ -44,39 +90,47 @@ LinkReport probe_world(int world, int tp, const LinkProbeOptions& leader_opts) {
       Collective* c = layout.is_target() && tp > 1 ? &group.member(r) : nullptr;
       probe_links(hub.endpoint(r), c, layout, LinkProbeOptions{});
     }));
-  Collective* c = tp > 1 ? &group.member(0) : nullptr;
-  LinkReport rep = probe_links(hub.endpoint(0), c, RankLayout::make(world, 0, tp), leader_opts);
+  SlowLink link(hub.endpoint(0), slow);
+  std::optional<SlowCollective> tp_group;
+  if (tp > 1) tp_group.emplace(group.member(0), slow);
+  leader_opts.clock = slow.reader();
+  LinkReport rep = probe_links(link, tp_group ? &*tp_group : nullptr,
+                               RankLayout::make(world, 0, tp), leader_opts);
   for (auto& f : others) f.get();  // finished, and rethrows a rank's error
   return rep;
+}
+
+SlowClock slow_by(std::chrono::milliseconds delay) {
+  SlowClock c;
+  c.delay = delay;
+  return c;
 }
 
 TEST(LinkProbe, StopsAtItsBudgetWithFewerSamplesWhenEveryExchangeIsSlow) {
   LinkProbeOptions o;  // quick: up to 16 pings, 3 bandwidth tries
   o.budget_s = 1.0;
-  o.clock = stepping_clock(std::chrono::milliseconds(100));
-  const LinkReport rep = probe_world(2, 1, o);
-  // Where the clock stands now: readings past the budget are the minimum work and the exchange
-  // in flight at the deadline (one bandwidth try: 4 readings).
-  const double elapsed = fake_seconds(o.clock);
+  const SlowClock slow = slow_by(std::chrono::milliseconds(200));
+  const LinkReport rep = probe_world(2, 1, o, slow);
   ASSERT_EQ(rep.drafters.size(), 1u);
   const LinkFigures& f = rep.drafters[0];
   EXPECT_TRUE(rep.cut_short);
-  EXPECT_GE(f.pings, 1);
-  EXPECT_LT(f.pings, o.pings);
-  EXPECT_GE(f.bulk_tries, 1);
-  EXPECT_LT(f.bulk_tries, 3);
-  EXPECT_GT(f.latency_us, 0);
+  // One part with the whole second: pings until 0.5 s (at 0, 0.2, 0.4 s), then bandwidth tries
+  // until 1 s (one, 2 receives: 0.6 to 1.0 s); nothing starts past the budget.
+  EXPECT_EQ(f.pings, 3);
+  EXPECT_EQ(f.bulk_tries, 1);
+  EXPECT_NEAR(f.latency_us, 0.2 / 2 * 1e6, 1);
   EXPECT_GT(f.gbps_1mib, 0);
-  EXPECT_LE(elapsed, o.budget_s + 0.5) << "the probe ran past its budget by more than one try";
+  EXPECT_NEAR(slow.seconds(), 1.0, 1e-9) << "the probe ran past its budget";
+  EXPECT_NE(rep.summary().find("(3 pings, 1 bandwidth tries)"), std::string::npos)
+      << rep.summary();
   EXPECT_NE(rep.summary().find("cut at its 1 s budget"), std::string::npos) << rep.summary();
-  EXPECT_EQ(rep.to_json()["drafters"][0]["pings"], f.pings);
+  EXPECT_EQ(rep.to_json()["drafters"][0]["pings"], 3);
 }
 
 TEST(LinkProbe, TakesEverySampleWhenExchangesAreFast) {
   LinkProbeOptions o;
   o.budget_s = 1.0;
-  o.clock = stepping_clock(std::chrono::microseconds(10));
-  const LinkReport rep = probe_world(2, 1, o);
+  const LinkReport rep = probe_world(2, 1, o, slow_by(std::chrono::milliseconds(1)));
   ASSERT_EQ(rep.drafters.size(), 1u);
   EXPECT_FALSE(rep.cut_short);
   EXPECT_EQ(rep.drafters[0].pings, 16);
@@ -87,8 +141,7 @@ TEST(LinkProbe, TakesEverySampleWhenExchangesAreFast) {
 TEST(LinkProbe, WithoutABudgetTakesEverySampleHoweverSlow) {
   LinkProbeOptions o;  // what `ssd probe-links` passes: no budget
   o.pings = 24;
-  o.clock = stepping_clock(std::chrono::milliseconds(100));
-  const LinkReport rep = probe_world(3, 1, o);
+  const LinkReport rep = probe_world(3, 1, o, slow_by(std::chrono::milliseconds(1000)));
   ASSERT_EQ(rep.drafters.size(), 2u);
   EXPECT_FALSE(rep.cut_short);
   for (const LinkFigures& f : rep.drafters) {
@@ -98,22 +151,41 @@ TEST(LinkProbe, WithoutABudgetTakesEverySampleHoweverSlow) {
 }
 
 TEST(LinkProbe, TheAllreduceStopsWithTheLeader) {
-  LinkProbeOptions slow;
-  slow.budget_s = 1.0;
-  slow.clock = stepping_clock(std::chrono::milliseconds(100));
-  const LinkReport cut = probe_world(3, 2, slow);  // ranks 0-1 TP, rank 2 drafter
+  LinkProbeOptions o;
+  o.budget_s = 2.0;
+  // Two parts of 1 s: the drafter's (pings at 0 and 0.3 s, one bandwidth try to 1.2 s), then the
+  // all-reduce's, to 2 s: the warm-up to 1.5 s, timed ones to 1.8 and 2.1 s; then it stops.
+  const LinkReport cut = probe_world(3, 2, o, slow_by(std::chrono::milliseconds(300)));
   EXPECT_TRUE(cut.cut_short);
   EXPECT_EQ(cut.allreduce.ranks, 2);
-  EXPECT_GE(cut.allreduce.samples, 1);
-  EXPECT_LT(cut.allreduce.samples, 3);
+  EXPECT_EQ(cut.allreduce.samples, 2);
+  EXPECT_NEAR(cut.allreduce.seconds, 0.3, 1e-9);
   EXPECT_GT(cut.allreduce.busbw_gbps, 0);
 
-  LinkProbeOptions fast;
-  fast.budget_s = 1.0;
-  fast.clock = stepping_clock(std::chrono::microseconds(10));
-  const LinkReport full = probe_world(3, 2, fast);
+  const LinkReport full = probe_world(3, 2, o, slow_by(std::chrono::milliseconds(1)));
   EXPECT_FALSE(full.cut_short);
   EXPECT_EQ(full.allreduce.samples, 3);
+}
+
+// Exchanges of a whole second against a budget of one: the first drafter's part gets the ping
+// it started within its share; past the budget no exchange starts, so the second drafter and the
+// all-reduce get no sample ("not measured"); every rank still finishes its part.
+TEST(LinkProbe, OnceTheBudgetIsSpentLaterPartsTakeNoSample) {
+  LinkProbeOptions o;
+  o.budget_s = 1.0;
+  const LinkReport rep = probe_world(4, 2, o, slow_by(std::chrono::milliseconds(1000)));
+  ASSERT_EQ(rep.drafters.size(), 2u);  // ranks 0-1 TP, ranks 2-3 drafters
+  EXPECT_TRUE(rep.cut_short);
+  EXPECT_EQ(rep.drafters[0].pings, 1);
+  EXPECT_EQ(rep.drafters[0].bulk_tries, 0);
+  EXPECT_EQ(rep.drafters[0].gbps_1mib, 0);
+  EXPECT_EQ(rep.drafters[1].pings, 0);
+  EXPECT_EQ(rep.drafters[1].latency_us, 0);
+  EXPECT_EQ(rep.allreduce.samples, 0);
+  EXPECT_EQ(rep.allreduce.busbw_gbps, 0);
+  const std::string line = rep.summary();
+  EXPECT_NE(line.find("rank 0<->3 not measured"), std::string::npos) << line;
+  EXPECT_NE(line.find("TP all-reduce (2 ranks) not measured"), std::string::npos) << line;
 }
 
 TEST(LinkProbe, ADrafterRefusesAMalformedBandwidthAnnouncement) {
