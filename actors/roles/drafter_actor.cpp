@@ -362,7 +362,7 @@ class DrafterActor {
     const double deadline = verify_from_ + budget_.window();
     loop_.submit(
         [this, mine, entries, seconds, calls, chunk, gate, deadline, budget = budget_,
-         round = round_] {
+         round = round_, push = push_ && layout_.is_drafter_lead()] {
           trace::set_track("drafter compute");
           trace::set_round(round);
           // Likeliest branches first (plan_branches' order); between chunks, stop once the
@@ -384,6 +384,7 @@ class DrafterActor {
             const double tc = monotonic_seconds();
             std::vector<CacheEntry> part = core_->draft_branches(todo.subspan(at, n));
             calls->emplace_back(static_cast<int32_t>(n), monotonic_seconds() - tc);
+            if (push) push_chunk(prespec_push(round, part));
             std::move(part.begin(), part.end(), std::back_inserter(*entries));
             at += n;
           }
@@ -412,11 +413,20 @@ class DrafterActor {
         });
   }
 
+  // The lead's job, after each chunk (compute thread): the chunk's entries go to the leader at
+  // once, from the loop thread (the transport's), rather than with the last chunk: a
+  // pre-speculation longer than the verification still lands its likeliest branches in time.
+  // Every entry pushed is installed: the job's entries are all of its chunks.
+  void push_chunk(PrespecPush push) {
+    loop_.post([this, push = std::move(push)] { world_.send(layout_.target_leader(), push); });
+  }
+
   void on_share(const Envelope& env) {
     PrespecShare s = decode<PrespecShare>(env);
     SSD_CHECK(s.round == round_ && shares_missing_ > 0,
               "drafter lead: a pre-speculation share for round {} from rank {} while at round {}",
               s.round, s.from_rank, round_);
+    if (push_) world_.send(layout_.target_leader(), prespec_push(round_, s.entries));
     for (auto& e : s.entries) merged_.push_back(std::move(e));
     --shares_missing_;
     maybe_install();
@@ -425,7 +435,6 @@ class DrafterActor {
 
   void maybe_install() {
     if (job_running_ || shares_missing_ > 0) return;
-    if (push_) world_.send(layout_.target_leader(), prespec_push(round_, merged_));
     core_->install(std::move(merged_), planned_);
     merged_.clear();
   }

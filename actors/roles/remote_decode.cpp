@@ -93,10 +93,18 @@ std::optional<Envelope> RemoteDecoder::spin_for_frame() {
   return std::nullopt;
 }
 
+// A round's pre-speculation comes in several pushes, one per chunk as it is drafted (protocol.h,
+// PrespecPush): those of one round add up; a later round's replaces them; an earlier round's
+// (late, behind a newer one: cannot happen in order, but costs nothing to drop) is dropped.
 void RemoteDecoder::keep_push(const Envelope& env) {
   SSD_CHECK(env.peer == layout_.drafter_lead(), "target leader: a PrespecPush from rank {}",
             env.peer);
-  push_ = decode<PrespecPush>(env);
+  PrespecPush p = decode<PrespecPush>(env);
+  if (push_ && p.round == push_->round) {
+    std::move(p.entries.begin(), p.entries.end(), std::back_inserter(push_->entries));
+    return;
+  }
+  if (!push_ || p.round > push_->round) push_ = std::move(p);
 }
 
 void RemoteDecoder::poll_pushes() {
