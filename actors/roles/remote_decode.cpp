@@ -94,8 +94,9 @@ std::optional<Envelope> RemoteDecoder::spin_for_frame() {
 }
 
 // A round's pre-speculation comes in several pushes, one per chunk as it is drafted (protocol.h,
-// PrespecPush): those of one round add up; a later round's replaces them; an earlier round's
-// (late, behind a newer one: cannot happen in order, but costs nothing to drop) is dropped.
+// PrespecPush): those of one round add up, and another round's replaces them (frames of one
+// peer arrive in order, so that is a newer round, or a new batch's once a late push of the
+// previous batch is replaced: rounds count from 0 again).
 void RemoteDecoder::keep_push(const Envelope& env) {
   SSD_CHECK(env.peer == layout_.drafter_lead(), "target leader: a PrespecPush from rank {}",
             env.peer);
@@ -104,7 +105,7 @@ void RemoteDecoder::keep_push(const Envelope& env) {
     std::move(p.entries.begin(), p.entries.end(), std::back_inserter(push_->entries));
     return;
   }
-  if (!push_ || p.round > push_->round) push_ = std::move(p);
+  push_ = std::move(p);
 }
 
 void RemoteDecoder::poll_pushes() {
