@@ -31,9 +31,9 @@
 // the fallback draft that answered the first; drafter_actor.h); L_p, L_b and h from the rounds.
 // Leaving T_o out (as before it was measured) undercounts what a round costs whichever fallback
 // answers, so the backup's saving D(b) looks larger than it is and the backup is chosen at batch
-// sizes where it loses: on two CPU ranks, where T_o is a sizeable share of a round. Until T_d and T_v have min_samples measurements each, b* is
-// b_star_default; until the backup has answered, L_b is accept_backup_default. b_star >= 0
-// overrides everything.
+// sizes where it loses, the more so the larger T_o's share of a round (a fast verification, a
+// far drafter). Until T_d and T_v have min_samples measurements each, b* is b_star_default;
+// until the backup has answered, L_b is accept_backup_default. b_star >= 0 overrides everything.
 //
 // The backup's acceptance L_b is measured even while the backup is not used (observe_shadow): the
 // caller drafts the backup beside a primary fallback (cheap: a lookup) and scores it against the
