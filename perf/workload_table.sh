@@ -11,7 +11,8 @@
 # Part 2, two ranks (launch/ssd-launch --target-ranks 1 --drafter-ranks 1, one core each): one job
 # per drafter in DRAFTERS (ngram suffix), each running AR, SD and SSD with k auto, prompt by prompt.
 # Env: SSD_BIN, SSD_MODEL, N (tokens per prompt, 128), MAXP (prompts per category, 0 = all),
-#      THREADS (part 1, 2), DRAFTERS (part 2), OUT (default perf/out/workloads).
+#      THREADS (part 1, 2), DRAFTERS (part 2), OUT (default perf/out/workloads),
+#      SSD_FLAGS (part 2: more `ssd bench` flags, e.g. "--miss-policy not-worse", split on spaces).
 # Measure on a quiet machine: any other process on the second core (a build, a test) changes the
 # figures by more than the differences they show.
 set -euo pipefail
@@ -37,7 +38,7 @@ for part in "${parts[@]}"; do
       for d in ${DRAFTERS:-ngram suffix}; do
         name=${d%%:*}  # domino:PATH -> domino
         SSD_BIN=$BIN "$ROOT/launch/ssd-launch" --target-ranks 1 --drafter-ranks 1 -- bench \
-          "${common[@]}" --drafters "$d" --k auto --modes ar,sd,ssd \
+          "${common[@]}" --drafters "$d" --k auto --modes ar,sd,ssd ${SSD_FLAGS:-} \
           --out-json "$OUT/two_ranks_$name.json" --out-md "$OUT/two_ranks_$name.md" \
           >"$OUT/two_ranks_$name.log" 2>&1 || { tail -20 "$OUT/two_ranks_$name.log"; exit 1; }
         echo "part 2, $d: $OUT/two_ranks_$name.md"

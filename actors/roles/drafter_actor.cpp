@@ -181,6 +181,7 @@ class DrafterActor {
     push_ = m.prespeculate && m.push;
     core_ = m.prespeculate ? &ssd_core_ : &sd_core_;
     cut_round_ = cut_sent_round_ = -1;  // rounds count from 0 again
+    last_arrival_ = 0;                  // a new batch: no round before its first outcome
     core_->set_memory_scope(m.memory_scope);
     start_sequences(*core_, m, env.bulk_as<float>());
     if (!layout_.is_drafter_lead()) return;  // the lead's kPrespecWork brings round 0
@@ -227,6 +228,7 @@ class DrafterActor {
       outcome_arrivals_.pop_front();
     }
     fault_point(FaultPhase::kRound, m.round, fmt::format("answering round {}", m.round));
+    observe_round_overhead(m);
     const std::vector<RoundOutcome> outs =
         round_outcomes(m, env.bulk_as<float>(), core_->feature_dim());
     std::vector<Speculation> next;
@@ -237,6 +239,7 @@ class DrafterActor {
       if (m.verify_s > 0)
         core_->miss_policy().observe_verify(static_cast<int32_t>(outs.size()), m.verify_s);
       const double t0 = monotonic_seconds();
+      const double drafted0 = core_->stats().fallback_s + core_->stats().initial_s;
       trace::set_round(m.round);
       {
         trace::Span span("answer outcome", "drafter", m.round, static_cast<int64_t>(outs.size()));
@@ -249,6 +252,8 @@ class DrafterActor {
         joining_k_.clear();
       }
       busy_s_ += monotonic_seconds() - t0;
+      answer_draft_s_ = core_->stats().fallback_s + core_->stats().initial_s - drafted0;
+      last_arrival_ = arrived_at_;
     }
     if (trace::active()) {
       const auto hits = std::count_if(next.begin(), next.end(), [](const Speculation& s) {
@@ -274,6 +279,17 @@ class DrafterActor {
       pushed.push_back(m.seqs[i].seq);
     }
     answer(m.round, m, env.bulk_as<float>(), next, pushed);
+  }
+
+  // The miss policy's T_o (miss_policy.h): the round between the previous outcome's arrival and
+  // this one's, less the verification in it and the fallback draft that answered the previous
+  // outcome; what is left is the exchange, the host work of both ranks and any wait for a
+  // pre-speculation chunk, which a backup answer would not have saved. The first outcome of a
+  // batch has no previous one (its round began with the start's first drafts).
+  void observe_round_overhead(const Outcome& m) {
+    if (last_arrival_ <= 0 || arrived_at_ <= 0 || m.verify_s <= 0) return;
+    const double overhead = arrived_at_ - last_arrival_ - m.verify_s - answer_draft_s_;
+    core_->miss_policy().observe_round_overhead(overhead);
   }
 
   // Sends the speculations to the target leader, then starts the round's pre-speculation.
@@ -346,7 +362,7 @@ class DrafterActor {
     const double deadline = verify_from_ + budget_.window();
     loop_.submit(
         [this, mine, entries, seconds, calls, chunk, gate, deadline, budget = budget_,
-         round = round_] {
+         round = round_, push = push_ && layout_.is_drafter_lead()] {
           trace::set_track("drafter compute");
           trace::set_round(round);
           // Likeliest branches first (plan_branches' order); between chunks, stop once the
@@ -368,6 +384,7 @@ class DrafterActor {
             const double tc = monotonic_seconds();
             std::vector<CacheEntry> part = core_->draft_branches(todo.subspan(at, n));
             calls->emplace_back(static_cast<int32_t>(n), monotonic_seconds() - tc);
+            if (push) push_chunk(prespec_push(round, part));
             std::move(part.begin(), part.end(), std::back_inserter(*entries));
             at += n;
           }
@@ -396,11 +413,20 @@ class DrafterActor {
         });
   }
 
+  // The lead's job, after each chunk (compute thread): the chunk's entries go to the leader at
+  // once, from the loop thread (the transport's), rather than with the last chunk: a
+  // pre-speculation longer than the verification still lands its likeliest branches in time.
+  // Every entry pushed is installed: the job's entries are all of its chunks.
+  void push_chunk(PrespecPush push) {
+    loop_.post([this, push = std::move(push)] { world_.send(layout_.target_leader(), push); });
+  }
+
   void on_share(const Envelope& env) {
     PrespecShare s = decode<PrespecShare>(env);
     SSD_CHECK(s.round == round_ && shares_missing_ > 0,
               "drafter lead: a pre-speculation share for round {} from rank {} while at round {}",
               s.round, s.from_rank, round_);
+    if (push_) world_.send(layout_.target_leader(), prespec_push(round_, s.entries));
     for (auto& e : s.entries) merged_.push_back(std::move(e));
     --shares_missing_;
     maybe_install();
@@ -409,7 +435,6 @@ class DrafterActor {
 
   void maybe_install() {
     if (job_running_ || shares_missing_ > 0) return;
-    if (push_) world_.send(layout_.target_leader(), prespec_push(round_, merged_));
     core_->install(std::move(merged_), planned_);
     merged_.clear();
   }
@@ -427,6 +452,8 @@ class DrafterActor {
   double verify_from_ = 0;
   std::deque<double> outcome_arrivals_;
   double arrived_at_ = 0;
+  double last_arrival_ = 0;    // the previous outcome's arrival (0: none in this batch)
+  double answer_draft_s_ = 0;  // the fallback and first drafts that answered it
   DrafterActorOptions opts_;
   Watchdog& dog_;
   ActorLoop loop_;

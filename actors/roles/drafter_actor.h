@@ -37,10 +37,13 @@
 // to the next outcome and the time of its draft calls, and drafts only the chunks
 // that fit the window (runtime/saguaro/prespec_budget.h, DrafterActorOptions::fit_window).
 //
-// Pushed pre-speculation (StartSeqs::push, SSD): after installing a round's cache the lead sends
-// it to the target leader as well (PrespecPush), which verifies a hit at once instead of waiting
-// for the answer, and marks the outcome pushed; the lead checks its own cache hits that outcome
-// too (same entries, so the same speculation on both sides) and leaves it out of the answer.
+// Pushed pre-speculation (StartSeqs::push, SSD): the lead sends each chunk of a round's cache to
+// the target leader as soon as it is drafted (PrespecPush; another rank's share as it arrives),
+// and the leader verifies a hit at once instead of waiting for the answer, and marks the outcome
+// pushed; the lead checks its own cache hits that outcome too (same entries, so the same
+// speculation on both sides) and leaves it out of the answer. Per chunk, not per install: when
+// the pre-speculation outlasts the verification, its first (likeliest) chunks still arrive in
+// time.
 #pragma once
 
 #include <memory>

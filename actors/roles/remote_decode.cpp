@@ -93,10 +93,19 @@ std::optional<Envelope> RemoteDecoder::spin_for_frame() {
   return std::nullopt;
 }
 
+// A round's pre-speculation comes in several pushes, one per chunk as it is drafted (protocol.h,
+// PrespecPush): those of one round add up, and another round's replaces them (frames of one
+// peer arrive in order, so that is a newer round, or a new batch's once a late push of the
+// previous batch is replaced: rounds count from 0 again).
 void RemoteDecoder::keep_push(const Envelope& env) {
   SSD_CHECK(env.peer == layout_.drafter_lead(), "target leader: a PrespecPush from rank {}",
             env.peer);
-  push_ = decode<PrespecPush>(env);
+  PrespecPush p = decode<PrespecPush>(env);
+  if (push_ && p.round == push_->round) {
+    std::move(p.entries.begin(), p.entries.end(), std::back_inserter(push_->entries));
+    return;
+  }
+  push_ = std::move(p);
 }
 
 void RemoteDecoder::poll_pushes() {

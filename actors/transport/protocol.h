@@ -404,13 +404,15 @@ struct PrespecCut {
   friend bool operator==(const PrespecCut&, const PrespecCut&) = default;
 };
 
-// Drafter lead -> target leader, after installing the pre-speculation of `round` (only when the
-// leader asked for it, StartSeqs::push): every cache entry, so that on a hit the leader has the
-// next speculation at once, without the round trip outcome -> answer. The leader looks the
-// round's outcome up in it when its verification ends; what it finds it verifies next, and tells
-// the drafter so (SeqOutcome::pushed). A push that arrives after the outcome was sent is stale and
-// dropped: the drafter then answers the hit as before. Entries are the drafter's cache entries
-// uncut (the leader cuts them to the length it asks, as the drafter does).
+// Drafter lead -> target leader, the pre-speculation of `round` as it is drafted (only when the
+// leader asked for it, StartSeqs::push): each chunk's cache entries as soon as the chunk is
+// drafted (and, with several drafter ranks, each rank's share as it reaches the lead), so that on
+// a hit the leader has the next speculation at once, without the round trip outcome -> answer.
+// The pushes of one round add up to the entries the drafter installs. The leader looks the
+// round's outcome up in what has arrived when its verification ends; what it finds it verifies
+// next, and tells the drafter so (SeqOutcome::pushed). A push that arrives after the outcome was
+// sent is stale and dropped: the drafter then answers the hit as before. Entries are the
+// drafter's cache entries uncut (the leader cuts them to the length it asks, as the drafter does).
 struct PushedSpec {
   int32_t seq = 0;
   int32_t k = 0;      // the outcome: accepted count

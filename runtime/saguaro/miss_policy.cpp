@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "runtime/core/error.h"
 
@@ -15,7 +16,7 @@ int32_t critical_batch_size(const MissCosts& c, int32_t b_max) {
   const double mix = h * c.accept_primary + (1 - h) * c.accept_backup;
   int32_t b_star = 0;
   for (int32_t b = 1; b <= b_max; ++b) {
-    const double tv = std::max(0.0, c.verify_s0 + c.verify_s1 * b);
+    const double tv = std::max(0.0, c.verify_s0 + c.verify_s1 * b) + std::max(0.0, c.round_s);
     const double d = std::max(0.0, c.draft_s0 * (1 - std::pow(h, b)) + c.draft_s1 * b * (1 - h));
     if ((1 - h) * (c.accept_primary - c.accept_backup) * tv > mix * d)
       b_star = b;
@@ -62,6 +63,12 @@ void MissPolicy::observe_verify(int32_t batch, double seconds) {
   if (batch > 0 && seconds >= 0) verify_.add(batch, seconds);
 }
 
+void MissPolicy::observe_round_overhead(double seconds) {
+  if (!(seconds >= 0)) return;  // a clock step or a wait the caller could not account for
+  overheads_.push_back(seconds);
+  if (overheads_.size() > kOverheadWindow) overheads_.pop_front();
+}
+
 void MissPolicy::observe_round(SpecSource source, int32_t accepted) {
   if (source == SpecSource::kBackup) {
     rounds_backup_++;
@@ -94,6 +101,11 @@ MissCosts MissPolicy::costs() const {
   c.draft_s1 = draft_.slope();
   c.verify_s0 = verify_.intercept();
   c.verify_s1 = verify_.slope();
+  if (!overheads_.empty()) {
+    std::vector<double> v(overheads_.begin(), overheads_.end());
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    c.round_s = v[v.size() / 2];
+  }
   c.accept_primary =
       rounds_primary_ == 0 ? 1.0 : 1.0 + static_cast<double>(accepted_primary_) / rounds_primary_;
   c.accept_backup = rounds_backup_ == 0

@@ -5,7 +5,9 @@
 // through a critical batch size b*: primary for b <= b*, backup above.
 //
 // Derivation. Per round at batch b, with
-//   T_v(b)  the target's verification time,
+//   T_v(b)  the round's time outside drafting: the target's verification plus the round's fixed
+//           costs T_o (the round trip of outcome and answer, the host work on both sides, a wait
+//           for a pre-speculation chunk), which either fallback pays alike,
 //   T_d(m)  the primary's draft time for m sequences, modelled linear: T_d(m) = d0 + d1 m,
 //   L_p     the mean acceptance length (tokens per round, bonus included) of primary speculations
 //           (cache hits and primary fallbacks alike), L_b that of backup speculations,
@@ -22,11 +24,16 @@
 // that it holds at every b' <= b (scanned from 1 up to b_max). Corner cases: h = 1 (no misses:
 // the choice never matters) gives b_max; L_p <= L_b gives 0 (the backup always).
 //
-// Measurements (MissPolicy): T_d from the primary fallback drafts and T_v from what the caller
-// reports (the target's verification, observe_verify), each a least-squares line in b; L_p, L_b
-// and h from the rounds. Until T_d and T_v have min_samples measurements each, b* is
-// b_star_default; until the backup has answered, L_b is accept_backup_default. b_star >= 0
-// overrides everything.
+// Measurements (MissPolicy): T_d from the primary fallback drafts and the verification from what
+// the caller reports (observe_verify), each a least-squares line in b; T_o as the median of the
+// last kOverheadWindow rounds' overheads the caller measured (observe_round_overhead: on the
+// drafter lead, the time between two outcomes' arrivals less the verification between them and
+// the fallback draft that answered the first; drafter_actor.h); L_p, L_b and h from the rounds.
+// Leaving T_o out (as before it was measured) undercounts what a round costs whichever fallback
+// answers, so the backup's saving D(b) looks larger than it is and the backup is chosen at batch
+// sizes where it loses, the more so the larger T_o's share of a round (a fast verification, a
+// far drafter). Until T_d and T_v have min_samples measurements each, b* is b_star_default;
+// until the backup has answered, L_b is accept_backup_default. b_star >= 0 overrides everything.
 //
 // The backup's acceptance L_b is measured even while the backup is not used (observe_shadow): the
 // caller drafts the backup beside a primary fallback (cheap: a lookup) and scores it against the
@@ -35,10 +42,9 @@
 //
 // Optionally never worse than SD (backup_must_not_be_worse, `--miss-policy not-worse`). A miss
 // answered by the primary is what SD's round would have drafted for the same outcome; a backup
-// speculation accepted less makes the round emit fewer tokens, and what it saves (the primary's
-// draft) is not all of a round's cost on a CPU: the round trip and any drafting still in progress
-// remain, which T_v does not hold (measured on two ranks with Domino: SSD with backup fallbacks
-// at a mean acceptance length of 1.19 against SD's 1.67, and slower). With the option the backup
+// speculation accepted less makes the round emit fewer tokens. Before T_o was measured this guard
+// stood in for it (measured on two ranks with Domino: SSD with backup fallbacks at a mean
+// acceptance length of 1.19 against SD's 1.67, and slower); it stays an option. With it the backup
 // answers a miss only when it is both faster (batch past b*) and not worse: its measured
 // acceptance length, over at least min_samples rounds, at least the primary's. Without it (the
 // default, the paper's batch-aware fallback) the derivation alone decides: at large batch on a
@@ -46,6 +52,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 
 #include "runtime/saguaro/speculation.h"
 
@@ -55,7 +62,8 @@ enum class Fallback { kPrimary, kBackup };
 
 struct MissCosts {
   double draft_s0 = 0, draft_s1 = 0;    // T_d(m) = draft_s0 + draft_s1 m   (seconds)
-  double verify_s0 = 0, verify_s1 = 0;  // T_v(b) = verify_s0 + verify_s1 b (seconds)
+  double verify_s0 = 0, verify_s1 = 0;  // the verification: verify_s0 + verify_s1 b (seconds)
+  double round_s = 0;                   // T_o; T_v(b) = verify_s0 + verify_s1 b + round_s
   double accept_primary = 1;            // L_p
   double accept_backup = 1;             // L_b
   double hit_rate = 0;                  // h
@@ -94,6 +102,9 @@ class MissPolicy {
 
   void observe_primary_draft(int32_t batch, double seconds);
   void observe_verify(int32_t batch, double seconds);
+  // One round's fixed cost outside verification and drafting (T_o above; negative: ignored).
+  void observe_round_overhead(double seconds);
+  static constexpr size_t kOverheadWindow = 31;  // rounds T_o is the median of
   // A verified speculation from `source` that accepted `accepted` tokens.
   void observe_round(SpecSource source, int32_t accepted);
   void observe_lookup(bool hit);
@@ -117,6 +128,7 @@ class MissPolicy {
  private:
   MissPolicyOptions opts_;
   LineFit draft_, verify_;
+  std::deque<double> overheads_;  // the latest kOverheadWindow rounds' T_o
   int64_t rounds_primary_ = 0, accepted_primary_ = 0;
   int64_t rounds_backup_ = 0, accepted_backup_ = 0;
   int64_t lookups_ = 0, hits_ = 0;

@@ -382,11 +382,15 @@ std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome
 void SsdDrafterCore::fallback(std::span<const RoundOutcome> outcomes,
                               std::span<const size_t> missed, std::vector<Speculation>& out,
                               bool initial) {
-  trace::Span span(initial ? "first draft" : "fallback draft", "drafter", trace::round(),
-                   static_cast<int64_t>(missed.size()));
-  const double t0 = now_s();
   const bool use_primary = initial || opts_.plain || !backup_ ||
                            miss_.choose(static_cast<int32_t>(outcomes.size())) == Fallback::kPrimary;
+  // The timeline names who answered: a backup's drafts are other draws than SD's (sampled SSD
+  // equals sampled SD draw for draw only through the primary).
+  trace::Span span(initial       ? "first draft"
+                   : use_primary ? "fallback draft"
+                                 : "fallback draft (backup)",
+                   "drafter", trace::round(), static_cast<int64_t>(missed.size()));
+  const double t0 = now_s();
   Drafter& d = use_primary ? primary_ : *backup_;
   const SpecSource source = use_primary ? SpecSource::kPrimary : SpecSource::kBackup;
   const std::vector<int32_t> plan = planner_.plan(opts_.k, false);

@@ -319,6 +319,9 @@ class Run {
     const double a_p = mean_a(cfg_.primary, cfg_.work.k);
     MissPolicy policy = miss_policy();
     double shadow_carry = 0;  // the backup's shadow acceptance not yet observed (< 1 token)
+    // The round overhead T_o as the drafter lead measures it (drafter_actor.h): between two
+    // outcomes' arrivals, less the verification and the fallback draft that answered the first.
+    double last_outcome = -1, last_fallback = 0;
     res_.fan_out = geometric_fan_out(cfg_.work.k, cfg_.ssd.budget, a_p, cfg_.primary.r);
     std::map<int32_t, std::vector<int32_t>> plans;  // k -> fan-out
     auto plan_for = [&](int32_t k) -> const std::vector<int32_t>& {
@@ -393,6 +396,9 @@ class Run {
         }
       }
       const double o = message(vend, outcome_bytes(acc), 0, "outcome");
+      if (last_outcome >= 0)
+        policy.observe_round_overhead(o - last_outcome - (vend - vstart) - last_fallback);
+      last_outcome = o;
 
       const std::vector<PlannedBranch> plan = plan_branches(fan, cfg_.primary);
       std::vector<RankJob> jobs(static_cast<size_t>(nd));
@@ -479,6 +485,7 @@ class Run {
         busy += fb;
       }
       send = ready + fb;
+      last_fallback = fb;
       drafted = fb > 0 && res_.fallback_primary > fallback_primary_before;
       arrive = message(send, spec_bytes(next, cfg_.work.k), lead, "speculation");
       target_free = vend;

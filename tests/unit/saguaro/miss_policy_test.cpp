@@ -20,7 +20,7 @@ double binom(int n, int k) {
 // Tokens per second with each fallback at batch b, the draft time summed over M ~ Bin(b, 1 - h).
 bool primary_wins(const MissCosts& c, int b) {
   const double h = c.hit_rate;
-  const double tv = c.verify_s0 + c.verify_s1 * b;
+  const double tv = c.verify_s0 + c.verify_s1 * b + c.round_s;
   double wait = 0;
   for (int m = 1; m <= b; ++m)
     wait += binom(b, m) * std::pow(1 - h, m) * std::pow(h, b - m) * (c.draft_s0 + c.draft_s1 * m);
@@ -40,7 +40,9 @@ TEST(MissPolicy, ClosedFormMatchesTheBinomialSum) {
   for (const double h : {0.3, 0.6, 0.85, 0.95}) {
     for (const double d0 : {0.005, 0.02, 0.06}) {
       for (const double lb : {1.0, 1.6, 2.5}) {
+       for (const double to : {0.0, 0.03}) {
         MissCosts c;
+        c.round_s = to;
         c.verify_s0 = 0.05;
         c.verify_s1 = 0.002;
         c.draft_s0 = d0;
@@ -49,8 +51,10 @@ TEST(MissPolicy, ClosedFormMatchesTheBinomialSum) {
         c.accept_backup = lb;
         c.hit_rate = h;
         const int b = critical_batch_size(c, 256);
-        EXPECT_EQ(b, brute_b_star(c, 256)) << "h " << h << " d0 " << d0 << " L_b " << lb;
+        EXPECT_EQ(b, brute_b_star(c, 256))
+            << "h " << h << " d0 " << d0 << " L_b " << lb << " T_o " << to;
         if (b > 0 && b < 256) ++nontrivial;
+       }
       }
     }
   }
@@ -137,6 +141,37 @@ TEST(MissPolicy, NotWorseTakesTheBackupOnlyWhenNotWorse) {
   EXPECT_EQ(p.choose(1), Fallback::kPrimary);
   o.b_star = 0;  // the override keeps its word
   EXPECT_EQ(MissPolicy(o).choose(1), Fallback::kBackup);
+}
+
+// The round's fixed cost T_o (the median of the latest rounds' overheads) counts as verification
+// time: both fallbacks pay it, so it shrinks the share of a round the backup saves. At B = 1:
+// verify 4 ms, a primary draft of 10 ms accepted 2.0, the backup 1.5, no hits. Without T_o the
+// backup wins (1.5 tokens / 4 ms against 2.0 / 14 ms); with T_o = 31 ms the primary does
+// (1.5 / 35 ms against 2.0 / 45 ms).
+TEST(MissPolicy, RoundOverheadCountsAsVerificationTime) {
+  MissPolicyOptions o;
+  MissPolicy p(o);
+  for (int i = 0; i < 4; ++i) {
+    p.observe_primary_draft(1, 0.010);
+    p.observe_verify(1, 0.004);
+    p.observe_round(SpecSource::kPrimary, 1);  // L_p = 2
+    p.observe_shadow(0);
+    p.observe_shadow(1);  // L_b = 1.5
+    p.observe_lookup(false);
+  }
+  ASSERT_TRUE(p.derived());
+  EXPECT_EQ(p.costs().round_s, 0.0);
+  EXPECT_EQ(p.choose(1), Fallback::kBackup);
+  p.observe_round_overhead(0.030);
+  p.observe_round_overhead(0.031);
+  p.observe_round_overhead(5.0);     // one stall: the median ignores it
+  p.observe_round_overhead(-0.001);  // not a measurement
+  EXPECT_DOUBLE_EQ(p.costs().round_s, 0.031);
+  EXPECT_EQ(p.choose(1), Fallback::kPrimary);
+  // The window forgets: the latest kOverheadWindow rounds at 1 ms bring the backup back.
+  for (size_t i = 0; i < MissPolicy::kOverheadWindow; ++i) p.observe_round_overhead(0.001);
+  EXPECT_DOUBLE_EQ(p.costs().round_s, 0.001);
+  EXPECT_EQ(p.choose(1), Fallback::kBackup);
 }
 
 TEST(MissPolicy, LineFitOfOneBatchSizeIsItsMean) {
