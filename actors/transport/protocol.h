@@ -39,12 +39,15 @@
 namespace ssd {
 
 inline constexpr uint32_t kWireMagic = 0x31445353;  // "SSD1" in memory on a little-endian rank
-inline constexpr uint16_t kProtocolVersion = 8;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs;
+inline constexpr uint16_t kProtocolVersion = 9;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs;
                                                  // 4: speculation lengths (--k auto);
                                                  // 5: StartSeqs::memory_scope; 6: a length of 0
                                                  // gets no speculation (decode step),
                                                  // Outcome::prespeculate; 7: JoinSeqs::first_k;
-                                                 // 8: PrespecPush, SeqOutcome::pushed
+                                                 // 8: PrespecPush, SeqOutcome::pushed;
+                                                 // 9: pushes per chunk (a round's add up), the
+                                                 // link probe's bandwidth frame carries its
+                                                 // count and size, an end Ping
 
 // Every kind of message, one enum; its value is also the MPI tag (tags must stay < 32768).
 enum class MsgKind : uint16_t {
