@@ -65,15 +65,10 @@ SsdDrafterOptions to_ssd_options(const DistributedConfig& a, int32_t k,
   }
   SSD_CHECK(!a.fan_out_after_miss || o.fan_out.mode == FanOutMode::kLists,
             "--fan-out-after-miss needs --fan-out given as a list (got '{}')", a.fan_out);
-  if (a.miss_policy == "primary") o.miss.b_star = 1 << 20;
-  if (a.miss_policy == "backup") o.miss.b_star = 0;
-  o.miss.backup_must_not_be_worse = a.miss_policy == "not-worse";
-  if (a.critical_batch) {
-    SSD_CHECK(a.miss_policy == "auto" || a.miss_policy == "not-worse",
-              "--critical-batch needs --miss-policy auto or not-worse (got {})",
-              a.miss_policy);
-    o.miss.b_star = *a.critical_batch;
-  }
+  const MissPolicyOptions miss =
+      miss_policy_options(parse_miss_choice(a.miss_policy), a.critical_batch.value_or(-1));
+  o.miss.b_star = miss.b_star;
+  o.miss.backup_must_not_be_worse = miss.backup_must_not_be_worse;
   return o;
 }
 

@@ -1,5 +1,7 @@
 #include "runtime/saguaro/miss_policy.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -7,6 +9,38 @@
 #include "runtime/core/error.h"
 
 namespace ssd {
+
+MissChoice parse_miss_choice(const std::string& s) {
+  if (s == "auto") return MissChoice::kAuto;
+  if (s == "not-worse") return MissChoice::kNotWorse;
+  if (s == "primary") return MissChoice::kPrimary;
+  if (s == "backup") return MissChoice::kBackup;
+  fail(fmt::format("--miss-policy '{}' is not auto, not-worse, primary or backup", s));
+}
+
+const char* miss_choice_name(MissChoice c) {
+  switch (c) {
+    case MissChoice::kAuto: return "auto";
+    case MissChoice::kNotWorse: return "not-worse";
+    case MissChoice::kPrimary: return "primary";
+    case MissChoice::kBackup: return "backup";
+  }
+  return "?";
+}
+
+MissPolicyOptions miss_policy_options(MissChoice choice, int32_t b_star) {
+  MissPolicyOptions o;
+  if (choice == MissChoice::kPrimary) o.b_star = 1 << 20;
+  if (choice == MissChoice::kBackup) o.b_star = 0;
+  o.backup_must_not_be_worse = choice == MissChoice::kNotWorse;
+  if (b_star >= 0) {
+    SSD_CHECK(choice == MissChoice::kAuto || choice == MissChoice::kNotWorse,
+              "--critical-batch needs --miss-policy auto or not-worse (got {})",
+              miss_choice_name(choice));
+    o.b_star = b_star;
+  }
+  return o;
+}
 
 int32_t critical_batch_size(const MissCosts& c, int32_t b_max) {
   SSD_CHECK(b_max >= 1, "miss policy: b_max = {} must be at least 1", b_max);

@@ -53,6 +53,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <string>
 
 #include "runtime/saguaro/speculation.h"
 
@@ -80,6 +81,17 @@ struct MissPolicyOptions {
   int32_t min_samples = 3;             // measurements of T_d and of T_v before deriving
   bool backup_must_not_be_worse = false;  // the backup only when accepted at least as well
 };
+
+// `--miss-policy`, shared by the runtime (`ssd generate/bench/serve`) and the simulator
+// (`ssd simulate`): auto derives b* (primary at batch <= b*, backup above); not-worse adds the
+// guard above; primary / backup answer every miss so.
+enum class MissChoice { kAuto, kNotWorse, kPrimary, kBackup };
+// "auto", "not-worse", "primary", "backup"; ssd::Error naming the choices otherwise.
+MissChoice parse_miss_choice(const std::string& s);
+const char* miss_choice_name(MissChoice c);
+// The options of `choice`; b_star >= 0 fixes auto's or not-worse's b* (an Error for primary or
+// backup, which fix it themselves).
+MissPolicyOptions miss_policy_options(MissChoice choice, int32_t b_star = -1);
 
 // A least-squares line y = a + s x over observations, with running sums.
 class LineFit {

@@ -51,17 +51,21 @@ DraftProgress run_prespeculation(
     for (size_t i = r; i < plan.size(); i += d) mine.push_back(static_cast<int64_t>(i));
     const size_t step = chunk > 0 ? static_cast<size_t>(chunk) : std::max<size_t>(1, mine.size());
     double t = ranks[r].start_s;
-    for (size_t at = 0; at < mine.size(); at += step) {
+    for (size_t at = 0; at < mine.size();) {
       if (at > 0 && t >= ranks[r].cut_s) break;  // the outcome is here: stop at this boundary
-      const std::vector<int64_t> part(mine.begin() + static_cast<std::ptrdiff_t>(at),
-                                      mine.begin() + static_cast<std::ptrdiff_t>(
-                                                         std::min(mine.size(), at + step)));
+      size_t n = std::min(step, mine.size() - at);
+      if (ranks[r].fit) n = static_cast<size_t>(std::max<int64_t>(0, ranks[r].fit(t, n)));
+      if (n == 0) break;  // not one branch fits before the outcome
+      const std::vector<int64_t> part(
+          mine.begin() + static_cast<std::ptrdiff_t>(at),
+          mine.begin() + static_cast<std::ptrdiff_t>(std::min(mine.size(), at + n)));
       const double dt = chunk_cost(part);
       p.chunks.push_back({static_cast<int32_t>(r), t, dt, static_cast<int64_t>(part.size())});
       t += dt;
       p.busy_s[r] += dt;
       p.done[r] += static_cast<int64_t>(part.size());
       for (int64_t i : part) p.drafted[static_cast<size_t>(i)] = true;
+      at += part.size();
     }
     p.end_s[r] = t;
   }

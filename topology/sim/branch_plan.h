@@ -8,6 +8,8 @@
 // ties keep a round-robin over the sequences. With D drafter ranks, branch i goes to rank i mod D.
 // Each rank drafts its share in chunks of `chunk` branches (0: one call for all); once the outcome
 // has reached it (the cut), it stops at the next chunk boundary, the first chunk always drafted.
+// A rank with a `fit` (one drafter rank: runtime/saguaro/prespec_budget.h) sizes every call to
+// what it expects to end before the outcome arrives, and stops when not one branch fits.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,9 @@ std::vector<PlannedBranch> plan_branches(const std::vector<std::vector<int32_t>>
 struct RankJob {
   double start_s = 0;  // when the rank starts drafting
   double cut_s = 0;    // when the outcome (or the lead's cut) reaches it
+  // fit(now, want): how many of the next `want` branches to draft in a call starting at `now`
+  // (0: stop); null drafts `want` (drafter_actor.cpp's gate, PrespecBudget::branches_within).
+  std::function<int64_t(double, int64_t)> fit;
 };
 
 struct DraftProgress {

@@ -185,17 +185,22 @@ DrafterCalibration fit_drafter(const SimDrafter& drafter, const DeviceProfile& d
   return out;
 }
 
-double fit_target_switch(const ModelShape& target, const DeviceProfile& device,
-                         const std::vector<TargetSample>& samples) {
-  if (samples.empty()) return 0;
+VerifyExtra fit_verify_extra(const ModelShape& target, const DeviceProfile& device,
+                             const std::vector<TargetSample>& samples) {
+  if (samples.empty()) return {};
   const LinkProfile none{"none", 0, 1};
-  double sum = 0;
-  for (const TargetSample& s : samples)
-    sum += s.seconds -
-           forward_cost(target, device, 1, none,
-                        {.rows = s.rows, .seqs = s.seqs, .context = s.context})
-               .total_s;
-  return std::max(0.0, sum / static_cast<double>(samples.size()));
+  std::vector<double> r, one, extra_seqs, w;
+  for (const TargetSample& s : samples) {
+    r.push_back(forward_cost(target, device, 1, none,
+                             {.rows = s.rows, .seqs = s.seqs, .context = s.context})
+                    .total_s -
+                s.seconds);
+    one.push_back(1);
+    extra_seqs.push_back(std::max(0.0, s.seqs - 1));
+    w.push_back(1);
+  }
+  const Ls ls = nonneg_ls(r, {one, extra_seqs}, w);
+  return {ls.x[0], ls.x[1]};
 }
 
 void fit_verify_host(DeviceProfile& device, const std::vector<std::pair<double, double>>& samples) {

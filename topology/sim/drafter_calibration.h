@@ -59,10 +59,14 @@ DrafterCalibration fit_drafter(const SimDrafter& drafter, const DeviceProfile& d
 struct TargetSample {
   double rows = 1, seqs = 1, context = 0, seconds = 0;
 };
-// DrafterFit::target_switch_s: the mean of what the SD rounds' verification forwards took beyond
-// the profile's forward of the same rows (warm, back to back), at least 0.
-double fit_target_switch(const ModelShape& target, const DeviceProfile& device,
-                         const std::vector<TargetSample>& samples);
+// DrafterFit::target_switch_s and target_seq_s: what the SD rounds' verification forwards took
+// beyond the profile's forward of the same rows (warm, back to back), fitted as
+// switch + (seqs - 1) x seq by non-negative least squares (both >= 0).
+struct VerifyExtra {
+  double switch_s = 0, seq_s = 0;
+};
+VerifyExtra fit_verify_extra(const ModelShape& target, const DeviceProfile& device,
+                             const std::vector<TargetSample>& samples);
 
 // The verifier's host cost per forward, host_s = verify_host_s + rows x verify_host_row_s, by
 // non-negative least squares over (rows, seconds) pairs; sets both fields of `device`.

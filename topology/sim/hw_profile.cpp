@@ -22,6 +22,53 @@ double num(const nlohmann::json& j, const char* key, const std::string& where, d
   return it->get<double>();
 }
 
+// A profile's numeric fields, each named once: the table drives both writing and reading (a
+// missing required field, or a field that is not a number, is an error naming it).
+template <class T>
+struct NumField {
+  const char* key;
+  double T::*member;
+  double dflt;
+  bool required;
+};
+
+template <class T, size_t N>
+void write_fields(nlohmann::json& j, const NumField<T> (&fields)[N], const T& from) {
+  for (const NumField<T>& f : fields) j[f.key] = from.*f.member;
+}
+
+template <class T, size_t N>
+void read_fields(const nlohmann::json& j, const NumField<T> (&fields)[N], T& to,
+                 const std::string& where) {
+  for (const NumField<T>& f : fields) to.*f.member = num(j, f.key, where, f.dflt, f.required);
+}
+
+constexpr NumField<DrafterFit> kFitFields[] = {
+    {"mem_efficiency", &DrafterFit::mem_efficiency, 1, false},
+    {"peak_flops", &DrafterFit::peak_flops, 0, false},
+    {"forward_s", &DrafterFit::forward_s, 0, false},
+    {"call_s", &DrafterFit::call_s, 0, false},
+    {"lookup_s", &DrafterFit::lookup_s, 0, false},
+    {"rank_row_s", &DrafterFit::rank_row_s, 0, false},
+    {"target_switch_s", &DrafterFit::target_switch_s, 0, false},
+    {"target_seq_s", &DrafterFit::target_seq_s, 0, false},
+    {"median_rel_err", &DrafterFit::median_rel_err, 0, false},
+    {"max_rel_err", &DrafterFit::max_rel_err, 0, false},
+};
+
+constexpr NumField<DeviceProfile> kDeviceFields[] = {
+    {"mem_bw_Bps", &DeviceProfile::mem_bw_Bps, 0, true},
+    {"overhead_s", &DeviceProfile::overhead_s, 0, true},
+    {"layer_overhead_s", &DeviceProfile::layer_overhead_s, 0, false},
+    {"seq_layer_overhead_s", &DeviceProfile::seq_layer_overhead_s, 0, false},
+    {"roofline_p", &DeviceProfile::roofline_p, 0, false},
+    {"mem_bytes", &DeviceProfile::mem_bytes, 0, false},
+    {"mem_efficiency", &DeviceProfile::mem_efficiency, 1, false},
+    {"flop_efficiency", &DeviceProfile::flop_efficiency, 1, false},
+    {"verify_host_s", &DeviceProfile::verify_host_s, 0, false},
+    {"verify_host_row_s", &DeviceProfile::verify_host_row_s, 0, false},
+};
+
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
   SSD_CHECK(in.good(), "cannot open '{}'", path);
@@ -53,32 +100,21 @@ DeviceProfile gpu(std::string name, double bw_GBps, double bf16_TF, double fp8_T
 }  // namespace
 
 nlohmann::json DrafterFit::to_json() const {
-  return {{"mem_efficiency", mem_efficiency}, {"peak_flops", peak_flops},
-          {"forward_s", forward_s},           {"call_s", call_s},
-          {"lookup_s", lookup_s},             {"rank_row_s", rank_row_s},
-          {"target_switch_s", target_switch_s},
-          {"median_rel_err", median_rel_err},
-          {"max_rel_err", max_rel_err}};
+  nlohmann::json j = nlohmann::json::object();
+  write_fields(j, kFitFields, *this);
+  return j;
 }
 
 DrafterFit DrafterFit::from_json(const nlohmann::json& j, const std::string& where) {
   SSD_CHECK(j.is_object(), "{}: a drafter fit must be a JSON object", where);
   DrafterFit f;
-  f.mem_efficiency = num(j, "mem_efficiency", where, 1, false);
-  f.peak_flops = num(j, "peak_flops", where, 0, false);
-  f.forward_s = num(j, "forward_s", where, 0, false);
-  f.call_s = num(j, "call_s", where, 0, false);
-  f.lookup_s = num(j, "lookup_s", where, 0, false);
-  f.rank_row_s = num(j, "rank_row_s", where, 0, false);
-  f.target_switch_s = num(j, "target_switch_s", where, 0, false);
-  f.median_rel_err = num(j, "median_rel_err", where, 0, false);
-  f.max_rel_err = num(j, "max_rel_err", where, 0, false);
+  read_fields(j, kFitFields, f, where);
   SSD_CHECK(f.mem_efficiency > 0 && f.mem_efficiency <= 1, "{}: mem_efficiency must be in (0, 1] "
             "(got {})", where, f.mem_efficiency);
   SSD_CHECK(f.peak_flops >= 0 && f.forward_s >= 0 && f.call_s >= 0 && f.lookup_s >= 0 &&
-                f.rank_row_s >= 0 && f.target_switch_s >= 0,
-            "{}: peak_flops, forward_s, call_s, lookup_s, rank_row_s and target_switch_s must be "
-            ">= 0",
+                f.rank_row_s >= 0 && f.target_switch_s >= 0 && f.target_seq_s >= 0,
+            "{}: peak_flops, forward_s, call_s, lookup_s, rank_row_s, target_switch_s and "
+            "target_seq_s must be >= 0",
             where);
   return f;
 }
@@ -131,16 +167,9 @@ void DeviceProfile::validate() const {
 }
 
 nlohmann::json DeviceProfile::to_json() const {
-  nlohmann::json j = {{"kind", "device"},         {"name", name},
-          {"mem_bw_Bps", mem_bw_Bps}, {"peak_flops", peak_flops},
-          {"overhead_s", overhead_s}, {"layer_overhead_s", layer_overhead_s},
-          {"mem_bytes", mem_bytes},
-          {"mem_efficiency", mem_efficiency}, {"flop_efficiency", flop_efficiency},
-          {"source", source}};
-  j["seq_layer_overhead_s"] = seq_layer_overhead_s;
-  j["roofline_p"] = roofline_p;
-  j["verify_host_s"] = verify_host_s;
-  j["verify_host_row_s"] = verify_host_row_s;
+  nlohmann::json j = {{"kind", "device"}, {"name", name}, {"peak_flops", peak_flops},
+                      {"source", source}};
+  write_fields(j, kDeviceFields, *this);
   if (!drafter_fits.empty()) {
     nlohmann::json fits = nlohmann::json::object();
     for (const auto& [n, f] : drafter_fits) fits[n] = f.to_json();
@@ -153,17 +182,8 @@ DeviceProfile DeviceProfile::from_json(const nlohmann::json& j, const std::strin
   SSD_CHECK(j.is_object(), "{}: a device profile must be a JSON object", where);
   DeviceProfile d;
   d.name = j.value("name", where);
-  d.mem_bw_Bps = num(j, "mem_bw_Bps", where, 0, true);
-  d.overhead_s = num(j, "overhead_s", where, 0, true);
-  d.layer_overhead_s = num(j, "layer_overhead_s", where, 0, false);
-  d.seq_layer_overhead_s = num(j, "seq_layer_overhead_s", where, 0, false);
-  d.roofline_p = num(j, "roofline_p", where, 0, false);
-  d.mem_bytes = num(j, "mem_bytes", where, 0, false);
-  d.mem_efficiency = num(j, "mem_efficiency", where, 1, false);
-  d.flop_efficiency = num(j, "flop_efficiency", where, 1, false);
+  read_fields(j, kDeviceFields, d, where);
   d.source = j.value("source", where);
-  d.verify_host_s = num(j, "verify_host_s", where, 0, false);
-  d.verify_host_row_s = num(j, "verify_host_row_s", where, 0, false);
   SSD_CHECK(d.verify_host_s >= 0 && d.verify_host_row_s >= 0,
             "{}: verify_host_s and verify_host_row_s must be >= 0", where);
   if (auto fits = j.find("drafter_fits"); fits != j.end()) {

@@ -55,6 +55,12 @@ struct DrafterFit {
   // forwards minus the profile's forward of the same rows (on this VM 1.5-2.7 ms at 1 thread,
   // 2.3-5.3 ms at 2, even after an n-gram lookup, so mostly not the drafter's weights).
   double target_switch_s = 0;
+  // Seconds per sequence beyond the first added to every verification in this drafter's SD and
+  // SSD rounds: a verification of B sequences' K + 1 rows each costs more than the profile's
+  // one-sequence forward of as many rows, by more than the decode batches' per-sequence cost
+  // (one row per sequence) says; measured with target_switch_s from the calibration's SD runs at
+  // batch 1 and 4 (0.4-0.8 ms per extra sequence at 1 thread on this VM).
+  double target_seq_s = 0;
   double median_rel_err = 0, max_rel_err = 0;  // of the fit, over its samples
 
   nlohmann::json to_json() const;

@@ -12,6 +12,7 @@
 #include "runtime/core/error.h"
 #include "runtime/saguaro/fan_out.h"
 #include "runtime/saguaro/miss_policy.h"
+#include "runtime/saguaro/prespec_budget.h"
 #include "runtime/saguaro/prespec_switch.h"
 #include "topology/sim/branch_plan.h"
 #include "topology/sim/roofline.h"
@@ -157,17 +158,19 @@ class Run {
     return cfg_.cluster.colocated ? 0 : cfg_.cluster.tp + d;
   }
 
-  // One target forward starting at `start`; returns its end.
-  // One target forward starting at `start`; returns its end. `after_draft`: the drafter drafted
-  // since the previous target forward (its fit's target_switch_s: cold caches).
+  // One target forward starting at `start`; returns its end. A verification (SD, SSD) pays the
+  // drafter fit's cost per sequence beyond the first (target_seq_s) and, when the drafter drafted
+  // since the previous target forward (`after_draft`), its target_switch_s (cold caches).
   double target_forward(double start, double rows, double seqs, double context, const char* name,
-                        bool after_draft = false) {
+                        bool verification = false, bool after_draft = false) {
     const SimCluster& c = cfg_.cluster;
     const ForwardCost f = forward_cost(cfg_.target, c.target_device, c.tp, c.tp_link,
                                        {.rows = rows, .seqs = seqs, .context = context});
-    const DrafterFit* fit = c.target_device.drafter_fit(cfg_.drafter.shape.name);
+    const DrafterFit* fit = verification ? c.target_device.drafter_fit(cfg_.drafter.shape.name)
+                                         : nullptr;
     const double host = verify_host_seconds(c.target_device, rows) +
-                        (after_draft && fit ? fit->target_switch_s : 0);
+                        (fit && after_draft ? fit->target_switch_s : 0) +
+                        (fit ? std::max(0.0, seqs - 1) * fit->target_seq_s : 0);
     res_.target_busy_s += f.total_s - f.comm_s + host;
     res_.comm_s += f.comm_s;
     ++res_.rounds;
@@ -258,7 +261,7 @@ class Run {
       event(0, "target", "wait", target_free, vstart - target_free);
       double rows = 0;
       for (int32_t s : act) rows += out_.k_for(round, s) + 1;
-      const double vend = target_forward(vstart, rows, n, ctx, "verify", d > 0);
+      const double vend = target_forward(vstart, rows, n, ctx, "verify", true, d > 0);
       std::vector<int32_t> acc;
       for (int32_t s : act) {
         const int32_t ks = out_.k_for(round, s);
@@ -294,13 +297,7 @@ class Run {
   // then derived from them and from the rounds' acceptance and hits. --miss-policy primary /
   // backup and --critical-batch fix it instead; not-worse adds the runtime's guard.
   MissPolicy miss_policy() const {
-    MissPolicyOptions o;
-    if (cfg_.ssd.miss == MissChoice::kPrimary) o.b_star = 1 << 20;
-    if (cfg_.ssd.miss == MissChoice::kBackup) o.b_star = 0;
-    const bool derived = cfg_.ssd.miss == MissChoice::kAuto || cfg_.ssd.miss == MissChoice::kNotWorse;
-    if (derived && cfg_.ssd.b_star >= 0) o.b_star = cfg_.ssd.b_star;
-    o.backup_must_not_be_worse = cfg_.ssd.miss == MissChoice::kNotWorse;
-    return MissPolicy(o);
+    return MissPolicy(miss_policy_options(cfg_.ssd.miss, cfg_.ssd.b_star));
   }
   static SpecSource spec_source(Source s) {
     switch (s) {
@@ -354,6 +351,14 @@ class Run {
     bool drafted = true;   // the drafter's model ran since the previous verification
     double arrive = message(send, spec_bytes(act, cfg_.work.k), lead, "speculation");
     double target_free = 0;
+    // The lead's draft-what-fits (one drafter rank): its budget learns the windows from the
+    // target's verification start to the outcome's arrival and the seconds of its draft calls.
+    PrespecBudget budget;
+    const bool gate = cfg_.ssd.fit_window && nd == 1;
+    double verify_from = send;  // the lead's clock: when the target began verifying its answer
+    // A lookup drafter ranks a decode step's token (ssd_drafter_core.cpp, ranked_decode_step), so
+    // branches are planned after it too; a model drafter plans nothing after a decode step.
+    const bool ranks_decode_steps = cfg_.drafter.shape.style == DraftStyle::kLookup;
     for (int64_t round = 0; out_.more_rounds(round); ++round) {
       act = out_.active(round);
       if (act.empty()) continue;
@@ -366,8 +371,9 @@ class Run {
       double rows = 0;
       for (int32_t s : act) {
         ks.push_back(out_.k_for(round, s));
-        // Nothing is planned after a decode step (k = 0), nor in a round without pre-speculation.
-        fan.push_back(prespec && ks.back() > 0 ? plan_for(ks.back()) : std::vector<int32_t>{});
+        // Nothing is planned in a round without pre-speculation, nor after an unranked decode step.
+        fan.push_back(prespec && (ks.back() > 0 || ranks_decode_steps) ? plan_for(ks.back())
+                                                                        : std::vector<int32_t>{});
         rows += ks.back() + 1;
       }
       const double round_start = target_free;
@@ -377,7 +383,7 @@ class Run {
       event(0, "target", "wait", target_free, vstart - target_free);
       // The drafter drafted since the previous verification: this round's first speculations or
       // fallback, or the pre-speculation running beside this verification.
-      const double vend = target_forward(vstart, rows, n, ctx, "verify", drafted || prespec);
+      const double vend = target_forward(vstart, rows, n, ctx, "verify", true, drafted || prespec);
       policy.observe_verify(static_cast<int32_t>(act.size()), vend - vstart);
       std::vector<Decision> dec;
       std::vector<int32_t> acc;
@@ -409,6 +415,12 @@ class Run {
         // A job in one call cannot be cut; the lead's cut reaches the others one latency later.
         jobs[d].cut_s = cfg_.ssd.chunk > 0 ? (d == 0 ? o : o + c.drafter_link.latency_s) : 1e300;
       }
+      if (gate) {
+        const double deadline = verify_from + budget.window();
+        jobs[0].fit = [&budget, deadline](double now, int64_t want) -> int64_t {
+          return budget.branches_within(deadline - now, static_cast<int32_t>(want));
+        };
+      }
       // A branch after a speculation of length k drafts min(K, k + 1) tokens (+ 1 for the
       // ranking): SsdDrafterCore's pre-speculation depth (kDepthMargin).
       const DraftProgress prog = run_prespeculation(
@@ -424,16 +436,28 @@ class Run {
             return draft(cfg_.drafter, m, suffix / m, static_cast<int32_t>(k), ctx, true,
                          static_cast<double>(seqs.size()));
           });
-      double ready = o;
+      double installed = send;  // the lead's job done and every share in
       for (int32_t d = 0; d < nd; ++d) {
         busy += prog.busy_s[d];
         res_.branches_drafted += prog.done[d];
         double end = prog.end_s[d];
         if (d > 0) end = end + c.drafter_link.message_s(prog.done[d] * (16.0 + 8.0 * cfg_.work.k));
-        ready = std::max(ready, end);
+        installed = std::max(installed, end);
       }
-      for (const auto& ch : prog.chunks)
+      const double ready = std::max(o, installed);
+      for (const auto& ch : prog.chunks) {
         event(drafter_rank(ch.rank), "drafter", "prespec", ch.start_s, ch.dur_s);
+        if (ch.rank == 0) budget.observe_call(static_cast<int32_t>(ch.branches), ch.dur_s);
+      }
+      budget.observe_window(o - verify_from);  // at the outcome's arrival (drafter_actor.cpp)
+      // The push leaves at the install and is the leader's if it is there when the verification
+      // ends; an empty plan pushes nothing.
+      int64_t drafted_now = 0;
+      for (int32_t d = 0; d < nd; ++d) drafted_now += prog.done[d];
+      const bool pushed_in_time =
+          cfg_.ssd.push && drafted_now > 0 &&
+          message(installed, 16.0 + drafted_now * (32.0 + 8.0 * cfg_.work.k), lead, "push") <=
+              vend;
       res_.branches_planned += static_cast<int64_t>(plan.size());
 
       // Look every outcome up in the installed cache.
@@ -465,6 +489,13 @@ class Run {
       double fb = 0;
       const std::vector<int32_t> next = out_.active(round + 1);
       const std::set<int32_t> running(next.begin(), next.end());
+      // The next round waits for no answer when each of its sequences is a pushed hit or a
+      // decode step (remote_decode.cpp, take_pushed); otherwise the answer carries the rest.
+      bool answer_comes = false;
+      for (size_t i = 0; i < act.size(); ++i)
+        if (running.count(act[i]) && out_.k_for(round + 1, act[i]) > 0 &&
+            !(pushed_in_time && *dec[i].hit))
+          answer_comes = true;
       std::erase_if(missed, [&](int32_t s) { return !running.count(s); });
       int32_t k_next = 0;
       for (int32_t s : missed) k_next = std::max(k_next, out_.k_for(round + 1, s));
@@ -487,7 +518,10 @@ class Run {
       send = ready + fb;
       last_fallback = fb;
       drafted = fb > 0 && res_.fallback_primary > fallback_primary_before;
-      arrive = message(send, spec_bytes(next, cfg_.work.k), lead, "speculation");
+      // The lead's next window starts at its answer, or (no answer) at the outcome's arrival.
+      verify_from = answer_comes ? send : o;
+      arrive = answer_comes ? message(send, spec_bytes(next, cfg_.work.k), lead, "speculation")
+                            : vend;
       target_free = vend;
       int64_t emitted = 0;
       for (int32_t a : acc) emitted += a + 1;
@@ -649,10 +683,8 @@ AnalyticEstimate analytic_estimate(const SimConfig& cfg) {
                             draft(cfg.drafter, std::min<double>(cfg.ssd.chunk, branches),
                                   std::min<double>({b, branches, double(cfg.ssd.chunk)})));
   SimConfig tmp = cfg;
-  const int32_t bstar = cfg.ssd.miss == MissChoice::kPrimary   ? 1 << 20
-                        : cfg.ssd.miss == MissChoice::kBackup  ? 0
-                        : cfg.ssd.b_star >= 0                  ? cfg.ssd.b_star
-                                                               : derived_critical_batch(tmp);
+  const MissPolicyOptions mo = miss_policy_options(cfg.ssd.miss, cfg.ssd.b_star);
+  const int32_t bstar = mo.b_star >= 0 ? mo.b_star : derived_critical_batch(tmp);
   const bool primary = b <= bstar;
   const double h = e.hit_rate;
   e.fallback_s = primary ? draft(cfg.drafter, std::max(1.0, b * (1 - h)))

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/saguaro/miss_policy.h"
 #include "topology/sim/acceptance_model.h"
 #include "topology/sim/hw_profile.h"
 #include "topology/sim/model_shape.h"
@@ -40,18 +41,23 @@ struct SimWorkload {
   int32_t k = 4;        // draft tokens per speculation
 };
 
-enum class MissChoice { kAuto, kNotWorse, kPrimary, kBackup };  // --miss-policy
-
 struct SsdPolicy {
   int32_t budget = 8;  // pre-speculated branches per sequence (geometric fan-out over K + 1)
   int32_t chunk = 0;   // branches per draft call; 0 = all in one call (never cut short)
-  MissChoice miss = MissChoice::kAuto;
+  MissChoice miss = MissChoice::kAuto;  // --miss-policy (runtime/saguaro/miss_policy.h)
   int32_t b_star = -1;  // >= 0: fixed critical batch; -1: derived from the simulated costs
   // The runtime's adaptive pre-speculation switch (runtime/saguaro/prespec_switch.h, `ssd bench
   // --prespec-switch auto`): blocks of rounds with pre-speculation on or off, the faster regime
   // kept. false: pre-speculate every round (Saguaro as published). A replayed trace that records
   // each round's regime ("prespec") is followed instead.
   bool adaptive_switch = false;
+  // The lead pushes each round's installed cache to the target leader (PrespecPush), which
+  // verifies a hit at once when the push arrived before its verification ended: a round whose
+  // every sequence is such a hit (or a decode step) waits for no answer (remote_decode.cpp).
+  bool push = true;
+  // One drafter rank drafts only the chunks expected to end before the next outcome arrives
+  // (runtime/saguaro/prespec_budget.h, DrafterActorOptions::fit_window), learnt online.
+  bool fit_window = true;
 };
 
 struct SimConfig {
