@@ -23,6 +23,9 @@ struct CalibrateOptions {
   std::vector<int32_t> ks{2, 4, 7}, batches{1, 4};
   int32_t tokens = 24;  // generated per request in each drafter run
   int32_t branches = 8;  // pre-speculation calls: branches per sequence (0: none timed)
+  // Each drafter's SD run at a (k, batch) is repeated this many times and its times taken as the
+  // median (greedy: every repeat makes the same rounds), so one disturbed run moves nothing.
+  int32_t repeats = 3;
 };
 
 int run_calibrate(const CalibrateOptions& o);

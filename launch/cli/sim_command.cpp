@@ -60,6 +60,7 @@ struct SimArgs {
   std::string calibrate_batch = "1,4";
   int32_t calibrate_tokens = 24;
   int32_t calibrate_branches = 8;
+  int32_t calibrate_repeats = 3;
 
   template <class V>
   void visit(V&& v) {
@@ -100,8 +101,8 @@ struct SimArgs {
       {.min = 1, .max = 1024});
     v(prespec_chunk, "prespec-chunk", "ssd: branches per draft call, cut at the outcome; 0 = one "
                                       "call", {.min = 0, .max = 1 << 20});
-    v(miss_policy, "miss-policy", "ssd: fallback on a miss", {.choices = {"auto", "primary",
-                                                                          "backup"}});
+    v(miss_policy, "miss-policy", "ssd: fallback on a miss", {.choices = {"auto", "not-worse",
+                                                                          "primary", "backup"}});
     v(critical_batch, "critical-batch", "ssd: fixed b* for --miss-policy auto (-1: derived)",
       {.min = -1});
     v(prespec_switch, "prespec-switch", "ssd: on = pre-speculate every round (Saguaro as "
@@ -142,8 +143,12 @@ struct SimArgs {
       {.min = 2, .max = 4096});
     v(calibrate_branches, "calibrate-branches",
       "--calibrate-drafters: also time one pre-speculation call of this many branches per "
-      "sequence at every k and batch (drafters without target features; 0: none)",
+      "sequence at every k and batch (a drafter reading target features gets synthetic ones; "
+      "0: none)",
       {.min = 0, .max = 64});
+    v(calibrate_repeats, "calibrate-repeats",
+      "--calibrate-drafters: runs of each SD configuration, their median times kept",
+      {.min = 1, .max = 16});
   }
 };
 
@@ -193,6 +198,7 @@ int calibrate(const SimArgs& a) {
   o.batches = int_list("calibrate-batch", a.calibrate_batch, 1, 64);
   o.tokens = a.calibrate_tokens;
   o.branches = a.calibrate_branches;
+  o.repeats = a.calibrate_repeats;
   return run_calibrate(o);
 }
 
@@ -239,10 +245,7 @@ sim::SimConfig build_config(const SimArgs& a) {
   c.backup_acc.a = a.backup_accept;
   c.ssd.budget = a.fan_out_budget;
   c.ssd.chunk = a.prespec_chunk;
-  c.ssd.miss = a.miss_policy == "primary" ? sim::MissChoice::kPrimary
-               : a.miss_policy == "backup"    ? sim::MissChoice::kBackup
-               : a.miss_policy == "not-worse" ? sim::MissChoice::kNotWorse
-                                              : sim::MissChoice::kAuto;
+  c.ssd.miss = parse_miss_choice(a.miss_policy);
   c.ssd.b_star = a.critical_batch;
   c.ssd.adaptive_switch = a.prespec_switch == "auto";
   c.seed = a.seed;
