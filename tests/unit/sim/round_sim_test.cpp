@@ -7,26 +7,13 @@
 
 #include "runtime/core/error.h"
 #include "tests/support/temp_dir.h"
+#include "tests/unit/sim/h100_config.h"
 #include "topology/sim/chrome_trace.h"
 #include "topology/sim/round_sim.h"
 #include "topology/sim/roofline.h"
 
 namespace ssd::sim {
 namespace {
-
-SimConfig h100_config() {
-  SimConfig c;
-  c.cluster.target_device = c.cluster.drafter_device = device_preset("h100-sxm");
-  c.cluster.tp = 4;
-  c.cluster.tp_link = c.cluster.drafter_link = link_preset("nvlink4");
-  c.target = model_preset("llama-3.1-70b");
-  c.drafter.shape = model_preset("llama-3.2-1b");
-  c.backup.shape.style = DraftStyle::kLookup;
-  c.work = {.batch = 4, .tokens = 64, .prompt = 100, .k = 4};
-  c.primary.a = 0.75;
-  c.backup_acc.a = 0.2;
-  return c;
-}
 
 TEST(Replay, ReproducesTheRecordedRunsCountsExactly) {
   for (SimMode mode : {SimMode::kSd, SimMode::kSsd}) {

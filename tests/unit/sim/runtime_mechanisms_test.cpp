@@ -9,26 +9,14 @@
 
 #include "runtime/core/error.h"
 #include "tests/support/temp_dir.h"
+#include "tests/unit/sim/h100_config.h"
+#include "topology/sim/branch_plan.h"
 #include "topology/sim/drafter_calibration.h"
 #include "topology/sim/round_sim.h"
 #include "topology/sim/roofline.h"
 
 namespace ssd::sim {
 namespace {
-
-SimConfig h100_config() {
-  SimConfig c;
-  c.cluster.target_device = c.cluster.drafter_device = device_preset("h100-sxm");
-  c.cluster.tp = 4;
-  c.cluster.tp_link = c.cluster.drafter_link = link_preset("nvlink4");
-  c.target = model_preset("llama-3.1-70b");
-  c.drafter.shape = model_preset("llama-3.2-1b");
-  c.backup.shape.style = DraftStyle::kLookup;
-  c.work = {.batch = 4, .tokens = 64, .prompt = 100, .k = 4};
-  c.primary.a = 0.75;
-  c.backup_acc.a = 0.2;
-  return c;
-}
 
 // A trace of `rounds` rounds of `batch` sequences, each accepting all k, every lookup a miss,
 // with the given pre-speculation regime (nullopt: not recorded).
@@ -235,7 +223,8 @@ namespace {
 
 TEST(TargetSwitch, VerificationsAfterADraftPayWhatTheCalibrationMeasured) {
   // Verification forwards timed inside SD runs took 0.5 ms more than the profile's warm forward
-  // of the same rows: the fit says 0.5 ms, and every simulated SD verification pays it.
+  // of the same rows, plus 0.7 ms per sequence beyond the first: the fit finds both, and every
+  // simulated SD verification pays them.
   DeviceProfile dev;
   dev.name = "cpu-like";
   dev.mem_bw_Bps = 15e9;
@@ -243,15 +232,20 @@ TEST(TargetSwitch, VerificationsAfterADraftPayWhatTheCalibrationMeasured) {
   const ModelShape t = model_preset("smollm2-135m");
   const LinkProfile none{"none", 0, 1};
   std::vector<TargetSample> s;
-  for (double rows : {3.0, 5.0, 12.0}) {
-    const double warm =
-        forward_cost(t, dev, 1, none, {.rows = rows, .seqs = 1, .context = 140}).total_s;
-    s.push_back({rows, 1, 140, warm + 0.5e-3});
-  }
-  EXPECT_NEAR(fit_target_switch(t, dev, s), 0.5e-3, 1e-9);
+  for (double seqs : {1.0, 4.0})
+    for (double rows : {3.0, 5.0, 8.0}) {
+      const double warm = forward_cost(t, dev, 1, none,
+                                       {.rows = rows * seqs, .seqs = seqs, .context = 140})
+                              .total_s;
+      s.push_back({rows * seqs, seqs, 140, warm + 0.5e-3 + (seqs - 1) * 0.7e-3});
+    }
+  const VerifyExtra extra = fit_verify_extra(t, dev, s);
+  EXPECT_NEAR(extra.switch_s, 0.5e-3, 1e-9);
+  EXPECT_NEAR(extra.seq_s, 0.7e-3, 1e-9);
   // Faster than warm (noise) gives 0, not a negative cost.
   s = {{3, 1, 140, 1e-6}};
-  EXPECT_EQ(fit_target_switch(t, dev, s), 0);
+  EXPECT_EQ(fit_verify_extra(t, dev, s).switch_s, 0);
+  EXPECT_EQ(fit_verify_extra(t, dev, s).seq_s, 0);
 
   SimConfig c;
   c.cluster.target_device = c.cluster.drafter_device = dev;
@@ -267,6 +261,124 @@ TEST(TargetSwitch, VerificationsAfterADraftPayWhatTheCalibrationMeasured) {
   ASSERT_EQ(cold.rounds, warm.rounds);
   EXPECT_NEAR(cold.target_busy_s - warm.target_busy_s, 0.5e-3 * static_cast<double>(cold.rounds),
               1e-9);
+}
+
+TEST(TargetSwitch, AVerificationOfSeveralSequencesPaysPerSequenceBeyondTheFirst) {
+  // Batch 4: every SD verification pays 3 x target_seq_s more; AR steps pay nothing of it.
+  SimConfig c = h100_config();
+  c.cluster.colocated = true;
+  c.work = {.batch = 4, .tokens = 32, .prompt = 100, .k = 4};
+  const SimResult base_sd = simulate(SimMode::kSd, c), base_ar = simulate(SimMode::kAr, c);
+  c.cluster.target_device.drafter_fits[c.drafter.shape.name] =
+      DrafterFit{.target_seq_s = 0.2e-3};
+  const SimResult sd = simulate(SimMode::kSd, c), ar = simulate(SimMode::kAr, c);
+  ASSERT_EQ(sd.rounds, base_sd.rounds);
+  double extra = 0;  // 3 x 0.2 ms per verification of 4 sequences, less as they finish
+  for (int64_t r = 0; r < sd.rounds; ++r) extra += 0.6e-3;
+  EXPECT_GT(sd.target_busy_s - base_sd.target_busy_s, 0.5 * extra);
+  EXPECT_LE(sd.target_busy_s - base_sd.target_busy_s, extra + 1e-9);
+  EXPECT_DOUBLE_EQ(ar.target_busy_s, base_ar.target_busy_s);
+}
+
+}  // namespace
+}  // namespace ssd::sim
+
+namespace ssd::sim {
+namespace {
+
+// A trace of `rounds` rounds of `batch` sequences, each offered k and accepting `accepted`, every
+// lookup a hit or every one a miss, pre-speculation on.
+std::vector<OutcomeRecord> lookups(int32_t rounds, int32_t batch, int32_t k, int32_t accepted,
+                                   bool hit) {
+  std::vector<OutcomeRecord> t;
+  for (int32_t r = 0; r < rounds; ++r)
+    for (int32_t s = 0; s < batch; ++s) {
+      OutcomeRecord o{.round = r, .seq = s, .k = k, .accepted = accepted, .bonus_rank = 0};
+      if (r + 1 < rounds) o.hit = hit;
+      o.prespec = true;
+      t.push_back(o);
+    }
+  return t;
+}
+
+TEST(Push, AHitPushedBeforeTheVerificationEndsCostsNoRoundTrip) {
+  // Every round hits, and the 1B drafter's branches end well before the 70B verification: with
+  // the push the target waits for no answer after round 0; without it every round waits for the
+  // outcome to reach the drafter and the answer to come back (two link latencies at least).
+  SimConfig c = h100_config();
+  c.cluster.drafter_link = {"slow", 200e-6, 10e9};  // 200 us each way: visible per round
+  const std::vector<OutcomeRecord> t = lookups(20, 2, 4, 4, true);
+  const SimResult pushed = simulate(SimMode::kSsd, c, &t);
+  c.ssd.push = false;
+  const SimResult answered = simulate(SimMode::kSsd, c, &t);
+  ASSERT_EQ(pushed.rounds, answered.rounds);
+  ASSERT_EQ(pushed.hits, answered.hits);
+  EXPECT_GT(answered.target_wait_s - pushed.target_wait_s, 19 * 2 * 200e-6);
+  EXPECT_LT(pushed.seconds, answered.seconds - 19 * 2 * 200e-6);
+}
+
+TEST(Push, AMissStillWaitsForTheAnswer) {
+  // Every lookup misses: the push carries nothing the leader can use, so it changes nothing.
+  SimConfig c = h100_config();
+  const std::vector<OutcomeRecord> t = lookups(12, 2, 4, 1, false);
+  const SimResult on = simulate(SimMode::kSsd, c, &t);
+  c.ssd.push = false;
+  const SimResult off = simulate(SimMode::kSsd, c, &t);
+  EXPECT_NEAR(on.seconds, off.seconds, 1e-12);
+}
+
+TEST(FitWindow, ADrafterSlowerThanTheWindowStopsPreSpeculatingOnceItHasMeasured) {
+  // The 1B drafter on a CPU-class device: one branch costs far more than the 70B verification.
+  // The runtime's budget (prespec_budget.h) drafts the first rounds unmeasured, then nothing;
+  // without it every round's first chunk delays the miss's fallback.
+  SimConfig c = h100_config();
+  c.cluster.drafter_device = device_preset("cpu");
+  c.ssd.chunk = 2;
+  const std::vector<OutcomeRecord> t = lookups(16, 2, 4, 1, false);
+  const SimResult fit = simulate(SimMode::kSsd, c, &t);
+  c.ssd.fit_window = false;
+  const SimResult all = simulate(SimMode::kSsd, c, &t);
+  ASSERT_EQ(fit.rounds, all.rounds);
+  // Unmeasured, the first 3 rounds draft their first chunk (2 branches); then none fits.
+  EXPECT_LE(fit.branches_drafted, 3 * 2 + 2);
+  EXPECT_GE(all.branches_drafted, 15 * 2);
+  EXPECT_LT(fit.seconds, 0.8 * all.seconds);
+}
+
+TEST(FitWindow, EachCallIsSizedToWhatFitsAndNoneWhenNothingDoes) {
+  // run_prespeculation asks the rank's fit before every call: 3 of the 4 wanted, then 1, then 0.
+  std::vector<PlannedBranch> plan(8);
+  std::vector<RankJob> jobs(1);
+  jobs[0].cut_s = 1e300;
+  std::vector<int64_t> asked;
+  int calls = 0;
+  jobs[0].fit = [&](double, int64_t want) -> int64_t {
+    asked.push_back(want);
+    return ++calls == 1 ? 3 : calls == 2 ? 1 : 0;
+  };
+  const DraftProgress p = run_prespeculation(plan, jobs, 4, [](const std::vector<int64_t>& part) {
+    return 1e-3 * static_cast<double>(part.size());
+  });
+  EXPECT_EQ(asked, (std::vector<int64_t>{4, 4, 4}));
+  EXPECT_EQ(p.done[0], 4);
+  ASSERT_EQ(p.chunks.size(), 2u);
+  EXPECT_EQ(p.chunks[0].branches, 3);
+  EXPECT_EQ(p.chunks[1].branches, 1);
+  EXPECT_NEAR(p.end_s[0], 4e-3, 1e-12);
+}
+
+TEST(DecodeSteps, ALookupDrafterRanksADecodeStepSoBranchesFollowIt) {
+  // Every round a decode step (k = 0): a model drafter plans nothing after it, a lookup drafter
+  // ranks the step's token and plans branches after it (ssd_drafter_core.cpp, ranked_decode_step).
+  SimConfig c = h100_config();
+  std::vector<OutcomeRecord> t;
+  for (int32_t r = 0; r < 6; ++r)
+    t.push_back({.round = r, .seq = 0, .k = 0, .accepted = 0, .prespec = true});
+  EXPECT_EQ(simulate(SimMode::kSsd, c, &t).branches_planned, 0);
+  c.drafter.shape = ModelShape{};
+  c.drafter.shape.name = "ngram";
+  c.drafter.shape.style = DraftStyle::kLookup;
+  EXPECT_GT(simulate(SimMode::kSsd, c, &t).branches_planned, 0);
 }
 
 }  // namespace

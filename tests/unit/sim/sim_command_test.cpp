@@ -2,6 +2,8 @@
 // counts, and clear errors with a non-zero exit for impossible configurations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -49,7 +51,7 @@ TEST(SimCommand, RecordsAndReplaysATrace) {
 
 // The default model with the committed Domino and the n-gram drafter (SSD_MODEL; skipped
 // visibly without it): the profile carries a fit per drafter, keyed as --drafter names it, and
-// the verifier's host cost; a simulation with that profile prices Domino's rounds with its fit.
+// the verifier's host cost, Domino's pre-speculation calls timed; a simulation with that profile prices Domino's rounds with its fit.
 TEST(SimCommand, CalibratesDraftersIntoTheProfile) {
   const char* model = std::getenv("SSD_MODEL");
   const char* src = std::getenv("SSD_SOURCE_DIR");
@@ -67,7 +69,12 @@ TEST(SimCommand, CalibratesDraftersIntoTheProfile) {
   ASSERT_TRUE(fits.contains("ngram") && fits.contains("smollm2-domino")) << fits.dump();
   EXPECT_GT(fits["ngram"]["lookup_s"].get<double>() + fits["ngram"]["call_s"].get<double>(), 0);
   EXPECT_GT(fits["smollm2-domino"]["peak_flops"].get<double>(), 0);
-  EXPECT_EQ(j.at("drafter_measurements").at("smollm2-domino").at("runs").size(), 4u);
+  // 4 SD runs (k 2, 4 x batch 1, 2) and, with synthetic target features, 4 branch batches.
+  const auto& runs = j.at("drafter_measurements").at("smollm2-domino").at("runs");
+  EXPECT_EQ(runs.size(), 8u);
+  EXPECT_EQ(std::count_if(runs.begin(), runs.end(),
+                          [](const nlohmann::json& r) { return r.value("branches", 0) > 0; }),
+            4);
   EXPECT_GE(j.at("verify_host_s").get<double>(), 0);
   EXPECT_GE(j.at("verify_host_row_s").get<double>(), 0);
   // The fitted profile against the same profile without the Domino fit: different SD times.

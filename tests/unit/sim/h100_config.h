@@ -1,0 +1,23 @@
+// The simulator tests' shared cluster: the SSD paper's setup (Llama-3.1-70B at TP 4 on H100s over
+// NVLink 4, Llama-3.2-1B drafting on a fifth, an n-gram backup), batch 4, K = 4, a = 0.75.
+#pragma once
+
+#include "topology/sim/sim_config.h"
+
+namespace ssd::sim {
+
+inline SimConfig h100_config() {
+  SimConfig c;
+  c.cluster.target_device = c.cluster.drafter_device = device_preset("h100-sxm");
+  c.cluster.tp = 4;
+  c.cluster.tp_link = c.cluster.drafter_link = link_preset("nvlink4");
+  c.target = model_preset("llama-3.1-70b");
+  c.drafter.shape = model_preset("llama-3.2-1b");
+  c.backup.shape.style = DraftStyle::kLookup;
+  c.work = {.batch = 4, .tokens = 64, .prompt = 100, .k = 4};
+  c.primary.a = 0.75;
+  c.backup_acc.a = 0.2;
+  return c;
+}
+
+}  // namespace ssd::sim
