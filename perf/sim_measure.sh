@@ -20,6 +20,8 @@
 #       [--drafters ngram,domino,model] [--ks 2,4,7,auto] [--batches 1,4] [--chunks 0,2]
 #       [--estimate]
 # --estimate prints the run time estimate and exits. Defaults: 2 reps, 4 prompts, 48 tokens.
+# Reps append: they are numbered after the last rep already in OUT (rep1, rep2, ...), so three
+# calls of --reps 1 give rep1..rep3 and perf/sim_validate.py takes each cell's median over them.
 # Env: SSD_BIN, SSD_MODEL, PROMPTS (default the held-out set), OUT (default perf/out/sim_validate).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,7 +39,7 @@ while (($#)); do
     --batches) BATCHES=$2; shift 2 ;;
     --chunks) CHUNKS=$2; shift 2 ;;
     --estimate) ESTIMATE=1; shift ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown flag '$1' (--help lists them)" ;;
   esac
 done
@@ -110,7 +112,12 @@ run() {  # run LOG cmd...: the command's output to LOG (the load average beside)
   echo "$(basename "$log" .log) $(cut -d' ' -f1-3 /proc/loadavg)" >>"$(dirname "$log")/load.txt"
   "$@" >"$log" 2>&1 || { cat "$log"; echo "sim_measure: failed: $*" >&2; exit 1; }
 }
-for rep in $(seq 1 "$REPS"); do
+last=0   # the highest rep number already in OUT
+for d in "$OUT"/rep*; do
+  n=${d##*/rep}
+  [[ -d $d && $n =~ ^[0-9]+$ ]] && ((n > last)) && last=$n
+done
+for rep in $(seq $((last + 1)) $((last + REPS))); do
   dir=$OUT/rep$rep
   mkdir -p "$dir"
   # The drafters' SD runs generate as many tokens as the measured runs do.
