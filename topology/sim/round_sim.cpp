@@ -158,16 +158,19 @@ class Run {
     return cfg_.cluster.colocated ? 0 : cfg_.cluster.tp + d;
   }
 
-  // One target forward starting at `start`; returns its end. A verification (SD, SSD) pays the
-  // drafter fit's cost per sequence beyond the first (target_seq_s) and, when the drafter drafted
-  // since the previous target forward (`after_draft`), its target_switch_s (cold caches).
+  // One target forward starting at `start`; returns its end. With the drafter in the target's
+  // process (colocated: one set of cores and caches), a verification pays the drafter fit's cost
+  // per sequence beyond the first (target_seq_s) and, when the drafter drafted since the previous
+  // target forward (`after_draft`), its target_switch_s. The calibration measures both in one
+  // process; a target on its own rank verifies on cores the drafter does not touch.
   double target_forward(double start, double rows, double seqs, double context, const char* name,
                         bool verification = false, bool after_draft = false) {
     const SimCluster& c = cfg_.cluster;
     const ForwardCost f = forward_cost(cfg_.target, c.target_device, c.tp, c.tp_link,
                                        {.rows = rows, .seqs = seqs, .context = context});
-    const DrafterFit* fit = verification ? c.target_device.drafter_fit(cfg_.drafter.shape.name)
-                                         : nullptr;
+    const DrafterFit* fit = verification && c.colocated
+                                ? c.target_device.drafter_fit(cfg_.drafter.shape.name)
+                                : nullptr;
     const double host = verify_host_seconds(c.target_device, rows) +
                         (fit && after_draft ? fit->target_switch_s : 0) +
                         (fit ? std::max(0.0, seqs - 1) * fit->target_seq_s : 0);
