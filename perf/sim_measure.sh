@@ -68,8 +68,9 @@ for r in "${RANKS_L[@]}"; do [[ $r == 1 || $r == 2 ]] || die "--ranks: 1 or 2, g
 # The estimate, from the job times of a quiet rep of the whole matrix (the 2-core VM, no other
 # work: 2 min 13 s): ~1 s of start-up per job, tokens at ~250 tok/s at batch 1 and ~500 at
 # batch 4 per mode and configuration (AR, SD and SSD alike; the model drafter's 1.5x slower),
-# and per calibration 2 s for the target + 5 s per drafter (its SD runs at the measured runs'
-# token count, and its pre-speculation calls). A loaded machine takes longer.
+# and per calibration 2 s for the target + 9 s per drafter (its SD runs at the measured runs'
+# token count, each run 3 times, and its pre-speculation calls; a quiet rep took 3 min 11 s).
+# A loaded machine takes longer.
 est=0   # milliseconds
 nd=${#DRAFTERS_L[@]}
 tok_ms() {  # tok_ms BATCH DRAFTER: milliseconds of one configuration's tokens
@@ -78,7 +79,7 @@ tok_ms() {  # tok_ms BATCH DRAFTER: milliseconds of one configuration's tokens
   echo "$ms"
 }
 for r in "${RANKS_L[@]}"; do
-  est=$((est + 2000 + 5000 * nd))   # the calibration at this placement's threads
+  est=$((est + 2000 + 9000 * nd))   # the calibration at this placement's threads
   for b in "${BATCHES_L[@]}"; do
     if [[ $r == 1 ]]; then   # one job per batch: AR, then SD per drafter and k
       est=$((est + 1000 + $(tok_ms "$b" -)))

@@ -11,7 +11,8 @@ that configuration; its predicted tok/s is the replayed tokens over the replayed
 same batches. Each rep's drafter fits are first refitted from the measurements its profile
 stores (`ssd simulate --refit`), so older reps replay under the current fit models. Each
 cell is compared as the median over its measurements (reps, and for 2-rank AR
-every job that ran it).
+every job that ran it): the median measured tok/s against the median predicted (each rep's
+prediction from its own profile). Beside it, every rep alone (its summary and its groups).
 
   perf/sim_validate.py [MEASURED_DIR] [--markdown PATH]
     MEASURED_DIR  default perf/out/sim_validate (perf/sim_measure.sh's output: rep*/)
@@ -85,7 +86,8 @@ def simulate(mode, trace, flags):
 
 
 def cells(meas_dir, tmp):
-    """Yields (cell name, measured tok/s, predicted tok/s) for every configuration of every job."""
+    """Yields (rep, cell name, measured tok/s, predicted tok/s) for every configuration of every
+    job."""
     for path in sorted(glob.glob(os.path.join(meas_dir, "rep*", "r*.json"))):
         job = job_of(path)
         if not job:
@@ -140,7 +142,7 @@ def cells(meas_dir, tmp):
             name += f" b{batch}"
             if mode == "ssd":
                 name += f" chunk{chunk}"
-            yield name, row["decode_tokens_per_s"], tokens / seconds
+            yield os.path.basename(rep_dir), name, row["decode_tokens_per_s"], tokens / seconds
 
 
 def group_of(name):
@@ -149,16 +151,30 @@ def group_of(name):
     return " ".join(words[:4] if words[2] != "ar" else words[:3])
 
 
-def group_lines(errs_by_cell):
-    """Markdown rows: median and worst |error| per group of cells."""
+def groups_of(errs_by_cell):
     groups = {}
     for name, e in errs_by_cell.items():
         groups.setdefault(group_of(name), []).append(abs(e))
-    lines = ["| group | cells | median |error| | worst |error| |", "|---|---|---|---|"]
+    return groups
+
+
+def med_worst(v):
+    return f"{100 * statistics.median(v):.1f}% / {100 * max(v):.1f}%"
+
+
+def group_lines(errs_by_cell, per_rep):
+    """Markdown rows: median / worst |error| per group of cells, over the per-cell medians of the
+    reps and in each rep alone."""
+    groups = groups_of(errs_by_cell)
+    reps = sorted(per_rep, key=lambda r: (len(r), r))
+    rep_groups = {r: groups_of(per_rep[r]) for r in reps}
+    lines = ["| group | cells | median of reps: median / worst |error| | " +
+             " | ".join(f"{r} alone" for r in reps) + " |",
+             "|---|---|---|" + "---|" * len(reps)]
     for g in sorted(groups):
         v = groups[g]
-        lines.append(f"| {g} | {len(v)} | {100 * statistics.median(v):.1f}% | "
-                     f"{100 * max(v):.1f}% |")
+        cols = [med_worst(rep_groups[r][g]) if g in rep_groups[r] else "-" for r in reps]
+        lines.append(f"| {g} | {len(v)} | {med_worst(v)} | " + " | ".join(cols) + " |")
     return lines
 
 
@@ -180,9 +196,17 @@ def main():
     if not glob.glob(os.path.join(a.meas_dir, "rep*", "r*.json")):
         sys.exit(f"sim_validate: no measurements in {a.meas_dir} (run perf/sim_measure.sh)")
     res = {}
+    per_rep = {}  # rep -> cell -> [(measured, predicted)]
     with tempfile.TemporaryDirectory() as tmp:
-        for name, meas, pred in cells(a.meas_dir, tmp):
+        for rep, name, meas, pred in cells(a.meas_dir, tmp):
             res.setdefault(name, []).append((meas, pred))
+            per_rep.setdefault(rep, {}).setdefault(name, []).append((meas, pred))
+    rep_errs = {}
+    for rep, cs in per_rep.items():
+        rep_errs[rep] = {}
+        for name, v in cs.items():
+            mm = statistics.median(x[0] for x in v)
+            rep_errs[rep][name] = (statistics.median(x[1] for x in v) - mm) / mm
     lines = ["| cell | measured tok/s, median (min..max) | predicted tok/s | error |",
              "|---|---|---|---|"]
     errs = []
@@ -198,8 +222,12 @@ def main():
     lines.append("")
     lines.append(f"{len(errs)} cells: median |error| {100 * statistics.median(errs):.1f}%, "
                  f"worst {100 * max(errs):.1f}% (targets: median <= 10%, worst <= 25%)")
+    for rep in sorted(rep_errs, key=lambda r: (len(r), r)):
+        e = [abs(x) for x in rep_errs[rep].values()]
+        lines.append(f"{rep} alone: {len(e)} cells, median |error| "
+                     f"{100 * statistics.median(e):.1f}%, worst {100 * max(e):.1f}%  ")
     lines.append("")
-    lines += group_lines(by_cell)
+    lines += group_lines(by_cell, rep_errs)
     lines.append("")
     lr = load_range(a.meas_dir)
     if lr:
