@@ -168,7 +168,7 @@ def group_lines(errs_by_cell, per_rep):
     groups = groups_of(errs_by_cell)
     reps = sorted(per_rep, key=lambda r: (len(r), r))
     rep_groups = {r: groups_of(per_rep[r]) for r in reps}
-    lines = ["| group | cells | median of reps: median / worst |error| | " +
+    lines = ["| group | cells | median of reps: median / worst abs. error | " +
              " | ".join(f"{r} alone" for r in reps) + " |",
              "|---|---|---|" + "---|" * len(reps)]
     for g in sorted(groups):

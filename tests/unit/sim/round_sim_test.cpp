@@ -7,7 +7,7 @@
 
 #include "runtime/core/error.h"
 #include "tests/support/temp_dir.h"
-#include "tests/unit/sim/h100_config.h"
+#include "tests/unit/sim/sim_test_configs.h"
 #include "topology/sim/chrome_trace.h"
 #include "topology/sim/round_sim.h"
 #include "topology/sim/roofline.h"

@@ -9,7 +9,7 @@
 
 #include "runtime/core/error.h"
 #include "tests/support/temp_dir.h"
-#include "tests/unit/sim/h100_config.h"
+#include "tests/unit/sim/sim_test_configs.h"
 #include "topology/sim/branch_plan.h"
 #include "topology/sim/drafter_calibration.h"
 #include "topology/sim/round_sim.h"
@@ -158,10 +158,7 @@ TEST(BranchBatch, ABatchOfBranchesCostsLessThanSingleDrafts) {
 TEST(BranchBatch, CalibrationSamplesOfBranchBatchesAreFittedWithTheSdRounds) {
   // Samples of SD rounds (a few rows per forward) and of pre-speculation calls (8 branches per
   // sequence) from one known fit: the fit reproduces both within 3%.
-  DeviceProfile dev;
-  dev.name = "cpu-like";
-  dev.mem_bw_Bps = 15e9;
-  dev.peak_flops = {{"bf16", 200e9}};
+  const DeviceProfile dev = cpu_like_device();
   SimDrafter m{model_preset("smollm2-135m")};
   DeviceProfile truth = dev;
   truth.drafter_fits["smollm2-135m"] =
@@ -185,10 +182,7 @@ TEST(LazyStart, TheCatchUpOnThePromptIsNotFoldedIntoThePerCallCost) {
   // A model drafter takes in the prompt in its first call; a calibration run of 8 rounds carries
   // that forward in its timed drafting. Fitted with the start, the per-call cost comes back as
   // the truth's; fitted as if there were none, it is inflated.
-  DeviceProfile dev;
-  dev.name = "cpu-like";
-  dev.mem_bw_Bps = 15e9;
-  dev.peak_flops = {{"bf16", 200e9}};
+  const DeviceProfile dev = cpu_like_device();
   SimDrafter m{model_preset("smollm2-135m")};
   DeviceProfile truth = dev;
   truth.drafter_fits["smollm2-135m"] =
@@ -225,10 +219,7 @@ TEST(TargetSwitch, VerificationsAfterADraftPayWhatTheCalibrationMeasured) {
   // Verification forwards timed inside SD runs took 0.5 ms more than the profile's warm forward
   // of the same rows, plus 0.7 ms per sequence beyond the first: the fit finds both, and every
   // simulated SD verification pays them.
-  DeviceProfile dev;
-  dev.name = "cpu-like";
-  dev.mem_bw_Bps = 15e9;
-  dev.peak_flops = {{"bf16", 200e9}};
+  const DeviceProfile dev = cpu_like_device();
   const ModelShape t = model_preset("smollm2-135m");
   const LinkProfile none{"none", 0, 1};
   std::vector<TargetSample> s;

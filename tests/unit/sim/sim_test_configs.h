@@ -1,5 +1,7 @@
-// The simulator tests' shared cluster: the SSD paper's setup (Llama-3.1-70B at TP 4 on H100s over
-// NVLink 4, Llama-3.2-1B drafting on a fifth, an n-gram backup), batch 4, K = 4, a = 0.75.
+// The simulator tests' shared configurations: h100_config(), the SSD paper's setup (Llama-3.1-70B
+// at TP 4 on H100s over NVLink 4, Llama-3.2-1B drafting on a fifth, an n-gram backup), batch 4,
+// K = 4, a = 0.75; cpu_like_device(), a bare CPU-class device (15 GB/s, 200 GFLOP/s, no fixed
+// costs) for the calibration tests.
 #pragma once
 
 #include "topology/sim/sim_config.h"
@@ -18,6 +20,14 @@ inline SimConfig h100_config() {
   c.primary.a = 0.75;
   c.backup_acc.a = 0.2;
   return c;
+}
+
+inline DeviceProfile cpu_like_device() {
+  DeviceProfile d;
+  d.name = "cpu-like";
+  d.mem_bw_Bps = 15e9;
+  d.peak_flops = {{"bf16", 200e9}};
+  return d;
 }
 
 }  // namespace ssd::sim
