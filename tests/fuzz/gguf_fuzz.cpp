@@ -2,7 +2,7 @@
 // (compiled in) turn an out-of-bounds read, overflow or leak into a crash that libFuzzer saves.
 //
 // Built only with clang and -DSSD_FUZZ=ON. To run (one process; the machine is shared):
-//   CC=clang CXX=clang++ cmake -S /work/main -B /tmp/build-fuzz -G Ninja -DSSD_CUDA=OFF -DSSD_FUZZ=ON
+//   CC=clang CXX=clang++ cmake -S . -B /tmp/build-fuzz -G Ninja -DSSD_CUDA=OFF -DSSD_FUZZ=ON
 //   cmake --build /tmp/build-fuzz --target ssd_fuzz_gguf
 //   mkdir -p /tmp/gguf-corpus
 //   /tmp/build-fuzz/bin/ssd_fuzz_gguf /tmp/gguf-corpus -max_len=4096 -max_total_time=300
