@@ -22,6 +22,12 @@ double AcceptanceParams::at(int32_t position) const {
   return per_position[std::min(i, per_position.size() - 1)];
 }
 
+double AcceptanceParams::mean(int32_t k) const {
+  double s = 0;
+  for (int32_t i = 1; i <= k; ++i) s += at(i);
+  return k > 0 ? s / k : a;
+}
+
 std::vector<double> AcceptanceParams::outcome_probs(int32_t k) const {
   std::vector<double> p(static_cast<size_t>(k) + 1);
   double reach = 1;  // P(the first i tokens were accepted)

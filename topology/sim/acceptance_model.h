@@ -31,6 +31,7 @@ struct AcceptanceParams {
   // Throws ssd::Error naming the parameter when it is outside [0, 1] (a, m1) or r <= 0.
   void validate() const;
   double at(int32_t position) const;  // a_position, 1-based
+  double mean(int32_t k) const;       // (a_1 + ... + a_k) / k; a at k = 0
   // [K + 1] P(k) for a speculation of K tokens.
   std::vector<double> outcome_probs(int32_t k) const;
   // Expected tokens per round, bonus included: sum_k (k + 1) P(k).

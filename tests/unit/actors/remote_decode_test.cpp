@@ -52,6 +52,12 @@ Split run_split(World& w, Drafter& primary, std::span<const GenerationRequest> r
   return out;
 }
 
+// What every mode must equal: the target alone decoding `reqs` (AR, batched).
+std::vector<GenerationResult> ar_of(World& w, std::span<const GenerationRequest> reqs) {
+  LocalTarget target(*w.engine->model, *w.engine->kv);
+  return generate_ar_batch(target, reqs);
+}
+
 SsdDrafterOptions options(int32_t k, const SamplerConfig& s = {}) {
   SsdDrafterOptions o;
   o.k = k;
@@ -65,8 +71,7 @@ class RemoteDecodeBatch : public ::testing::TestWithParam<size_t> {};
 TEST_P(RemoteDecodeBatch, GreedySsdAndSdEqualArWithSelfDraft) {
   World w;
   const auto reqs = requests(GetParam());
-  LocalTarget target(*w.engine->model, *w.engine->kv);
-  const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+  const std::vector<GenerationResult> ar = ar_of(w, reqs);
   auto primary = w.self_drafter();
   const Split s = run_split(w, *primary, reqs, 3, options(3));
   for (size_t i = 0; i < reqs.size(); ++i) {
@@ -90,8 +95,7 @@ INSTANTIATE_TEST_SUITE_P(Batches, RemoteDecodeBatch, ::testing::Values(1, 3, 4))
 TEST(RemoteDecode, PushedHitsStayExactAndAreCounted) {
   World w;
   const auto reqs = requests(3);
-  LocalTarget target(*w.engine->model, *w.engine->kv);
-  const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+  const std::vector<GenerationResult> ar = ar_of(w, reqs);
   auto primary = w.self_drafter();
   const Split on = run_split(w, *primary, reqs, 3, options(3), false, {}, {}, true);
   const Split off = run_split(w, *primary, reqs, 3, options(3), false, {}, {}, false);
@@ -110,8 +114,7 @@ TEST(RemoteDecode, PushedHitsStayExactAndAreCounted) {
 TEST(RemoteDecode, GreedyNgramWithListFanOutEqualsAr) {
   World w;
   const auto reqs = requests(2);
-  LocalTarget target(*w.engine->model, *w.engine->kv);
-  const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+  const std::vector<GenerationResult> ar = ar_of(w, reqs);
   NgramDrafter primary(NgramOptions{});
   SsdDrafterOptions o = options(4);
   o.fan_out.mode = FanOutMode::kLists;
@@ -126,8 +129,7 @@ TEST(RemoteDecode, GreedyNgramWithListFanOutEqualsAr) {
 TEST(RemoteDecode, KAutoEqualsArAndCountsEveryChoice) {
   World w;
   const auto reqs = requests(3);
-  LocalTarget target(*w.engine->model, *w.engine->kv);
-  const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+  const std::vector<GenerationResult> ar = ar_of(w, reqs);
   auto primary = w.self_drafter();
   const Split s = run_split(w, *primary, reqs, 4, options(4), /*auto_k=*/true);
   for (size_t i = 0; i < reqs.size(); ++i) {
@@ -240,8 +242,7 @@ TEST_P(RemoteDecodeExact, SsdDrawsWhatSdDrawsAndGreedyEqualsAr) {
   s.temperature = c.temperature;
   s.seed = c.seed;
   const auto reqs = requests(3, s);
-  LocalTarget target(*w.engine->model, *w.engine->kv);
-  const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+  const std::vector<GenerationResult> ar = ar_of(w, reqs);
   auto primary = w.self_drafter();
   SsdDrafterOptions o = options(3, s);
   o.miss.b_star = 1024;
@@ -294,8 +295,7 @@ class SlowBranches : public Drafter {
 TEST(RemoteDecode, CutShortPreSpeculationStaysExactAndIsCounted) {
   World w;
   const auto reqs = requests(2);
-  LocalTarget target(*w.engine->model, *w.engine->kv);
-  const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+  const std::vector<GenerationResult> ar = ar_of(w, reqs);
   auto self = w.self_drafter();
   SlowBranches slow(*self, std::chrono::milliseconds(15));
   SsdDrafterOptions o = options(3);
