@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/core/error.h"
+#include "runtime/core/median.h"
 
 namespace ssd {
 
@@ -135,11 +136,7 @@ MissCosts MissPolicy::costs() const {
   c.draft_s1 = draft_.slope();
   c.verify_s0 = verify_.intercept();
   c.verify_s1 = verify_.slope();
-  if (!overheads_.empty()) {
-    std::vector<double> v(overheads_.begin(), overheads_.end());
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    c.round_s = v[v.size() / 2];
-  }
+  c.round_s = median(std::vector<double>(overheads_.begin(), overheads_.end()));
   c.accept_primary =
       rounds_primary_ == 0 ? 1.0 : 1.0 + static_cast<double>(accepted_primary_) / rounds_primary_;
   c.accept_backup = rounds_backup_ == 0

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "runtime/core/error.h"
+#include "runtime/core/median.h"
 
 namespace ssd {
 
@@ -23,13 +24,7 @@ void PrespecSwitch::observe_round(int64_t tokens, double seconds) {
 
 double PrespecSwitch::rate(bool on) const {
   const std::deque<double>& r = rates_[on ? 1 : 0];
-  if (r.empty()) return 0;
-  std::vector<double> v(r.begin(), r.end());
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  const double hi = v[v.size() / 2];
-  if (v.size() % 2 == 1) return hi;
-  const double lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2));
-  return (lo + hi) / 2;
+  return median(std::vector<double>(r.begin(), r.end()));
 }
 
 void PrespecSwitch::next_block() {

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "runtime/core/error.h"
+#include "runtime/core/median.h"
 
 namespace ssd {
 
@@ -32,14 +33,7 @@ void CostLine::observe(int64_t x, double seconds) {
   ++n_;
 }
 
-double CostLine::Point::median() const {
-  std::vector<double> v = latest;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  if (v.size() % 2 == 1) return v[mid];
-  const double hi = v[mid];
-  return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + hi) / 2;
-}
+double CostLine::Point::median() const { return ssd::median(latest); }
 
 int32_t CostLine::distinct_positive() const {
   int32_t n = 0;
