@@ -23,6 +23,7 @@ struct DistributedConfig {
   float saguaro_c = 1;
   std::string miss_policy = "auto";
   std::string backup = "ngram";  // the backup speculator: ngram | suffix
+  std::string miss_at = "leader";  // leader | drafter: who drafts a miss answered by a lookup
   std::optional<int32_t> critical_batch;
   std::string prespec_chunk = "auto";
   std::string prespec_switch = "auto";  // auto: PrespecSwitch decides by measurement; on: always

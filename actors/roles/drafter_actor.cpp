@@ -266,9 +266,18 @@ class DrafterActor {
       if (misses > 0) trace::instant("cache miss", "cache", m.round, misses);
     }
     // The leader already holds the speculations it found pushed (PrespecPush): they must be this
-    // core's cache hits too, and get no entry in the answer.
+    // core's cache hits too, and get no entry in the answer; nor do those it drafted itself
+    // (SeqOutcome::leader_drafted), which the core adopted.
     std::vector<int32_t> pushed;
     for (size_t i = 0; i < m.seqs.size(); ++i) {
+      if (m.seqs[i].leader_drafted) {
+        SSD_CHECK(prespeculate_,
+                  "drafter lead: the target drafted sequence {}'s speculation in round {} of an "
+                  "sd batch",
+                  m.seqs[i].seq, m.round);
+        pushed.push_back(m.seqs[i].seq);
+        continue;
+      }
       if (!m.seqs[i].pushed) continue;
       SSD_CHECK(push_ && next[i].source == SpecSource::kCache,
                 "drafter lead: the target verifies a pushed speculation for sequence {} in round "
@@ -303,6 +312,11 @@ class DrafterActor {
     std::erase_if(msg.seqs, [&](const SeqSpeculation& w) {
       return std::find(pushed.begin(), pushed.end(), w.seq) != pushed.end();
     });
+    // How the next misses would be answered (the leader may draft lookups itself): told with the
+    // answer, else with the round's pushes, else, when it changed, in a push of no entries.
+    if (prespeculate_ && layout_.is_drafter_lead())
+      miss_lookup_ = static_cast<uint8_t>(core_->miss_lookup(static_cast<int32_t>(next.size())));
+    msg.miss_lookup = miss_lookup_;
     if (!msg.seqs.empty()) world_.send(layout_.target_leader(), msg);
     if (layout_.is_drafter_lead()) {
       idle_since_us_ = trace::active() ? trace::now_us() : 0;
@@ -312,11 +326,21 @@ class DrafterActor {
     }
     const bool drafts = std::any_of(next.begin(), next.end(),
                                     [](const Speculation& s) { return s.plannable(); });
-    if (!prespeculate_ || next.empty()) return;
     // Nothing is pre-speculated after an unranked decode step, nor in a round the leader turned
-    // it off for;
-    // with other drafter ranks the work still goes out, since they commit the outcomes from it.
-    if ((!drafts || !outcome.prespeculate) && n_drafters_ == 1) return;
+    // it off for; with other drafter ranks the work still goes out, since they commit the
+    // outcomes from it.
+    const bool job = prespeculate_ && !next.empty() &&
+                     ((drafts && outcome.prespeculate) || n_drafters_ > 1);
+    if (!msg.seqs.empty() || (job && push_)) {
+      miss_lookup_sent_ = miss_lookup_;
+    } else if (prespeculate_ && layout_.is_drafter_lead() && miss_lookup_ != miss_lookup_sent_) {
+      PrespecPush notice;
+      notice.round = round;
+      notice.miss_lookup = miss_lookup_;
+      world_.send(layout_.target_leader(), notice);
+      miss_lookup_sent_ = miss_lookup_;
+    }
+    if (!job) return;
     if (n_drafters_ > 1) {
       PrespecWork w = prespec_work(round, outcome, next);
       for (int r : layout_.drafter_ranks())
@@ -362,7 +386,7 @@ class DrafterActor {
     const double deadline = verify_from_ + budget_.window();
     loop_.submit(
         [this, mine, entries, seconds, calls, chunk, gate, deadline, budget = budget_,
-         round = round_, push = push_ && layout_.is_drafter_lead()] {
+         round = round_, push = push_ && layout_.is_drafter_lead(), lookup = miss_lookup_] {
           trace::set_track("drafter compute");
           trace::set_round(round);
           // Likeliest branches first (plan_branches' order); between chunks, stop once the
@@ -384,7 +408,7 @@ class DrafterActor {
             const double tc = monotonic_seconds();
             std::vector<CacheEntry> part = core_->draft_branches(todo.subspan(at, n));
             calls->emplace_back(static_cast<int32_t>(n), monotonic_seconds() - tc);
-            if (push) push_chunk(prespec_push(round, part));
+            if (push) push_chunk(prespec_push(round, part), lookup);
             std::move(part.begin(), part.end(), std::back_inserter(*entries));
             at += n;
           }
@@ -417,7 +441,8 @@ class DrafterActor {
   // once, from the loop thread (the transport's), rather than with the last chunk: a
   // pre-speculation longer than the verification still lands its likeliest branches in time.
   // Every entry pushed is installed: the job's entries are all of its chunks.
-  void push_chunk(PrespecPush push) {
+  void push_chunk(PrespecPush push, uint8_t miss_lookup) {
+    push.miss_lookup = miss_lookup;
     loop_.post([this, push = std::move(push)] { world_.send(layout_.target_leader(), push); });
   }
 
@@ -426,7 +451,11 @@ class DrafterActor {
     SSD_CHECK(s.round == round_ && shares_missing_ > 0,
               "drafter lead: a pre-speculation share for round {} from rank {} while at round {}",
               s.round, s.from_rank, round_);
-    if (push_) world_.send(layout_.target_leader(), prespec_push(round_, s.entries));
+    if (push_) {
+      PrespecPush p = prespec_push(round_, s.entries);
+      p.miss_lookup = miss_lookup_;
+      world_.send(layout_.target_leader(), p);
+    }
     for (auto& e : s.entries) merged_.push_back(std::move(e));
     --shares_missing_;
     maybe_install();
@@ -446,6 +475,9 @@ class DrafterActor {
   SsdDrafterCore* core_ = &ssd_core_;  // the core of the batch in progress
   bool prespeculate_ = true;
   bool push_ = false;  // the lead: the leader asked for the cache (StartSeqs::push)
+  // The lead: how a miss would be answered now (MissLookup, as of the latest answer), and as the
+  // leader last heard it.
+  uint8_t miss_lookup_ = 0, miss_lookup_sent_ = 0;
   PrespecBudget budget_;     // the lead: what pre-speculation fits before the next outcome
   // The lead: when the target began verifying the round it just answered (0: none pending), and
   // the arrival times of the outcomes queued, the one being answered.

@@ -52,6 +52,15 @@ std::vector<RoundOutcome> to_round_outcomes(const std::vector<SeqOutcome>& seqs,
     o.features_from = seqs[i].feature_from;
     o.feature_rows = seqs[i].feature_rows;
     o.feature_dim = dim;
+    if (seqs[i].leader_drafted) {  // checked on decoding (protocol.cpp) and by the core
+      const SeqSpeculation& d = seqs[i].drafted;
+      Speculation g;
+      g.seq = d.seq;
+      g.source = static_cast<SpecSource>(d.source);
+      g.tokens = d.tokens;
+      g.q = d.q;
+      o.given = std::move(g);
+    }
     out.push_back(std::move(o));
   }
   return out;

@@ -91,6 +91,16 @@ std::unique_ptr<Drafter> make_backup(const JobSpec& spec) {
   return std::make_unique<NgramDrafter>(NgramOptions{});
 }
 
+// --miss-at leader: the leader's copies of the drafter rank's lookup drafters (leader_lookup.h):
+// its primary when that is a lookup (built as the drafter rank builds it), and its backup.
+std::unique_ptr<LeaderLookup> make_leader_lookup(const JobSpec& spec, ModelSession& session) {
+  const DrafterSpec d = parse_drafter_spec(spec.drafter);
+  std::unique_ptr<Drafter> primary;
+  if (d.kind == "ngram" || d.kind == "suffix")
+    primary = make_drafter(d, session, spec.drafter_options);
+  return std::make_unique<LeaderLookup>(std::move(primary), make_backup(spec));
+}
+
 }  // namespace
 
 int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec) {
@@ -190,6 +200,7 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
                                                   .adaptive = spec.dist.prespec_switch == "auto" &&
                                                               targets_share_cores_with_drafters(
                                                                   cluster.rank_places(), layout)});
+    if (spec.dist.miss_at == "leader") remote_->set_leader_lookup(make_leader_lookup(spec, session));
     remote_->set_loss_policy(loss_policy_);
     remote_->set_faults(&cluster.faults());
     heartbeat_ = std::make_unique<HeartbeatSender>(world, layout.drafter_lead(),

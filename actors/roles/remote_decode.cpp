@@ -101,6 +101,7 @@ void RemoteDecoder::keep_push(const Envelope& env) {
   SSD_CHECK(env.peer == layout_.drafter_lead(), "target leader: a PrespecPush from rank {}",
             env.peer);
   PrespecPush p = decode<PrespecPush>(env);
+  miss_lookup_ = static_cast<MissLookup>(p.miss_lookup);
   if (push_ && p.round == push_->round) {
     std::move(p.entries.begin(), p.entries.end(), std::back_inserter(push_->entries));
     return;
@@ -143,8 +144,9 @@ struct RemoteDecoder::Run {
     int32_t id = 0;  // the drafter's sequence id (unique over the job)
     int32_t root = 0, root_pos = 0;
     bool running = false;
-    // ssd: next round's speculation, taken from the drafter's push when the outcome hit it
-    std::optional<SeqSpeculation> pushed;
+    // ssd: next round's speculation when it is here before the answer: taken from the drafter's
+    // push when the outcome hit it, or drafted by the leader (--miss-at leader)
+    std::optional<SeqSpeculation> ready;
   };
   Run(TargetModel& target, std::span<const GenerationRequest> r, const BatchTokenCallback& cb,
       std::vector<SpecLengthController*> lens, int32_t k_max)
@@ -245,6 +247,7 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
   start.memory_scope = run.memory_scope;
   start.push = prespeculate && push_enabled_;
   push_.reset();
+  if (lookup_) lookup_->set_memory_scope(run.memory_scope);
   for (size_t i = 0; i < run.reqs.size(); ++i) {
     const GenerationRequest& req = run.reqs[i];
     Watchdog::Scope scope(dog_, fmt::format("prefilling request {}", i), step_s_);
@@ -267,6 +270,7 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
       run.tseqs.release(s.kv);
       continue;
     }
+    if (lookup_) lookup_->start(s.id, req.prompt, std::span<const int32_t>(&s.root, 1));
     start.seqs.push_back(s.id);
     start.prompts.push_back(req.prompt);
     start.emitted.push_back({s.root});
@@ -293,8 +297,8 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
     Run::Seq& s = run.seqs[i];
     if (!s.running) continue;
     specs.ask(s.id, run.chosen[i]);
-    if (s.pushed && run.chosen[i] > 0) specs.give(s.id, std::move(*s.pushed));
-    s.pushed.reset();
+    if (s.ready && run.chosen[i] > 0) specs.give(s.id, std::move(*s.ready));
+    s.ready.reset();
   }
   // Decode steps and pushed hits alone: no answer comes, the round starts at once (the tokens
   // asked cost no wait: the policy's draft cost).
@@ -302,6 +306,7 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
     run.length().observe_draft(specs.asked(), 0.0);
     return;
   }
+  ++run.out.split.rounds_waited;
   const double tw = monotonic_seconds();
   trace::Span wait("wait for speculation", "target", round,
                    std::count_if(run.seqs.begin(), run.seqs.end(),
@@ -325,7 +330,9 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
   const double wait_dt = monotonic_seconds() - tw;
   run.out.split.target_wait_s += wait_dt;
   run.length().observe_draft(specs.asked(), wait_dt);
-  specs.take(decode<SpeculationMsg>(*got));
+  SpeculationMsg answer = decode<SpeculationMsg>(*got);
+  miss_lookup_ = static_cast<MissLookup>(answer.miss_lookup);
+  specs.take(std::move(answer));
 }
 
 // The verification input of active sequence i: its speculation cut to the length asked for it
@@ -418,6 +425,7 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
   for (size_t j = 0; j < still.size(); ++j) outcome.seqs[j].next_k = run.chosen[still[j]];
   if (loss_) return;  // nobody to tell
   take_pushed(run, round, still, outcome);
+  draft_misses(run, still, outcome);
   if (!finished.seqs.empty()) send_drafter_lead(finished);
   if (!outcome.seqs.empty())
     send_drafter_lead(outcome, std::as_bytes(std::span<const float>(round_features)));
@@ -439,10 +447,32 @@ void RemoteDecoder::take_pushed(Run& run, int64_t round, const std::vector<size_
     const PushedSpec* e = find_pushed(round, o.seq, o.accepted, o.emitted.back());
 
     if (!e) continue;
-    run.seqs[i].pushed =
+    run.seqs[i].ready =
         SeqSpeculation{o.seq, static_cast<uint8_t>(SpecSource::kCache), e->tokens, e->q};
     o.pushed = true;
     ++run.out.split.pushed;
+  }
+}
+
+// A miss the drafter would answer with a lookup costs it microseconds and the leader a round
+// trip: drafted here instead (leader_lookup.h), with the copy of the lookup the drafter named,
+// and sent with the outcome so the drafter adopts it and pre-speculates after it.
+void RemoteDecoder::draft_misses(Run& run, const std::vector<size_t>& still, Outcome& outcome) {
+  if (!run.prespeculate || !lookup_ || !lookup_->can_draft(miss_lookup_)) return;
+  for (size_t j = 0; j < still.size(); ++j) {
+    const size_t i = still[j];
+    Run::Seq& s = run.seqs[i];
+    SeqOutcome& o = outcome.seqs[j];
+    if (run.chosen[i] == 0 || s.ready) continue;  // a decode step, or a pushed hit
+    const GenerationRequest& req = run.reqs[i];
+    std::optional<SeqSpeculation> d =
+        lookup_->draft(miss_lookup_, s.id, run.chosen[i], req.sampler, req.stream,
+                       static_cast<uint32_t>(run.out.gen[i].tokens.size()));
+    if (!d) continue;
+    o.leader_drafted = true;
+    o.drafted = *d;
+    s.ready = std::move(*d);
+    ++run.out.split.leader_drafted;
   }
 }
 
@@ -478,8 +508,10 @@ std::optional<SeqOutcome> RemoteDecoder::apply_verification(Run& run, size_t i,
   s.root_pos += accepted + 1;
   if (!running) {
     run.finish(i);
+    if (lookup_) lookup_->finish(s.id);  // as the drafter's: without the round's tokens
     return std::nullopt;
   }
+  if (lookup_) lookup_->commit(s.id, o.emitted);
   return o;
 }
 
@@ -515,6 +547,8 @@ void SplitFigures::add(const SplitFigures& o) {
   decode_steps += o.decode_steps;
   rounds_prespec_off += o.rounds_prespec_off;
   pushed += o.pushed;
+  leader_drafted += o.leader_drafted;
+  rounds_waited += o.rounds_waited;
   // The drafter's counters and times add up; its plan (fan-out, b*) is the later one's.
   const DrafterStatsMsg before = drafter;
   drafter = o.drafter;

@@ -43,6 +43,7 @@
 
 #include "actors/roles/drafter_loss.h"
 #include "actors/roles/fault_injection.h"
+#include "actors/roles/leader_lookup.h"
 #include "actors/transport/protocol.h"
 #include "actors/transport/rank_layout.h"
 #include "actors/transport/transport.h"
@@ -67,6 +68,9 @@ struct SplitFigures {
   int64_t decode_steps = 0;
   int64_t rounds_prespec_off = 0;  // ssd: rounds whose outcome turned pre-speculation off
   int64_t pushed = 0;  // ssd: hits taken from the drafter's push (no wait for an answer)
+  // ssd, --miss-at leader: misses the leader drafted itself (leader_lookup.h; no wait either)
+  int64_t leader_drafted = 0;
+  int64_t rounds_waited = 0;  // rounds whose speculations waited for the drafter's answer
   DrafterStatsMsg drafter;      // the drafter lead's figures over the run (busy time, fan-out)
 
   double hit_rate() const { return hits + misses ? double(hits) / (hits + misses) : 0.0; }
@@ -132,6 +136,10 @@ class RemoteDecoder {
   // ssd: ask the drafter to push each pre-speculation (PrespecPush) and take hits from it
   // (default on); off: every speculation comes in the drafter's answer.
   void set_push(bool on) { push_enabled_ = on; }
+  // ssd, --miss-at leader: draft the misses the drafter would answer with a lookup here, with
+  // these copies of its lookup drafters (leader_lookup.h); null (the default): --miss-at drafter.
+  // Set before the first run(): the copies must see every sequence the drafter rank sees.
+  void set_leader_lookup(std::unique_ptr<LeaderLookup> lookup) { lookup_ = std::move(lookup); }
 
  private:
   struct Run;  // one run's requests, results and sequences (remote_decode.cpp)
@@ -149,6 +157,9 @@ class RemoteDecoder {
   void poll_pushes();
   const PushedSpec* find_pushed(int64_t round, int32_t seq, int32_t k, int32_t bonus) const;
   void take_pushed(Run& run, int64_t round, const std::vector<size_t>& still, Outcome& outcome);
+  // --miss-at leader: the outcomes of `still` not answered by a push, drafted here when the
+  // drafter answers misses with a lookup (miss_lookup_).
+  void draft_misses(Run& run, const std::vector<size_t>& still, Outcome& outcome);
   void lose_drafter(const DrafterLost& e, int64_t round);  // records and prints the loss, once
   template <class T> void send_drafter_lead(const T& msg, std::span<const std::byte> bulk = {});
 
@@ -170,6 +181,8 @@ class RemoteDecoder {
   const FaultInjector* faults_ = nullptr;
   bool push_enabled_ = true;
   std::optional<PrespecPush> push_;  // the latest pre-speculation the drafter pushed
+  std::unique_ptr<LeaderLookup> lookup_;           // --miss-at leader; null: drafter
+  MissLookup miss_lookup_ = MissLookup::kNone;     // as the drafter last said
   std::deque<Envelope> held_;        // messages read while looking for a push, not yet received
 };
 

@@ -48,6 +48,30 @@ std::string kind_name(MsgKind kind) {
 
 bool is_known_kind(uint16_t value) { return known_name(static_cast<MsgKind>(value)) != nullptr; }
 
+// A leader-drafted speculation travels inside the outcome; what the drafter could not adopt is
+// refused here, at decoding, with the field named.
+void SeqOutcome::check_loaded() const {
+  auto bad = [&](const std::string& what) {
+    throw cereal::Exception(fmt::format("SeqOutcome of sequence {}: {}", seq, what));
+  };
+  if (!leader_drafted) {
+    if (!drafted.tokens.empty() || !drafted.q.empty())
+      bad("a leader-drafted speculation without leader_drafted set");
+    return;
+  }
+  if (pushed) bad("both pushed and leader_drafted");
+  if (drafted.seq != seq)
+    bad(fmt::format("the leader-drafted speculation names sequence {}", drafted.seq));
+  if (drafted.source != static_cast<uint8_t>(SpecSource::kPrimary) &&
+      drafted.source != static_cast<uint8_t>(SpecSource::kBackup))
+    bad(fmt::format("the leader-drafted speculation has source {} (primary or backup expected)",
+                    drafted.source));
+  if (drafted.q.size() != drafted.tokens.size())
+    bad(fmt::format("the leader-drafted speculation has {} tokens but {} distributions",
+                    drafted.tokens.size(), drafted.q.size()));
+  if (next_k == 0) bad("a leader-drafted speculation for a decode step (next_k 0)");
+}
+
 std::string_view role_name(Role role) {
   switch (role) {
     case Role::kTarget: return "target";

@@ -33,13 +33,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "runtime/saguaro/miss_policy.h"
 #include "runtime/saguaro/speculation_cache.h"
 #include "runtime/sampling/sampler.h"
 
 namespace ssd {
 
 inline constexpr uint32_t kWireMagic = 0x31445353;  // "SSD1" in memory on a little-endian rank
-inline constexpr uint16_t kProtocolVersion = 9;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs;
+inline constexpr uint16_t kProtocolVersion = 10;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs;
                                                  // 4: speculation lengths (--k auto);
                                                  // 5: StartSeqs::memory_scope; 6: a length of 0
                                                  // gets no speculation (decode step),
@@ -47,7 +48,10 @@ inline constexpr uint16_t kProtocolVersion = 9;  // 2: PrespecCut, cut-short fig
                                                  // 8: PrespecPush, SeqOutcome::pushed;
                                                  // 9: pushes per chunk (a round's add up), the
                                                  // link probe's bandwidth frame carries its
-                                                 // count and size, an end Ping
+                                                 // count and size, an end Ping;
+                                                 // 10: SeqOutcome::leader_drafted and its
+                                                 // speculation, miss_lookup in SpeculationMsg
+                                                 // and PrespecPush (--miss-at leader)
 
 // Every kind of message, one enum; its value is also the MPI tag (tags must stay < 32768).
 enum class MsgKind : uint16_t {
@@ -313,6 +317,19 @@ struct Features {
   friend bool operator==(const Features&, const Features&) = default;
 };
 
+// One sequence's speculation for the next round: a chain of tokens with each node's q (what the
+// target needs to verify it; the drafter keeps its predictions to itself).
+struct SeqSpeculation {
+  int32_t seq = 0;
+  uint8_t source = 0;                // SpecSource: initial, cache (a hit), primary, backup
+  std::vector<int32_t> tokens;       // [nodes]
+  std::vector<ProcessedDist> q;      // [nodes] exact distributions (verification needs them)
+  template <class A> void serialize(A& a) {
+    a(seq, wire_enum<static_cast<uint8_t>(SpecSource::kBackup)>(source), tokens, q);
+  }
+  friend bool operator==(const SeqSpeculation&, const SeqSpeculation&) = default;
+};
+
 // One sequence's verification outcome: k accepted, the emitted tokens (accepted + bonus), and
 // which target-feature rows of the bulk belong to it (positions [feature_from, + feature_rows)).
 struct SeqOutcome {
@@ -328,10 +345,21 @@ struct SeqOutcome {
   // The leader found this outcome in the round's PrespecPush and verifies that speculation next:
   // the drafter's cache must hit it too, and the answer has no entry for the sequence.
   bool pushed = false;
+  // --miss-at leader: the outcome was not in the push, and the drafter said it answers such a
+  // miss with a lookup (SpeculationMsg::miss_lookup), so the leader drafted the next speculation
+  // itself with its copy of that lookup drafter and verifies it next (`drafted`: its tokens, the
+  // q of each, the source kPrimary or kBackup). The drafter adopts it as the sequence's
+  // speculation, pre-speculates after it, and leaves the sequence out of the answer. Never
+  // together with `pushed`; a malformed one (q and tokens of different lengths, another source,
+  // another sequence, more than K tokens, or a next_k of 0) fails to decode or is refused.
+  bool leader_drafted = false;
+  SeqSpeculation drafted;
   template <class A> void serialize(A& a) {
-    a(seq, accepted, emitted, feature_from, feature_rows, next_k, pushed);
+    a(seq, accepted, emitted, feature_from, feature_rows, next_k, pushed, leader_drafted, drafted);
+    if constexpr (A::is_loading::value) check_loaded();
   }
   friend bool operator==(const SeqOutcome&, const SeqOutcome&) = default;
+  void check_loaded() const;  // throws cereal::Exception naming what is malformed (protocol.cpp)
 };
 
 // Target leader -> drafter lead, once per round. Bulk: the sequences' feature rows in order.
@@ -349,19 +377,6 @@ struct Outcome {
   friend bool operator==(const Outcome&, const Outcome&) = default;
 };
 
-// One sequence's speculation for the next round: a chain of tokens with each node's q (what the
-// target needs to verify it; the drafter keeps its predictions to itself).
-struct SeqSpeculation {
-  int32_t seq = 0;
-  uint8_t source = 0;                // SpecSource: initial, cache (a hit), primary, backup
-  std::vector<int32_t> tokens;       // [nodes]
-  std::vector<ProcessedDist> q;      // [nodes] exact distributions (verification needs them)
-  template <class A> void serialize(A& a) {
-    a(seq, wire_enum<static_cast<uint8_t>(SpecSource::kBackup)>(source), tokens, q);
-  }
-  friend bool operator==(const SeqSpeculation&, const SeqSpeculation&) = default;
-};
-
 // Drafter lead -> target leader: the answer to an Outcome (or to StartSeqs for round 0).
 // Decode steps: a sequence whose length for the round is 0 (SeqOutcome::next_k, StartSeqs::first_k)
 // has no entry; when every sequence of the Outcome (or StartSeqs) has length 0 and none joined,
@@ -372,7 +387,13 @@ struct SpeculationMsg {
   static constexpr MsgKind kKind = MsgKind::kSpeculation;
   int64_t round = 0;
   std::vector<SeqSpeculation> seqs;
-  template <class A> void serialize(A& a) { a(round, seqs); }
+  // How the drafter would answer the next round's misses (MissLookup, miss_policy.h): with a
+  // lookup (its primary is one, or its miss policy chooses the backup), which the leader may
+  // draft itself under --miss-at leader, or kNone: the leader waits for the drafter's answer.
+  uint8_t miss_lookup = 0;
+  template <class A> void serialize(A& a) {
+    a(round, seqs, wire_enum<static_cast<uint8_t>(MissLookup::kBackup)>(miss_lookup));
+  }
   friend bool operator==(const SpeculationMsg&, const SpeculationMsg&) = default;
 };
 
@@ -430,7 +451,11 @@ struct PrespecPush {
   static constexpr MsgKind kKind = MsgKind::kPrespecPush;
   int64_t round = 0;  // the round whose speculations these branches follow
   std::vector<PushedSpec> entries;
-  template <class A> void serialize(A& a) { a(round, entries); }
+  uint8_t miss_lookup = 0;  // as SpeculationMsg::miss_lookup, as of the round's answer; a push
+                            // with no entries only tells a change of it (no answer was sent)
+  template <class A> void serialize(A& a) {
+    a(round, entries, wire_enum<static_cast<uint8_t>(MissLookup::kBackup)>(miss_lookup));
+  }
   friend bool operator==(const PrespecPush&, const PrespecPush&) = default;
 };
 

@@ -63,6 +63,14 @@ std::string BenchTable::markdown() const {
     md += fmt::format("\nchosen k, {} {} k=auto (rounds at k = 0..{}):", r.mode, r.drafter, r.k);
     for (int64_t c : r.chosen_k) md += fmt::format(" {}", c);
   }
+  for (const auto& r : rows_) {  // which rounds waited for the drafter's answer
+    if (!r.split) continue;
+    md += fmt::format("\nrounds, {} {}: {} verified, {} waited for the drafter's answer", r.mode,
+                      r.drafter, r.fig.rounds, r.fig.rounds_waited);
+    if (r.mode == "ssd")
+      md += fmt::format("; sequence-rounds speculated by a pushed hit {}, by the leader {}",
+                        r.fig.pushed, r.fig.leader_drafted);
+  }
   if (md.back() != '\n') md += "\n";
   return md;
 }
@@ -87,9 +95,11 @@ nlohmann::json BenchTable::json() const {
     e["decode_steps"] = r.fig.decode_steps;
     e["rounds"] = r.fig.rounds;
     e["rounds_prespec_off"] = r.fig.rounds_prespec_off;
+    e["rounds_waited"] = r.fig.rounds_waited;
     if (r.mode != "ssd") continue;
     e["cache_hit_rate"] = r.fig.hit_rate();
     e["pushed_hits"] = r.fig.pushed;
+    e["leader_drafted"] = r.fig.leader_drafted;
     e["mean_acceptance_length_hit"] = r.fig.mean_acceptance_length_hit();
     e["mean_acceptance_length_miss"] = r.fig.mean_acceptance_length_miss();
     e["fan_out"] = r.fig.drafter.fan_out_after_hit;

@@ -39,6 +39,11 @@ void visit_flags(DistributedConfig& c, V&& v) {
     "ssd: the backup speculator that answers misses at once: ngram (prompt lookup over the "
     "sequence) or suffix (the suffix drafter: the sequence and earlier requests)",
     {.choices = {"ngram", "suffix"}});
+  v(c.miss_at, "miss-at",
+    "ssd: who drafts a miss the drafter answers with a lookup (its primary is ngram or suffix, "
+    "or the miss policy chose the backup): leader (the target leader, with its own copy of that "
+    "lookup, at once) or drafter (the drafter rank, after the outcome's round trip)",
+    {.choices = {"leader", "drafter"}});
   v(c.critical_batch, "critical-batch",
     "ssd: critical batch size b* for --miss-policy auto (default: derived from measured costs)",
     {.min = 0});

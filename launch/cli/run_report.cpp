@@ -115,10 +115,12 @@ nlohmann::json RunReport::to_json() const {
     j["bytes_exchanged"] = split_figures.bytes_exchanged;
     j["decode_steps"] = split_figures.decode_steps;
     j["rounds_prespec_off"] = split_figures.rounds_prespec_off;
+    j["rounds_waited"] = split_figures.rounds_waited;
     if (mode == "ssd") {
       j["cache_hit_rate"] = split_figures.hit_rate();
       j["cache_hits"] = split_figures.hits;
       j["pushed_hits"] = split_figures.pushed;
+      j["leader_drafted"] = split_figures.leader_drafted;
       j["cache_misses"] = split_figures.misses;
       j["hits_per_k"] = d.hits_at_k;
       j["outcomes_per_k"] = d.outcomes_at_k;

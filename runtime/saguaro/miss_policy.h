@@ -61,6 +61,13 @@ namespace ssd {
 
 enum class Fallback { kPrimary, kBackup };
 
+// How a miss would be answered now, as the target leader needs to know it (--miss-at leader): by
+// a lookup drafter, which the leader can run itself on the tokens it holds (the primary when the
+// primary is a lookup, the backup when the policy chooses it), or kNone: by drafting on the
+// drafter rank (a model primary), so the leader waits for the answer. The drafter decides it with
+// its policy (SsdDrafterCore::miss_lookup) and tells the leader, which follows.
+enum class MissLookup : uint8_t { kNone, kPrimary, kBackup };
+
 struct MissCosts {
   double draft_s0 = 0, draft_s1 = 0;    // T_d(m) = draft_s0 + draft_s1 m   (seconds)
   double verify_s0 = 0, verify_s1 = 0;  // the verification: verify_s0 + verify_s1 b (seconds)

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "runtime/sampling/sampler.h"
@@ -68,6 +69,10 @@ struct RoundOutcome {
   int64_t features_from = 0;
   int64_t feature_rows = 0;
   int64_t feature_dim = 0;
+  // The next speculation, when the target leader drafted it itself (--miss-at leader: its copy of
+  // the lookup drafter this core answers misses with, SsdDrafterCore::miss_lookup): tokens, q and
+  // source (kPrimary or kBackup); on_outcome adopts it instead of looking the outcome up.
+  std::optional<Speculation> given;
 };
 
 }  // namespace ssd

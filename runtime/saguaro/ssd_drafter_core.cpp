@@ -257,7 +257,26 @@ void SsdDrafterCore::check_outcomes(std::span<const RoundOutcome> outcomes) cons
               o.seq, opts_.k);
     check_outcome(o, s.spec);
     check_features(o);
+    if (o.given) check_given(o, opts_.k);
   }
+}
+
+// A speculation the leader drafted: from a lookup (primary or backup), q beside every token, no
+// longer than K nor than the length asked, and not for a decode step.
+void SsdDrafterCore::check_given(const RoundOutcome& o, int32_t k_max) {
+  const Speculation& g = *o.given;
+  SSD_CHECK(g.source == SpecSource::kPrimary || g.source == SpecSource::kBackup,
+            "ssd drafter: the leader-drafted speculation of sequence {} has source {}", o.seq,
+            spec_source_name(g.source));
+  SSD_CHECK(g.q.size() == g.tokens.size(),
+            "ssd drafter: the leader-drafted speculation of sequence {} has {} tokens but {} "
+            "distributions",
+            o.seq, g.tokens.size(), g.q.size());
+  const int32_t asked = o.next_k < 0 ? k_max : o.next_k;
+  SSD_CHECK(o.next_k != 0 && static_cast<int32_t>(g.tokens.size()) <= asked,
+            "ssd drafter: the leader-drafted speculation of sequence {} has {} tokens for a "
+            "length of {} asked",
+            o.seq, g.tokens.size(), asked);
 }
 
 // An outcome's feature rows come from a peer: a count below zero, a width other than the
@@ -319,7 +338,7 @@ void SsdDrafterCore::commit(const RoundOutcome& o, const Speculation& spec, SeqS
 std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome> outcomes) {
   check_outcomes(outcomes);  // before any state changes: a bad outcome changes nothing
   std::vector<Speculation> out(outcomes.size());
-  std::vector<size_t> missed;
+  std::vector<size_t> missed, given;
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const RoundOutcome& o = outcomes[i];
     SeqState& s = state(o.seq);
@@ -351,6 +370,14 @@ std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome
       continue;
     }
 
+    if (o.given) {  // the leader drafted it (see "Misses drafted by the target leader")
+      miss_.observe_lookup(false);
+      stats_.misses++;
+      stats_.leader_drafted++;
+      given.push_back(i);
+      out[i].id = spec.id + 1;
+      continue;
+    }
     std::optional<Speculation> hit = cache_.lookup(o.seq, spec.id, k, bonus);
     miss_.observe_lookup(hit.has_value());
     if (hit) {
@@ -367,6 +394,7 @@ std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome
   }
 
   if (!missed.empty()) fallback(outcomes, missed, out);
+  if (!given.empty()) adopt_given(outcomes, given, out);
   for (size_t i = 0; i < outcomes.size(); ++i) {
     if (out[i].source == SpecSource::kCache) cut(out[i], outcomes[i].next_k, true);
     out[i].asked = outcomes[i].next_k < 0 ? opts_.k : outcomes[i].next_k;
@@ -379,11 +407,65 @@ std::vector<Speculation> SsdDrafterCore::on_outcome(std::span<const RoundOutcome
   return out;
 }
 
+bool SsdDrafterCore::primary_answers_miss(int32_t batch) const {
+  return opts_.plain || !backup_ || miss_.choose(batch) == Fallback::kPrimary;
+}
+
+MissLookup SsdDrafterCore::miss_lookup(int32_t batch) const {
+  if (opts_.plain) return MissLookup::kNone;  // SD: the drafter rank drafts every answer
+  if (primary_answers_miss(batch))
+    return primary_.drafts_cheaply() ? MissLookup::kPrimary : MissLookup::kNone;
+  return backup_->drafts_cheaply() ? MissLookup::kBackup : MissLookup::kNone;
+}
+
+void SsdDrafterCore::adopt_given(std::span<const RoundOutcome> outcomes,
+                                 std::span<const size_t> given, std::vector<Speculation>& out) {
+  const std::vector<int32_t> plan = planner_.plan(opts_.k, false);
+  for (Drafter* d : {&primary_, backup_}) {
+    if (!d) continue;
+    const SpecSource source = d == &primary_ ? SpecSource::kPrimary : SpecSource::kBackup;
+    std::vector<DraftRequest> reqs;
+    std::vector<size_t> mine;  // outcome index of each request
+    for (size_t i : given) {
+      const RoundOutcome& o = outcomes[i];
+      if (o.given->source != source) continue;
+      const SeqState& s = state(o.seq);
+      const int32_t k = std::max<int32_t>(1, static_cast<int32_t>(o.given->tokens.size()));
+      if (d->drafts_cheaply())
+        reqs.push_back(request(o.seq, s, {}, static_cast<uint32_t>(s.emitted), plan, k));
+      mine.push_back(i);
+    }
+    std::vector<DraftTree> trees = reqs.empty() ? std::vector<DraftTree>{} : d->draft(reqs);
+    for (size_t j = 0; j < mine.size(); ++j) {
+      const size_t i = mine[j];
+      const Speculation& g = *outcomes[i].given;
+      const uint64_t id = out[i].id;
+      Speculation own = j < trees.size() ? from_tree(outcomes[i].seq, std::move(trees[j]), source,
+                                                     plan, false)
+                                         : Speculation{};
+      // The ranking at position p is conditioned on tokens 0..p-1: valid while the drafts agree.
+      size_t agree = 0;
+      while (agree < own.tokens.size() && agree < g.tokens.size() &&
+             own.tokens[agree] == g.tokens[agree])
+        ++agree;
+      if (own.predicted.size() > agree + 1) own.predicted.resize(agree + 1);
+      out[i] = Speculation{};
+      out[i].seq = outcomes[i].seq;
+      out[i].id = id;
+      out[i].source = source;
+      out[i].tokens = g.tokens;
+      out[i].q = g.q;
+      out[i].predicted = std::move(own.predicted);
+      out[i].fan_out = planner_.plan(static_cast<int32_t>(g.tokens.size()), false);
+    }
+  }
+}
+
 void SsdDrafterCore::fallback(std::span<const RoundOutcome> outcomes,
                               std::span<const size_t> missed, std::vector<Speculation>& out,
                               bool initial) {
-  const bool use_primary = initial || opts_.plain || !backup_ ||
-                           miss_.choose(static_cast<int32_t>(outcomes.size())) == Fallback::kPrimary;
+  const bool use_primary =
+      initial || primary_answers_miss(static_cast<int32_t>(outcomes.size()));
   // The timeline names who answered: a backup's drafts are other draws than SD's (sampled SSD
   // equals sampled SD draw for draw only through the primary).
   trace::Span span(initial       ? "first draft"

@@ -86,6 +86,17 @@
 // SSD the verified speculation comes from an earlier call, so its DVI learning needs that drafter
 // to keep the drafts of two calls: not done here.)
 //
+// Misses drafted by the target leader (--miss-at leader). When a miss would be answered by a lookup
+// drafter (the primary is one, or the miss policy chooses the backup: miss_lookup()), the answer
+// costs the drafter microseconds and the leader a round trip. The drafter tells the leader
+// miss_lookup() with its answers and pushes; the leader, holding every token of the context,
+// drafts such a miss itself with its own copy of that drafter and sends the speculation with the
+// outcome (RoundOutcome::given). on_outcome() adopts it as the sequence's speculation (a miss,
+// counted in leader_drafted, never looked up in the cache), ranks it with its own lookup for the
+// pre-speculation (the ranking is kept up to the first token where the two drafts differ: both
+// copies see the same tokens, so they differ only if their options do), and the caller leaves the
+// sequence out of its answer.
+//
 // Several drafter ranks: each runs a core over its own drafters. The lead's core runs
 // first_speculations() and on_outcome(); the others call adopt(outcomes, speculations) with the
 // lead's answers, so every core has the same speculations and plan_branches() gives the same list
@@ -159,6 +170,7 @@ struct SsdDrafterStats {
   int64_t branches_cached = 0;   // of those, drafted in time and installed
   int64_t prespec_cut = 0;       // installs that had fewer entries than planned branches
   int64_t predicted = 0;         // outcomes whose (k, bonus) was planned (hit when drafted)
+  int64_t leader_drafted = 0;    // of the misses, speculations the leader drafted (given)
   double prespec_s = 0;                                // time in draft_branches()
   double fallback_s = 0;  // time in fallback drafts (primary and backup)
   double initial_s = 0;   // time in first_speculations()
@@ -223,6 +235,9 @@ class SsdDrafterCore {
   const SpeculationCache& cache() const { return cache_; }
   const FanOutPlanner& fan_out() const { return planner_; }
   MissPolicy& miss_policy() { return miss_; }  // the caller reports verification times here
+  // How a miss in a round of `batch` sequences would be answered now (see "Misses drafted by the
+  // target leader" at the top): the one place the leader's --miss-at leader follows.
+  MissLookup miss_lookup(int32_t batch) const;
   const SsdDrafterOptions& options() const { return opts_; }
   int32_t predict_top() const { return predict_top_; }
   static constexpr int32_t kDepthMargin = 1;  // see "Pre-speculation depth" at the top
@@ -252,6 +267,12 @@ class SsdDrafterCore {
   // round 0, with the primary and not counted as a fallback): see the top.
   void fallback(std::span<const RoundOutcome> outcomes, std::span<const size_t> missed,
                 std::vector<Speculation>& out, bool initial = false);
+  // Whether the primary answers a miss in a round of `batch` sequences (else the backup).
+  bool primary_answers_miss(int32_t batch) const;
+  // The speculations the leader drafted (outcomes[i].given for i in `given`), ranked here by the
+  // lookup drafter the leader copied, up to the first token where its draft differs.
+  void adopt_given(std::span<const RoundOutcome> outcomes, std::span<const size_t> given,
+                   std::vector<Speculation>& out);
   // fan_out: [K + 1] the plan the draft was asked with; a draft cut short (K' < K) is re-planned
   // for K'.
   Speculation from_tree(int32_t seq, DraftTree tree, SpecSource source,
@@ -259,6 +280,7 @@ class SsdDrafterCore {
   // Throws ssd::Error naming what is wrong with an outcome (nothing is changed).
   void check_outcomes(std::span<const RoundOutcome> outcomes) const;
   static void check_outcome(const RoundOutcome& o, const Speculation& spec);
+  static void check_given(const RoundOutcome& o, int32_t k_max);
   // Feeds the fan-out estimator (a_p and the power law r) with the outcome (k, bonus) of `spec`;
   // returns whether the outcome was planned. The lead (on_outcome) and every secondary (adopt)
   // call it with the same outcomes, so every rank's plan_branches() is the same list.

@@ -130,6 +130,66 @@ TEST(HostileHead, SpeculationSourceOutsideTheEnumIsRefused) {
   EXPECT_NE(err.find("enum value 9"), std::string::npos) << err;
 }
 
+// A leader-drafted speculation (--miss-at leader) the drafter could not adopt fails to decode,
+// naming the sequence and what is wrong.
+std::string outcome_error(const SeqOutcome& so) {
+  Outcome o;
+  o.seqs.push_back(so);
+  Envelope env;
+  env.peer = 3;
+  env.kind = MsgKind::kOutcome;
+  env.bytes = encode_frame(o);
+  return error_of([&] { decode<Outcome>(env); });
+}
+
+TEST(HostileHead, MalformedLeaderDraftedSpeculationIsRefused) {
+  const ProcessedDist one{{TokenProb{5, 1.0f}}};
+  const auto primary = static_cast<uint8_t>(SpecSource::kPrimary);
+  SeqOutcome ok{4, 0, {7}, 0, 0, 2, false, true, SeqSpeculation{4, primary, {5}, {one}}};
+  EXPECT_EQ(outcome_error(ok), "(no error)");
+
+  SeqOutcome lengths = ok;
+  lengths.drafted.tokens = {5, 6};
+  std::string err = outcome_error(lengths);
+  EXPECT_NE(err.find("Outcome from rank 3"), std::string::npos) << err;
+  EXPECT_NE(err.find("sequence 4: the leader-drafted speculation has 2 tokens but 1 distri"),
+            std::string::npos)
+      << err;
+
+  SeqOutcome both = ok;
+  both.pushed = true;
+  err = outcome_error(both);
+  EXPECT_NE(err.find("both pushed and leader_drafted"), std::string::npos) << err;
+
+  SeqOutcome cached = ok;
+  cached.drafted.source = static_cast<uint8_t>(SpecSource::kCache);
+  err = outcome_error(cached);
+  EXPECT_NE(err.find("has source 1 (primary or backup expected)"), std::string::npos) << err;
+
+  SeqOutcome other = ok;
+  other.drafted.seq = 9;
+  EXPECT_NE(outcome_error(other).find("names sequence 9"), std::string::npos);
+
+  SeqOutcome step = ok;
+  step.next_k = 0;
+  EXPECT_NE(outcome_error(step).find("for a decode step"), std::string::npos);
+
+  SeqOutcome unflagged = ok;
+  unflagged.leader_drafted = false;
+  EXPECT_NE(outcome_error(unflagged).find("without leader_drafted set"), std::string::npos);
+}
+
+TEST(HostileHead, MissLookupOutsideTheEnumIsRefused) {
+  SpeculationMsg m;
+  m.miss_lookup = 3;
+  Envelope env;
+  env.peer = 2;
+  env.kind = MsgKind::kSpeculation;
+  env.bytes = encode_frame(m);
+  EXPECT_NE(error_of([&] { decode<SpeculationMsg>(env); }).find("enum value 3"),
+            std::string::npos);
+}
+
 // A Hello whose role is neither target nor drafter reaches rank 0's judgement of the job: rank 0
 // must refuse it with a message, not crash.
 TEST(HostileHead, HandshakeRefusesAHelloWithAnInvalidRole) {

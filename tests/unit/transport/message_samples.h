@@ -75,12 +75,16 @@ inline auto sample_messages() {
   Features features{2, 100, 3, 8};
   Outcome outcome;
   outcome.round = 41;
-  outcome.seqs = {SeqOutcome{0, 2, {11, 12, 40}, 17, 3, 4, true}, SeqOutcome{5, 0, {17}, 9, 1, 0}};
+  SeqSpeculation drafted = sample_seq_spec(6);  // a leader-drafted miss (--miss-at leader)
+  drafted.source = static_cast<uint8_t>(SpecSource::kBackup);
+  outcome.seqs = {SeqOutcome{0, 2, {11, 12, 40}, 17, 3, 4, true}, SeqOutcome{5, 0, {17}, 9, 1, 0},
+                  SeqOutcome{6, 1, {8, 9}, 3, 2, 3, false, true, drafted}};
   outcome.feature_dim = 576;
   outcome.verify_s = 0.0125;
   SpeculationMsg spec;
   spec.round = 42;
   spec.seqs = {sample_seq_spec(0), sample_seq_spec(5)};
+  spec.miss_lookup = static_cast<uint8_t>(MissLookup::kPrimary);
   DrafterReady ready{{3, 7}, "domino:/x"};
   PrespecWork work;
   work.round = 43;
@@ -116,6 +120,7 @@ inline auto sample_messages() {
   push.round = 41;
   push.entries = {PushedSpec{0, 1, 40, {7, 8}, sample_speculation(0).q},
                   PushedSpec{5, 0, 3, {}, {}}};
+  push.miss_lookup = static_cast<uint8_t>(MissLookup::kBackup);
   FinishSeqs finish{{0, 5}};
   ErrorMsg error{3, Role::kDrafter, "out of memory while pre-speculating"};
   Heartbeat beat{2, "pre-speculating round 42", 42};

@@ -1,0 +1,52 @@
+// The target leader's own lookup drafters (--miss-at leader): copies of the drafter rank's lookup
+// drafters, fed the same tokens, so that a miss the drafter would answer with a lookup is drafted
+// on the leader at once instead of after a round trip to the drafter rank.
+//
+// Why it pays: with a lookup drafter (n-gram, suffix) a draft costs microseconds, so the whole of
+// a miss's cost in SSD is the exchange outcome -> answer, the same wait SD has every round. The
+// leader already holds every token of every context (the prompt, and each token it emitted), so
+// it can run the lookup itself. Which lookup answers a miss is the drafter's decision, made in one
+// place (SsdDrafterCore::miss_lookup, from its miss policy) and told to the leader with every
+// answer and push (SpeculationMsg::miss_lookup); this class only drafts what it is told to.
+//
+// Holds `primary`, a copy of the drafter rank's primary when that is a lookup drafter (else
+// null), and `backup`, a copy of the backup speculator (--backup). Both get every sequence's start,
+// emitted tokens, finish and memory scope exactly as the drafter rank's do (a suffix drafter's
+// memory of earlier requests then matches too). Drafts are exact: lookup drafts are deterministic,
+// their q one-hot, so verification of the leader's draft is as lossless as of the drafter's.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "actors/transport/protocol.h"
+#include "runtime/spec/drafter.h"
+
+namespace ssd {
+
+class LeaderLookup {
+ public:
+  // Either may be null; a non-null one must draft cheaply (Drafter::drafts_cheaply).
+  LeaderLookup(std::unique_ptr<Drafter> primary, std::unique_ptr<Drafter> backup);
+
+  void set_memory_scope(uint64_t scope);
+  void start(int32_t seq, std::span<const int32_t> prompt, std::span<const int32_t> emitted);
+  void commit(int32_t seq, std::span<const int32_t> tokens);
+  void finish(int32_t seq);
+  // Whether a miss the drafter answers with `which` can be drafted here.
+  bool can_draft(MissLookup which) const { return drafter(which) != nullptr; }
+  // Sequence `seq`'s next speculation of up to k tokens (k >= 1) with the drafter `which` names,
+  // its first token at output index `position` of Philox stream `stream` (as the drafter rank
+  // would draft it); nothing when `which` is kNone or that copy is absent.
+  std::optional<SeqSpeculation> draft(MissLookup which, int32_t seq, int32_t k,
+                                      const SamplerConfig& sampler, uint64_t stream,
+                                      uint32_t position);
+
+ private:
+  Drafter* drafter(MissLookup which) const;
+  std::unique_ptr<Drafter> primary_, backup_;
+};
+
+}  // namespace ssd
