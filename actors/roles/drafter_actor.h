@@ -44,6 +44,13 @@
 // speculation on both sides) and leaves it out of the answer. Per chunk, not per install: when
 // the pre-speculation outlasts the verification, its first (likeliest) chunks still arrive in
 // time.
+//
+// Misses the leader drafts (--miss-at leader, leader_lookup.h): every answer and push carries the
+// core's miss_lookup() (how a miss would be answered now: a lookup the leader can run, or not);
+// an outcome the leader marks leader_drafted brings the speculation the leader drafted with its
+// copy of that lookup, which the core adopts (SsdDrafterCore, "Misses drafted by the target
+// leader"); the sequence gets no entry in the answer, as a pushed hit does not. When the choice
+// changes in a round that sends neither an answer nor a push, a push with no entries tells it.
 #pragma once
 
 #include <memory>

@@ -421,9 +421,9 @@ MissLookup SsdDrafterCore::miss_lookup(int32_t batch) const {
 void SsdDrafterCore::adopt_given(std::span<const RoundOutcome> outcomes,
                                  std::span<const size_t> given, std::vector<Speculation>& out) {
   const std::vector<int32_t> plan = planner_.plan(opts_.k, false);
-  for (Drafter* d : {&primary_, backup_}) {
-    if (!d) continue;
-    const SpecSource source = d == &primary_ ? SpecSource::kPrimary : SpecSource::kBackup;
+  for (const SpecSource source : {SpecSource::kPrimary, SpecSource::kBackup}) {
+    Drafter* d = source == SpecSource::kPrimary ? &primary_ : backup_;
+    const bool ranks = d && d->drafts_cheaply();  // else adopted unranked: no branches after it
     std::vector<DraftRequest> reqs;
     std::vector<size_t> mine;  // outcome index of each request
     for (size_t i : given) {
@@ -431,7 +431,7 @@ void SsdDrafterCore::adopt_given(std::span<const RoundOutcome> outcomes,
       if (o.given->source != source) continue;
       const SeqState& s = state(o.seq);
       const int32_t k = std::max<int32_t>(1, static_cast<int32_t>(o.given->tokens.size()));
-      if (d->drafts_cheaply())
+      if (ranks)
         reqs.push_back(request(o.seq, s, {}, static_cast<uint32_t>(s.emitted), plan, k));
       mine.push_back(i);
     }

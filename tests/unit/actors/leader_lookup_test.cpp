@@ -194,10 +194,12 @@ struct Split {
 
 // Both modes through a leader with (or without) its own n-gram copy and a drafter actor whose
 // primary is n-gram.
-Split run_ngram(World& w, std::span<const GenerationRequest> reqs, bool at_leader) {
+Split run_ngram(World& w, std::span<const GenerationRequest> reqs, bool at_leader,
+                const SamplerConfig& sampler = {}) {
   LoopbackHub hub(2);
   NgramDrafter primary(NgramOptions{});
   SsdDrafterOptions o;
+  o.sampler = sampler;
   o.k = 3;
   o.fan_out.budget = 6;
   test::split::DrafterActorThread actor(hub, primary, o);
@@ -218,15 +220,20 @@ Split run_ngram(World& w, std::span<const GenerationRequest> reqs, bool at_leade
   return out;
 }
 
-TEST(LeaderDraftedRun, GreedyEqualsArAndOnlyRoundZeroWaits) {
-  World w;
-  // Repetitive prompts, so the n-gram lookup finds matches.
-  std::vector<GenerationRequest> reqs = test::split::staggered_requests(3, 14);
+// Repetitive prompts, so the n-gram lookup finds matches.
+std::vector<GenerationRequest> repetitive_requests(const SamplerConfig& s = {}) {
+  std::vector<GenerationRequest> reqs = test::split::staggered_requests(3, 14, s);
   for (GenerationRequest& r : reqs)
     for (int rep = 0; rep < 2; ++rep) {
       const std::vector<int32_t> p = r.prompt;
       r.prompt.insert(r.prompt.end(), p.begin(), p.end());
     }
+  return reqs;
+}
+
+TEST(LeaderDraftedRun, GreedyEqualsArAndOnlyRoundZeroWaits) {
+  World w;
+  const std::vector<GenerationRequest> reqs = repetitive_requests();
   LocalTarget ar_target(*w.engine->model, *w.engine->kv);
   const std::vector<GenerationResult> ar = generate_ar_batch(ar_target, reqs);
   const Split leader = run_ngram(w, reqs, true);
@@ -245,6 +252,24 @@ TEST(LeaderDraftedRun, GreedyEqualsArAndOnlyRoundZeroWaits) {
   EXPECT_GT(drafter.ssd.split.rounds_waited, 1) << "misses wait for the drafter's answer";
   EXPECT_EQ(leader.sd.split.leader_drafted, 0) << "sd: the drafter rank drafts every answer";
   EXPECT_GT(leader.sd.split.rounds_waited, 1);
+}
+
+// Sampled: the leader's copy drafts the very tokens (and one-hot q) the drafter's lookup would,
+// so the target draws the same tokens whoever drafted a miss (and whether a hit came pushed or
+// was drafted again by the leader): the output is the same token for token.
+TEST(LeaderDraftedRun, SampledOutputIsTheSameWhoeverDraftsTheMiss) {
+  World w;
+  SamplerConfig s;
+  s.temperature = 0.8f;
+  s.seed = 7;
+  const std::vector<GenerationRequest> reqs = repetitive_requests(s);
+  const Split leader = run_ngram(w, reqs, true, s);
+  const Split drafter = run_ngram(w, reqs, false, s);
+  EXPECT_GT(leader.ssd.split.leader_drafted, 0);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(leader.ssd.gen[i].tokens, drafter.ssd.gen[i].tokens) << "request " << i;
+    EXPECT_EQ(leader.ssd.gen[i].tokens, leader.sd.gen[i].tokens) << "ssd against sd, " << i;
+  }
 }
 
 }  // namespace
