@@ -300,8 +300,8 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
     if (s.ready && run.chosen[i] > 0) specs.give(s.id, std::move(*s.ready));
     s.ready.reset();
   }
-  // Decode steps and pushed hits alone: no answer comes, the round starts at once (the tokens
-  // asked cost no wait: the policy's draft cost).
+  // Decode steps, pushed hits and misses the leader drafted alone: no answer comes, the round
+  // starts at once (the tokens asked cost no wait: the policy's draft cost).
   if (!specs.answer_comes()) {
     run.length().observe_draft(specs.asked(), 0.0);
     return;

@@ -25,6 +25,12 @@
 // drafting after each outcome, as SD does, rather than losing to it. Each regime has its own
 // length policy (their costs differ as SD's and SSD's do).
 //
+// Misses drafted here (ssd, --miss-at leader; set_leader_lookup): when an outcome is not in the
+// drafter's push and the drafter said its misses are answered by a lookup (its latest
+// SpeculationMsg/PrespecPush::miss_lookup), the leader drafts the next speculation itself with its
+// copy of that lookup (leader_lookup.h) and sends it with the outcome (SeqOutcome::leader_drafted):
+// no wait for an answer. The copies see every sequence's start, tokens and finish, in sd as in ssd.
+//
 // Figures: the SD statistics of every request, plus what only a split run has: target_wait_s
 // (the leader's time from sending an outcome to having the next speculation, i.e. drafting that
 // was not hidden), bytes_exchanged on the drafter link, and the drafter's own figures (cache hit
