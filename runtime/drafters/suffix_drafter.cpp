@@ -118,17 +118,22 @@ Candidate grow(const std::vector<Cursor>& cursors, int32_t longest, const DraftR
   const int32_t depth_cap = std::min<int32_t>(
       r.k, static_cast<int32_t>(std::ceil(opts_.depth_per_match * longest)));
   const Counts first = merged(cursors);
-  const double first_total = static_cast<double>(total(first));
+  const int64_t first_count = total(first);
+  const double first_total = static_cast<double>(first_count);
   const int32_t width = std::max(1, r.width);
   for (size_t b = 0; b < first.size() && static_cast<int32_t>(b) < width; ++b) {
     double p = static_cast<double>(first[b].second) / first_total;
     if (p < opts_.min_prob) break;  // likeliest first: the rest are rarer still
+    // An unsure first token (the text also went on otherwise) is weak evidence for what
+    // follows it: the branch is cut (see the top).
+    const bool unsure = first[b].second < first_count && opts_.unsure_root_depth > 0;
+    const int32_t branch_cap = unsure ? std::min(depth_cap, opts_.unsure_root_depth) : depth_cap;
     int32_t token = first[b].first;
     int32_t parent = c.tree.add(-1, token, one_hot(token));
     c.score += p;
     if (r.predict_top > 0) c.tree.predicted.push_back(top_dist(first, r.predict_top));
     std::vector<Cursor> at = step_all(cursors, token);
-    for (int32_t depth = 1; depth < depth_cap; ++depth) {
+    for (int32_t depth = 1; depth < branch_cap; ++depth) {
       const Counts next = merged(at);
       if (next.empty()) break;
       p *= static_cast<double>(next.front().second) / static_cast<double>(total(next));
@@ -153,6 +158,8 @@ SuffixDrafter::SuffixDrafter(const SuffixDrafterOptions& opts)
   SSD_CHECK(opts.depth_per_match > 0, "suffix drafter: depth per matched token {} must be > 0",
             opts.depth_per_match);
   SSD_CHECK(opts.max_match >= 1, "suffix drafter: max match {} must be >= 1", opts.max_match);
+  SSD_CHECK(opts.unsure_root_depth >= 0, "suffix drafter: unsure-root depth {} must be >= 0",
+            opts.unsure_root_depth);
 }
 
 SuffixCache& SuffixDrafter::cache_of(uint64_t scope) {

@@ -18,7 +18,8 @@
 // its nodes' path probabilities: the expected accepted tokens under the empirical model) is
 // proposed, the own text on a tie. (Merging the two instead let a longer match in an earlier
 // request's text override the passage being copied: measured on perf/workloads, rag MAL 1.81
-// merged against 1.87 chosen, at the same depth cap.)
+// merged against 1.87 chosen, at the same depth cap. Weighting each source's score by what its
+// drafts had earned did not measurably help: docs/speculation-length.md, "Tried and not kept".)
 //
 // Shape and length: up to `width` first-level branches (the likeliest distinct continuations),
 // each extended greedily by its likeliest next token. A branch stops when the product of the
@@ -26,11 +27,15 @@
 // min_prob, or at depth min(k, ceil(depth_per_match x match length)): a short match is weaker
 // evidence for a long continuation (4 per token measured best of 2, 4 and unbounded on the
 // copy-heavy categories of perf/workloads: MAL 1.87 -> 1.97 on rag at k = 4, no gain past it; 1
-// per token lowered the acceptance length without a measurable gain in speed, perf/README.md). No
-// match: an empty draft (the round decodes one token). Every token is deterministic, so q is a
-// one-hot and verification stays exact. With DraftRequest::predict_top, each node's predicted list
-// holds the empirical distribution at its position (the likeliest predict_top tokens,
-// renormalised).
+// per token lowered the acceptance length without a measurable gain in speed, perf/README.md).
+// A branch whose first token is not the only continuation the text had (an unsure root) stops
+// after unsure_root_depth tokens (1): on perf/workloads' rag prompts such drafts had their first
+// token right 0.18 of the time against 0.64 after a sure one, yet were offered 4-5 tokens, and
+// the length policy, which tells drafts apart by their offered length, priced them as good ones
+// (docs/drafters-lookup.md). No match: an empty draft (the round decodes one token). Every token
+// is deterministic, so q is a one-hot and verification stays exact. With
+// DraftRequest::predict_top, each node's predicted list holds the empirical distribution at its
+// position (the likeliest predict_top tokens, renormalised).
 #pragma once
 
 #include <map>
@@ -45,6 +50,9 @@ struct SuffixDrafterOptions {
   double min_prob = 0.1;                    // stop a branch below this path probability
   double depth_per_match = 4.0;             // depth cap per matched token
   int32_t max_match = 32;                   // the longest suffix matched (query tokens)
+  // A branch whose first token is not the only continuation the text had is cut to this many
+  // tokens (0: not cut).
+  int32_t unsure_root_depth = 1;
 };
 
 class SuffixDrafter final : public Drafter {

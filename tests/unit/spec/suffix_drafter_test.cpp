@@ -7,7 +7,8 @@
 //   - branches are the likeliest distinct continuations by frequency, each with a one-hot q,
 //     ties going to the most recent (own text before earlier requests);
 //     predicted lists hold the empirical distribution; branches below --suffix-min-prob are cut;
-//   - the depth follows the path probability and the match length;
+//   - the depth follows the path probability and the match length, and a branch whose first
+//     token is not the only continuation the text had is cut (to one token by default);
 //   - a draft comes from the sequence's own text or from earlier requests, whichever expects
 //     more accepted tokens (the own text on a tie);
 //   - bad options and unknown sequences are refused with a message.
@@ -97,7 +98,8 @@ TEST(SuffixDrafter, EarlierRequestsInformOnlyTheirOwnMemoryScope) {
 TEST(SuffixDrafter, BranchesByFrequencyAndCutsRareOnes) {
   // After 7: 8 three times, 9 once. After 7 8: 1 twice, 2 once.
   const Tokens text = {7, 8, 1, 7, 8, 1, 7, 9, 3, 7, 8, 2, 7};
-  SuffixDrafter d(SuffixDrafterOptions{.min_prob = 0.2, .depth_per_match = kDeep});
+  SuffixDrafter d(
+      SuffixDrafterOptions{.min_prob = 0.2, .depth_per_match = kDeep, .unsure_root_depth = 0});
   d.start(0, text);
   DraftRequest r = req(0, 2, 3);
   r.predict_top = 4;
@@ -111,17 +113,19 @@ TEST(SuffixDrafter, BranchesByFrequencyAndCutsRareOnes) {
   EXPECT_DOUBLE_EQ(t.predicted[0].tokens[0].prob, 0.75);
   EXPECT_DOUBLE_EQ(t.predicted[1].tokens[0].prob, 2.0 / 3.0);
   // min_prob 0.3 cuts branch 9; min_prob 0.6 also stops branch 8 before 1 (p 1/2).
-  SuffixDrafter strict(SuffixDrafterOptions{.min_prob = 0.3, .depth_per_match = kDeep});
+  SuffixDrafter strict(
+      SuffixDrafterOptions{.min_prob = 0.3, .depth_per_match = kDeep, .unsure_root_depth = 0});
   strict.start(0, text);
   EXPECT_EQ(draft(strict, req(0, 2, 3)).tokens, (Tokens{8, 1}));
-  SuffixDrafter stricter(SuffixDrafterOptions{.min_prob = 0.6, .depth_per_match = kDeep});
+  SuffixDrafter stricter(
+      SuffixDrafterOptions{.min_prob = 0.6, .depth_per_match = kDeep, .unsure_root_depth = 0});
   stricter.start(0, text);
   EXPECT_EQ(draft(stricter, req(0, 2, 3)).tokens, (Tokens{8}));
 }
 
 TEST(SuffixDrafter, EquallyFrequentContinuationsGoMostRecentFirst) {
   // After 7: 8 once, then 9 once (later); after 7 9: 2. The later continuation wins the tie.
-  SuffixDrafter d(SuffixDrafterOptions{.depth_per_match = kDeep});
+  SuffixDrafter d(SuffixDrafterOptions{.depth_per_match = kDeep, .unsure_root_depth = 0});
   d.start(0, Tokens{7, 8, 1, 7, 9, 2, 7});
   EXPECT_EQ(draft(d, req(0, 2)).tokens, (Tokens{9, 2}));
   // The sequence's own text ranks before an earlier request's with the same count.
@@ -149,6 +153,25 @@ TEST(SuffixDrafter, DepthFollowsTheMatchLength) {
   SuffixDrafter one(SuffixDrafterOptions{.depth_per_match = 1});
   one.start(0, Tokens{5, 6, 7, 8, 9, 1, 2, 3, 5});
   EXPECT_EQ(draft(one, req(0, 8)).tokens, (Tokens{6}));
+}
+
+TEST(SuffixDrafter, ABranchFromAnUnsureFirstTokenIsCut) {
+  // The text ends in "5 7", matched by "7" alone: after 7, 8 three times and 9 once; 8 goes on
+  // 1 2 every time. The likeliest branch starts from an unsure first token (3 of 4), so it is
+  // cut to one token; with the cut off it goes on.
+  const Tokens text = {7, 8, 1, 2, 7, 8, 1, 2, 7, 9, 3, 7, 8, 1, 2, 5, 7};
+  SuffixDrafter d(SuffixDrafterOptions{.depth_per_match = kDeep});
+  d.start(0, text);
+  EXPECT_EQ(draft(d, req(0, 4)).tokens, (Tokens{8}));
+  SuffixDrafter two(SuffixDrafterOptions{.depth_per_match = kDeep, .unsure_root_depth = 2});
+  two.start(0, text);
+  EXPECT_EQ(draft(two, req(0, 4)).tokens, (Tokens{8, 1}));
+  SuffixDrafter off(SuffixDrafterOptions{.depth_per_match = kDeep, .unsure_root_depth = 0});
+  off.start(0, text);
+  EXPECT_EQ(draft(off, req(0, 4)).tokens, (Tokens{8, 1, 2, 7}));
+  // A first token the text always took is not cut: after 7 8 (three times), 1 2 and then 7.
+  EXPECT_EQ(draft(d, req(0, 3, 1, {8})).tokens, (Tokens{1, 2, 7}));
+  EXPECT_THROW(SuffixDrafter(SuffixDrafterOptions{.unsure_root_depth = -1}), Error);
 }
 
 TEST(SuffixDrafter, TheBetterCandidateOfOwnTextAndEarlierRequestsWins) {
