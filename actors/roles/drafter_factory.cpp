@@ -97,16 +97,20 @@ std::unique_ptr<Drafter> make_oracle(const DrafterSpec& spec, ModelSession& targ
 
 }  // namespace
 
+SuffixDrafterOptions suffix_options(const DrafterOptions& opts) {
+  return SuffixDrafterOptions{.cache_tokens = opts.suffix_cache_tokens,
+                              .min_prob = opts.suffix_min_prob,
+                              .depth_per_match = opts.suffix_depth_per_match,
+                              .unsure_root_depth = opts.suffix_unsure_root_depth};
+}
+
 std::unique_ptr<Drafter> make_drafter(const DrafterSpec& spec, ModelSession& target,
                                       const DrafterOptions& opts) {
   SSD_CHECK(!opts.online_learning || spec.kind == "early-exit",
             "--online-learning applies to the early-exit drafter, not {}", spec.kind);
   if (spec.kind == "ngram") return make_ngram(spec, opts);
   if (spec.kind == "suffix")
-    return std::make_unique<SuffixDrafter>(
-        SuffixDrafterOptions{.cache_tokens = opts.suffix_cache_tokens,
-                             .min_prob = opts.suffix_min_prob,
-                             .depth_per_match = opts.suffix_depth_per_match});
+    return std::make_unique<SuffixDrafter>(suffix_options(opts));
   if (spec.kind == "model") return make_model(spec, target);
   if (spec.kind == "early-exit") return make_early_exit(spec, target, opts);
   if (spec.kind == "oracle") return make_oracle(spec, target, opts);

@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "actors/roles/model_session.h"
+#include "runtime/drafters/suffix_drafter.h"
 #include "runtime/spec/drafter.h"
 
 namespace ssd {
@@ -40,11 +41,15 @@ struct DrafterOptions {
   int64_t suffix_cache_tokens = int64_t{1} << 20;  // suffix: earlier requests' tokens remembered
   double suffix_min_prob = 0.1;                    // suffix: a branch stops below this
   double suffix_depth_per_match = 4.0;             // suffix: depth cap per matched token
+  int32_t suffix_unsure_root_depth = 1;            // suffix: depth cap after an unsure first token
   double ngram_depth_per_match = 0.0;              // ngram: depth cap per matched token (0: k)
 };
 
 // The drafter for `spec` against the session's target. Drafter-owned models (model:, early-exit:)
 // get their own KV caches sized to the session's context.
+// The suffix drafter's options from the drafter flags (the primary's and SSD's backup alike).
+SuffixDrafterOptions suffix_options(const DrafterOptions& opts);
+
 std::unique_ptr<Drafter> make_drafter(const DrafterSpec& spec, ModelSession& target,
                                       const DrafterOptions& opts);
 

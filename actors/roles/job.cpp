@@ -85,9 +85,7 @@ namespace {
 // SSD's backup speculator (--backup): answers a miss at once, without a model.
 std::unique_ptr<Drafter> make_backup(const JobSpec& spec) {
   if (spec.dist.backup == "suffix")
-    return std::make_unique<SuffixDrafter>(
-        SuffixDrafterOptions{.cache_tokens = spec.drafter_options.suffix_cache_tokens,
-                             .min_prob = spec.drafter_options.suffix_min_prob});
+    return std::make_unique<SuffixDrafter>(suffix_options(spec.drafter_options));
   return std::make_unique<NgramDrafter>(NgramOptions{});
 }
 

@@ -27,6 +27,7 @@ struct DrafterFlags {
   int64_t suffix_cache_tokens = int64_t{1} << 20;
   double suffix_min_prob = 0.1;
   double suffix_depth_per_match = 4.0;
+  int32_t suffix_unsure_root_depth = 1;
   double ngram_depth_per_match = 0.0;
   int32_t k_max = 8;
 
@@ -57,6 +58,10 @@ struct DrafterFlags {
     v(suffix_depth_per_match, "suffix-depth-per-match",
       "suffix drafter: a draft is at most this many tokens per token of the text it matched",
       {.min = 1e-6, .max = 64});
+    v(suffix_unsure_root_depth, "suffix-unsure-root-depth",
+      "suffix drafter: a draft whose first token is not the only continuation the matched text "
+      "had stops after this many tokens; 0 = no such cut",
+      {.min = 0, .max = 64});
     v(ngram_depth_per_match, "ngram-depth-per-match",
       "ngram drafter: a draft after an n-token match is at most this many tokens per matched "
       "token; 0 = up to k",
@@ -91,6 +96,7 @@ struct DrafterFlags {
     o.suffix_cache_tokens = suffix_cache_tokens;
     o.suffix_min_prob = suffix_min_prob;
     o.suffix_depth_per_match = suffix_depth_per_match;
+    o.suffix_unsure_root_depth = suffix_unsure_root_depth;
     o.ngram_depth_per_match = ngram_depth_per_match;
     return o;
   }
