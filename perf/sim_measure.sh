@@ -14,7 +14,10 @@
 #   chunk    0, 2 (SSD --prespec-chunk)
 # Each rep first calibrates this machine with every drafter (`ssd simulate --calibrate
 # --calibrate-drafters`): 2 threads for the 1-rank jobs, 1 thread pinned to one core for the
-# 2-rank jobs (as a rank is).
+# 2-rank jobs (as a rank is). Every job is bracketed by two speed probes (`ssd simulate --probe`,
+# the target's forwards at the calibration's shapes, ~0.5 s each, same threads and pinning):
+# probe_<job>_pre.json and probe_<job>_post.json, from which perf/sim_validate.py scales the
+# rep's profile to the machine's speed at the job's time (topology/sim/speed_probe.h).
 #
 #   perf/sim_measure.sh [--reps N] [--prompts N] [--tokens N] [--ranks 1,2]
 #       [--drafters ngram,domino,model] [--ks 2,4,7,auto] [--batches 1,4] [--chunks 0,2]
@@ -108,6 +111,12 @@ done
 specs=""
 for d in "${DRAFTERS_L[@]}"; do specs+="${specs:+,}$(spec_of "$d")"; done
 common=(-m "$MODEL" --prompt-file "$PROMPTS" -n "$NT" --max-prompts "$NP")
+probe() {  # probe DIR JOB THREADS pre|post [taskset -c N]: a speed probe into DIR/probe_JOB_WHEN.json
+  local dir=$1 job=$2 threads=$3 when=$4; shift 4
+  "$@" "$BIN" simulate --probe --calibrate-model "$MODEL" --calibrate-batch "$BATCHES" \
+    --threads "$threads" --out "$dir/probe_${job}_$when.json" >>"$dir/probes.log" 2>&1 ||
+    { cat "$dir/probes.log"; echo "sim_measure: the speed probe failed" >&2; exit 1; }
+}
 run() {  # run LOG cmd...: the command's output to LOG (the load average beside); stop on failure
   local log=$1; shift
   echo "$(basename "$log" .log) $(cut -d' ' -f1-3 /proc/loadavg)" >>"$(dirname "$log")/load.txt"
@@ -128,9 +137,11 @@ for rep in $(seq $((last + 1)) $((last + REPS))); do
     if [[ $r == 1 ]]; then
       run "$dir/cal_2t.log" "$BIN" "${cal[@]}" --threads 2 --out "$dir/cal_2t.json"
       for b in "${BATCHES_L[@]}"; do
+        probe "$dir" "r1_b$b" 2 pre
         run "$dir/r1_b$b.log" "$BIN" bench "${common[@]}" --drafters "$specs" --k "$KS" \
           --modes ar,sd --threads 2 --batch "$b" --outcome-trace "$dir/r1_b${b}_traces" \
           --out-json "$dir/r1_b$b.json"
+        probe "$dir" "r1_b$b" 2 post
       done
     else
       run "$dir/cal_1t.log" taskset -c 0 "$BIN" "${cal[@]}" --threads 1 --out "$dir/cal_1t.json"
@@ -140,10 +151,12 @@ for rep in $(seq $((last + 1)) $((last + REPS))); do
             for c in "${CHUNKS_L[@]}"; do
               modes=$([[ $c == 0 ]] && echo ssd || echo ar,sd,ssd)
               name=r2_${d}_k${k}_b${b}_c${c}
+              probe "$dir" "$name" 1 pre taskset -c 0
               run "$dir/$name.log" env SSD_BIN="$BIN" "$ROOT/launch/ssd-launch" --target-ranks 1 \
                 --drafter-ranks 1 -- bench "${common[@]}" --drafters "$(spec_of "$d")" --k "$k" \
                 --modes "$modes" --batch "$b" --prespec-chunk "$c" \
                 --outcome-trace "$dir/${name}_traces" --out-json "$dir/$name.json"
+              probe "$dir" "$name" 1 post taskset -c 0
             done
           done
         done

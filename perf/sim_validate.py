@@ -9,7 +9,10 @@ predicted. 2-rank jobs use the drafter link their own start-up probe measured (l
 bandwidth, from the bench JSON). A cell's measured tok/s is the bench summary's decode tok/s of
 that configuration; its predicted tok/s is the replayed tokens over the replayed seconds of the
 same batches. Each rep's drafter fits are first refitted from the measurements its profile
-stores (`ssd simulate --refit`), so older reps replay under the current fit models. Each
+stores (`ssd simulate --refit`), so older reps replay under the current fit models. A job
+measured with speed probes around it (perf/sim_measure.sh's probe_<job>_pre/post.json) replays
+on the profile scaled to the machine's speed at its time (`ssd simulate --speed-probe`,
+topology/sim/speed_probe.h); reps without probes replay on the profile as calibrated. Each
 cell is compared as the median over its measurements (reps, and for 2-rank AR
 every job that ran it): the median measured tok/s against the median predicted (each rep's
 prediction from its own profile). Beside it, every rep alone (its summary and its groups).
@@ -75,6 +78,15 @@ def refit(prof, tmp):
     return out
 
 
+def probe_flags(job_json):
+    """--speed-probe with the speed probes measured around the job, when it has them."""
+    job = os.path.basename(job_json)[:-len(".json")]
+    probes = [os.path.join(os.path.dirname(job_json), f"probe_{job}_{when}.json")
+              for when in ("pre", "post")]
+    probes = [p for p in probes if os.path.exists(p)]
+    return ["--speed-probe", ",".join(probes)] if probes else []
+
+
 def simulate(mode, trace, flags):
     """(tokens, seconds) of the replayed trace."""
     with tempfile.TemporaryDirectory() as d:
@@ -111,6 +123,7 @@ def cells(meas_dir, tmp):
                 flags += ["--drafter", SIM_DRAFTER[kind],
                           "--k", str(k_max if row.get("k_auto") else row["k"])]
             flags += ["--colocated"] if ranks == 1 else ["--drafter-link", link]
+            flags += probe_flags(path)
             if mode == "ssd":
                 switch = bench.get("config", {}).get("prespec-switch") or "auto"
                 flags += ["--prespec-switch", "on" if switch == "on" else "auto"]

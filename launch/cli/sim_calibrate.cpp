@@ -26,6 +26,8 @@
 namespace ssd {
 namespace {
 
+constexpr int64_t kProbeBlock = 12;  // rows of the speed probe's verification-sized block
+
 // Prose for the drafters' prompts (timing barely depends on the words; an n-gram lookup finds
 // some repeats in it, as in real text).
 constexpr const char* kText =
@@ -449,6 +451,34 @@ int run_calibrate(const CalibrateOptions& o) {
   SSD_CHECK(out.good(), "cannot write '{}'", o.out.string());
   out << j.dump(2) << '\n';
   fmt::print("written to {}\n", o.out.string());
+  return 0;
+}
+
+int run_probe(const CalibrateOptions& o) {
+  SSD_CHECK(!o.model.empty(), "--probe needs --calibrate-model or $SSD_MODEL");
+  SSD_CHECK(!o.out.empty(), "--probe needs --out PATH for the probe JSON");
+  const ModelFile file = ModelFile::open(o.model);
+  const int32_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
+  ForwardTimer timer(file, make_cpu_backend(CpuBackendOptions{o.threads, {}, 200}), o.context,
+                     std::max<int64_t>(kProbeBlock, 32 * max_batch), 1);
+  // The calibration's shapes at a fraction of its samples: one row, a verification-sized block
+  // and a decode batch of every --calibrate-batch size above 1.
+  nlohmann::json samples = nlohmann::json::array();
+  auto add = [&](int64_t rows, int64_t seqs, const Stat& s) {
+    samples.push_back({{"rows", rows}, {"seqs", seqs}, {"context", o.context},
+                       {"median_s", s.median}, {"min_s", s.min}, {"max_s", s.max}});
+    fmt::print("probe: {} row(s) over {} sequence(s): {:.3f} ms ({:.3f}..{:.3f})\n", rows, seqs,
+               s.median * 1e3, s.min * 1e3, s.max * 1e3);
+  };
+  for (int64_t n : {int64_t{1}, kProbeBlock}) add(n, 1, timer.block_seconds(n, true, 4, 5));
+  for (int32_t b : o.batches)
+    if (b > 1) add(b, b, timer.decode_batch_seconds(b, 4, 5));
+  std::ofstream out(o.out.string());
+  SSD_CHECK(out.good(), "cannot write '{}'", o.out.string());
+  out << nlohmann::json{{"kind", "speed_probe"}, {"threads", o.threads}, {"model", o.model},
+                        {"samples", samples}}
+             .dump(2)
+      << '\n';
   return 0;
 }
 

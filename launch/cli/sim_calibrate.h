@@ -30,6 +30,12 @@ struct CalibrateOptions {
 
 int run_calibrate(const CalibrateOptions& o);
 
+// `ssd simulate --probe`: a speed probe (topology/sim/speed_probe.h): the target's forwards at
+// one row, a 12-row block and a decode batch of every batch size above 1 (o.batches), after
+// o.context cached tokens, at o.threads; median of 5 samples of 4 forwards each, written to o.out
+// as {"samples": [...]}. A fraction of a second, for before and after each measured job.
+int run_probe(const CalibrateOptions& o);
+
 // `ssd simulate --refit IN [--calibrate-model M] --out OUT`: profile IN refitted from the
 // measurements it stores with the current fit models: the target's forwards (cpu_calibration.h;
 // with M, the model they were timed on) and every drafter's runs (drafter_calibration.h); the

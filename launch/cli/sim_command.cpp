@@ -13,6 +13,7 @@
 #include "runtime/core/error.h"
 #include "topology/sim/chrome_trace.h"
 #include "topology/sim/round_sim.h"
+#include "topology/sim/speed_probe.h"
 
 namespace ssd {
 namespace {
@@ -50,6 +51,8 @@ struct SimArgs {
   uint64_t seed = 1;
   std::optional<std::filesystem::path> outcome_trace, record_trace, trace_json, json;
   bool calibrate = false;
+  bool probe = false;
+  std::string speed_probe;
   std::optional<std::filesystem::path> refit;
   std::optional<std::filesystem::path> calibrate_model, out;
   int32_t threads = 2;
@@ -122,6 +125,12 @@ struct SimArgs {
     v(trace_json, "trace-json", "write the timeline as Chrome trace-event JSON (last mode, batch)");
     v(json, "json", "write every result as JSON here");
     v(calibrate, "calibrate", "measure this machine and write a CPU device profile (--out)");
+    v(probe, "probe",
+      "time a speed probe of the target's forwards (--calibrate-model, --threads, "
+      "--calibrate-batch) and write it (--out), for --speed-probe");
+    v(speed_probe, "speed-probe",
+      "comma-separated speed probes (from --probe): scale every compute cost of the device "
+      "profiles by the probes' speed against the target's profile (topology/sim/speed_probe.h)");
     v(refit, "refit", "refit this profile (its target with --calibrate-model, and its drafters) "
                       "from the measurements it stores, with the current fit models (--out)",
       {.must_exist = true});
@@ -185,7 +194,7 @@ std::vector<int32_t> int_list(const std::string& flag, const std::string& text, 
   return out;
 }
 
-int calibrate(const SimArgs& a) {
+CalibrateOptions calibrate_options(const SimArgs& a) {
   CalibrateOptions o;
   if (a.calibrate_model) o.model = a.calibrate_model->string();
   else if (const char* env = std::getenv("SSD_MODEL")) o.model = env;
@@ -199,7 +208,7 @@ int calibrate(const SimArgs& a) {
   o.tokens = a.calibrate_tokens;
   o.branches = a.calibrate_branches;
   o.repeats = a.calibrate_repeats;
-  return run_calibrate(o);
+  return o;
 }
 
 sim::SimConfig build_config(const SimArgs& a) {
@@ -291,13 +300,26 @@ int run_sim_command(int argc, const char* const* argv) {
                           "round simulation with roofline costs), or --calibrate a CPU "
                           "profile."))
     return 0;
-  if (a.calibrate) return calibrate(a);
+  if (a.calibrate && a.probe) fail("--calibrate and --probe: give one");
+  if (a.calibrate) return run_calibrate(calibrate_options(a));
+  if (a.probe) return run_probe(calibrate_options(a));
   if (a.refit) {
     SSD_CHECK(a.out.has_value(), "--refit needs --out PATH for the refitted profile");
     return run_refit(*a.refit, a.calibrate_model ? a.calibrate_model->string() : "", *a.out);
   }
 
   sim::SimConfig cfg = build_config(a);
+  double speed_scale = 1;  // --speed-probe: the machine's speed at the job's time
+  if (!a.speed_probe.empty()) {
+    sim::SimCluster& cl = cfg.cluster;
+    speed_scale = sim::probe_scale(cfg.target, cl.target_device,
+                                   sim::read_probe_samples(split(a.speed_probe)));
+    cl.target_device = sim::scaled_profile(cl.target_device, speed_scale);
+    cl.drafter_device = sim::scaled_profile(cl.drafter_device, speed_scale);
+    fmt::print("speed probe: every compute cost x {:.3f} (the probe's forwards against the "
+               "profile's)\n",
+               speed_scale);
+  }
   std::vector<sim::SimMode> modes;
   for (const std::string& m : split(a.modes)) modes.push_back(sim::parse_mode(m));
   SSD_CHECK(!modes.empty(), "--mode: no mode given");
@@ -363,7 +385,7 @@ int run_sim_command(int argc, const char* const* argv) {
   if (a.json) {
     std::ofstream o(a.json->string());
     SSD_CHECK(o.good(), "cannot write '{}'", a.json->string());
-    o << nlohmann::json{{"config", resolved_json(a)}, {"results", all}}.dump(2) << '\n';
+    o << nlohmann::json{{"config", resolved_json(a)}, {"speed_scale", speed_scale}, {"results", all}}.dump(2) << '\n';
   }
   if (a.record_trace) sim::write_outcome_trace(a.record_trace->string(), last.outcomes);
   if (a.trace_json)

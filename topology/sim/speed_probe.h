@@ -1,0 +1,44 @@
+// The machine's speed at a job's time. A calibrated CPU profile is taken once per validation rep,
+// but on the shared 2-core VM the speed of the same forward moves between phases of seconds to
+// minutes (the thread pool's spin or sleep hand-offs, the hypervisor, other processes): in one
+// rep a 2-thread decode batch of 4 ran at 3.1 ms per step while the profile taken a minute
+// earlier said 5.7 ms, and the next rep the other way round. A speed probe times a few of the
+// calibration's own forward shapes (`ssd simulate --probe`, a fraction of a second) right before
+// and after a measured job; the simulator then scales the whole profile by the probe's speed
+// relative to the profile's prediction of the same shapes (`--speed-probe`):
+//
+//   s = median over the probe's samples of (measured seconds / the profile's forward of that shape)
+//
+// and every compute cost (target and drafter forwards, fixed and per-sequence overheads, drafter
+// fits, verifier host work) takes s times as long; links are not scaled. The profile keeps the
+// shape of the costs (how they grow with rows, sequences, drafted tokens), the probe sets their
+// level. The same scale applies to every term: a phase that slows the target's matmuls but not a
+// lookup drafter's host work would not be captured.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "topology/sim/cpu_calibration.h"
+#include "topology/sim/hw_profile.h"
+#include "topology/sim/model_shape.h"
+
+namespace ssd::sim {
+
+// The profile with every compute cost s times as long: bandwidth and FLOP/s (its own and every
+// drafter fit's) divided by s, fixed costs (per forward, layer, sequence, call, lookup, ranked row,
+// verification extras, verifier host work) multiplied by s. Throws ssd::Error for s <= 0.
+DeviceProfile scaled_profile(const DeviceProfile& d, double s);
+
+// s of the file comment: the median ratio of each sample's seconds to the profile's forward of its
+// shape (rows, sequences, context) for `model` on one device. Throws ssd::Error for no samples or a
+// sample with non-positive seconds or rows.
+double probe_scale(const ModelShape& model, const DeviceProfile& d,
+                   const std::vector<ForwardSample>& samples);
+
+// Probe samples from JSON files written by `ssd simulate --probe` ({"samples": [{"rows", "seqs",
+// "context", "median_s"}, ...]}), all files' samples together. Throws ssd::Error naming the file
+// for a missing or malformed one.
+std::vector<ForwardSample> read_probe_samples(const std::vector<std::string>& paths);
+
+}  // namespace ssd::sim
