@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "actors/roles/drafter_factory.h"
@@ -22,6 +23,7 @@
 #include "runtime/spec/sd_generation.h"
 #include "topology/sim/cpu_calibration.h"
 #include "topology/sim/drafter_calibration.h"
+#include "topology/sim/speed_probe.h"
 
 namespace ssd {
 namespace {
@@ -51,13 +53,11 @@ std::vector<int32_t> prompt_tokens(const Tokenizer& tok, int32_t length, int32_t
 // target features in set_features(), inside sd_generation's start(); a lookup indexes there).
 bool lazy_start(const std::string& spec) { return parse_drafter_spec(spec).kind == "model"; }
 
-// One drafter's fit from its samples, printed as a table of measured and fitted milliseconds.
-sim::DrafterCalibration fit_and_print(const std::string& spec, const sim::SimDrafter& sd,
-                                      const sim::DeviceProfile& profile,
-                                      const std::vector<sim::DraftSample>& samples,
-                                      const std::vector<std::pair<int32_t, int32_t>>& k_batch,
-                                      const std::vector<int64_t>& rounds) {
-  const sim::DrafterCalibration cal = sim::fit_drafter(sd, profile, samples);
+// One drafter's fit, printed as a table of its samples' measured and fitted milliseconds.
+void print_fit(const std::string& spec, const sim::SimDrafter& sd,
+               const sim::DrafterCalibration& cal, const std::vector<sim::DraftSample>& samples,
+               const std::vector<std::pair<int32_t, int32_t>>& k_batch,
+               const std::vector<int64_t>& rounds) {
   fmt::print("\ndrafter {} (simulated as --drafter {}): one SD round's drafting, and one "
              "pre-speculation call of `branches` per sequence\n\n"
              "| k | batch | rounds (SD) or branches | measured ms | fitted ms | error |\n"
@@ -76,7 +76,7 @@ sim::DrafterCalibration fit_and_print(const std::string& spec, const sim::SimDra
              "worst {:.1f}%\n",
              f.mem_efficiency, f.peak_flops / 1e9, f.forward_s * 1e3, f.call_s * 1e3,
              f.lookup_s * 1e6, f.rank_row_s * 1e6, 100 * f.median_rel_err, 100 * f.max_rel_err);
-  return cal;
+
 }
 
 struct DrafterRun {
@@ -214,6 +214,57 @@ std::vector<DrafterRun> time_drafter(const CalibrateOptions& o, ModelSession& se
   return out;
 }
 
+// A speed probe (topology/sim/speed_probe.h) as JSON samples: the calibration's shapes at a
+// fraction of its samples: one row, a verification-sized block and a decode batch of every
+// o.batches size above 1, after o.context cached tokens.
+nlohmann::json probe_json(const CalibrateOptions& o, const ModelFile& file) {
+  const int32_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
+  ForwardTimer timer(file, make_cpu_backend(CpuBackendOptions{o.threads, {}, 200}), o.context,
+                     std::max<int64_t>(kProbeBlock, 32 * max_batch), 1);
+  nlohmann::json samples = nlohmann::json::array();
+  auto add = [&](int64_t rows, int64_t seqs, const Stat& s) {
+    samples.push_back({{"rows", rows}, {"seqs", seqs}, {"context", o.context},
+                       {"median_s", s.median}, {"min_s", s.min}, {"max_s", s.max}});
+    fmt::print("probe: {} row(s) over {} sequence(s): {:.3f} ms ({:.3f}..{:.3f})\n", rows, seqs,
+               s.median * 1e3, s.min * 1e3, s.max * 1e3);
+  };
+  for (int64_t n : {int64_t{1}, kProbeBlock}) add(n, 1, timer.block_seconds(n, true, 4, 5));
+  for (int32_t b : o.batches)
+    if (b > 1) add(b, b, timer.decode_batch_seconds(b, 4, 5));
+  return samples;
+}
+
+std::vector<sim::ForwardSample> probe_samples(const nlohmann::json& j) {
+  std::vector<sim::ForwardSample> out;
+  for (const nlohmann::json& x : j)
+    out.push_back({x.at("rows").get<double>(), x.value("context", 0.0),
+                   x.at("median_s").get<double>(), x.value("seqs", 1.0)});
+  return out;
+}
+
+// One drafter's fit at the profile's speed from runs timed while the machine ran s times the
+// profile's time (sim::fit_drafter_at_speed), printed.
+sim::DrafterCalibration fit_at_profile_speed(const std::string& spec, const sim::SimDrafter& sd,
+                                             const sim::DeviceProfile& profile, double s,
+                                             const std::vector<sim::DraftSample>& samples,
+                                             const std::vector<std::pair<int32_t, int32_t>>& kb,
+                                             const std::vector<int64_t>& rounds,
+                                             const sim::ModelShape* target,
+                                             const std::vector<sim::TargetSample>& verifies) {
+  if (s != 1)
+    fmt::print("\ndrafter {}: the machine ran x {:.3f} the profile's time around its runs (speed "
+               "probes); fitted at that speed, stored at the profile's\n",
+               spec, s);
+  const sim::DrafterCalibration cal =
+      sim::fit_drafter_at_speed(sd, profile, s, samples, target, verifies);
+  print_fit(spec, sd, cal, samples, kb, rounds);
+  fmt::print("the target's verification forwards in this drafter's SD rounds: {:.3f} ms more "
+             "than back to back, + {:.3f} ms per sequence beyond the first (at the profile's "
+             "speed)\n",
+             cal.fit.target_switch_s * 1e3, cal.fit.target_seq_s * 1e3);
+  return cal;
+}
+
 nlohmann::json calibrate_drafters(const CalibrateOptions& o, sim::DeviceProfile& profile) {
   SessionOptions so;
   so.model_path = o.model;
@@ -222,9 +273,15 @@ nlohmann::json calibrate_drafters(const CalibrateOptions& o, sim::DeviceProfile&
   std::vector<std::pair<double, double>> host;
   nlohmann::json meas = nlohmann::json::object();
   const sim::ModelShape target_shape = sim::load_model_shape(o.model);
+  const ModelFile file = ModelFile::open(o.model);
   for (const std::string& spec : o.drafters) {
     const sim::SimDrafter sd = sim_drafter_for_spec(spec);
+    nlohmann::json probe = probe_json(o, file);
+    const size_t host_before = host.size();
     const std::vector<DrafterRun> runs = time_drafter(o, session, spec, host);
+    for (const nlohmann::json& x : probe_json(o, file)) probe.push_back(x);
+    const double s = sim::probe_scale(target_shape, profile, probe_samples(probe));
+    for (size_t i = host_before; i < host.size(); ++i) host[i].second /= s;
     std::vector<sim::DraftSample> samples;
     for (const DrafterRun& r : runs) samples.push_back(r.sample);
     std::vector<std::pair<int32_t, int32_t>> kb;
@@ -233,18 +290,12 @@ nlohmann::json calibrate_drafters(const CalibrateOptions& o, sim::DeviceProfile&
       kb.emplace_back(r.k, r.batch);
       rounds.push_back(r.branches > 0 ? -r.branches : r.forwards);
     }
-    const sim::DrafterCalibration cal = fit_and_print(spec, sd, profile, samples, kb, rounds);
     std::vector<sim::TargetSample> verifies;
     for (const DrafterRun& r : runs)
       if (r.target.rows > 0) verifies.push_back(r.target);
-    sim::DrafterFit fit = cal.fit;
-    const sim::VerifyExtra extra = sim::fit_verify_extra(target_shape, profile, verifies);
-    fit.target_switch_s = extra.switch_s;
-    fit.target_seq_s = extra.seq_s;
-    fmt::print("the target's verification forwards in this drafter's SD rounds: {:.3f} ms more "
-               "than back to back, + {:.3f} ms per sequence beyond the first\n",
-               extra.switch_s * 1e3, extra.seq_s * 1e3);
-    profile.drafter_fits[sd.shape.name] = fit;
+    const sim::DrafterCalibration cal =
+        fit_at_profile_speed(spec, sd, profile, s, samples, kb, rounds, &target_shape, verifies);
+    profile.drafter_fits[sd.shape.name] = cal.fit;
     nlohmann::json rows = nlohmann::json::array();
     for (size_t i = 0; i < runs.size(); ++i) {
       nlohmann::json row = {{"k", runs[i].k}, {"batch", runs[i].batch},
@@ -260,7 +311,7 @@ nlohmann::json calibrate_drafters(const CalibrateOptions& o, sim::DeviceProfile&
       rows.push_back(row);
     }
     meas[sd.shape.name] = {{"spec", spec}, {"runs", rows}, {"context", o.context},
-                           {"tokens", o.tokens}};
+                           {"tokens", o.tokens}, {"probe", probe}, {"speed_scale", s}};
   }
   sim::fit_verify_host(profile, host);
   fmt::print("\nverifier host cost per target forward: {:.3f} ms + {:.4f} ms per row\n",
@@ -351,19 +402,26 @@ int run_refit(const std::filesystem::path& in, const std::string& model,
       kb.emplace_back(s.k, r.at("batch").get<int32_t>());
       rounds.push_back(branches > 0 ? -branches : r.at("rounds").get<int64_t>());
     }
-    const sim::DrafterCalibration cal =
-        fit_and_print(m["spec"].get<std::string>(), sd, profile, samples, kb, rounds);
-    sim::DrafterFit fit = cal.fit;
     std::vector<sim::TargetSample> verifies;
     for (const nlohmann::json& r : m["runs"])
       if (r.contains("target_forward_s"))
         verifies.push_back({r.at("verified_rows").get<double>(), r.at("sequences").get<double>(),
                             context + 0.5 * tokens, r.at("target_forward_s").get<double>()});
-    if (!model.empty()) {
-      const sim::VerifyExtra extra =
-          sim::fit_verify_extra(sim::load_model_shape(model), profile, verifies);
-      fit.target_switch_s = extra.switch_s;
-      fit.target_seq_s = extra.seq_s;
+    // The speed probes around the drafter's runs (profiles from before them: none, s = 1),
+    // against the refitted target.
+    std::optional<sim::ModelShape> target;
+    if (!model.empty()) target = sim::load_model_shape(model);
+    const double s = target && m.contains("probe")
+                         ? sim::probe_scale(*target, profile, probe_samples(m["probe"]))
+                         : 1.0;
+    const sim::DrafterCalibration cal =
+        fit_at_profile_speed(m["spec"].get<std::string>(), sd, profile, s, samples, kb, rounds,
+                             target ? &*target : nullptr, verifies);
+    sim::DrafterFit fit = cal.fit;
+    if (!target) {  // no model to price the verifications with: keep the stored extras
+      const sim::DrafterFit* old = profile.drafter_fit(sd.shape.name);
+      fit.target_switch_s = old ? old->target_switch_s : 0;
+      fit.target_seq_s = old ? old->target_seq_s : 0;
     }
     profile.drafter_fits[sd.shape.name] = fit;
   }
@@ -457,22 +515,7 @@ int run_calibrate(const CalibrateOptions& o) {
 int run_probe(const CalibrateOptions& o) {
   SSD_CHECK(!o.model.empty(), "--probe needs --calibrate-model or $SSD_MODEL");
   SSD_CHECK(!o.out.empty(), "--probe needs --out PATH for the probe JSON");
-  const ModelFile file = ModelFile::open(o.model);
-  const int32_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
-  ForwardTimer timer(file, make_cpu_backend(CpuBackendOptions{o.threads, {}, 200}), o.context,
-                     std::max<int64_t>(kProbeBlock, 32 * max_batch), 1);
-  // The calibration's shapes at a fraction of its samples: one row, a verification-sized block
-  // and a decode batch of every --calibrate-batch size above 1.
-  nlohmann::json samples = nlohmann::json::array();
-  auto add = [&](int64_t rows, int64_t seqs, const Stat& s) {
-    samples.push_back({{"rows", rows}, {"seqs", seqs}, {"context", o.context},
-                       {"median_s", s.median}, {"min_s", s.min}, {"max_s", s.max}});
-    fmt::print("probe: {} row(s) over {} sequence(s): {:.3f} ms ({:.3f}..{:.3f})\n", rows, seqs,
-               s.median * 1e3, s.min * 1e3, s.max * 1e3);
-  };
-  for (int64_t n : {int64_t{1}, kProbeBlock}) add(n, 1, timer.block_seconds(n, true, 4, 5));
-  for (int32_t b : o.batches)
-    if (b > 1) add(b, b, timer.decode_batch_seconds(b, 4, 5));
+  const nlohmann::json samples = probe_json(o, ModelFile::open(o.model));
   std::ofstream out(o.out.string());
   SSD_CHECK(out.good(), "cannot write '{}'", o.out.string());
   out << nlohmann::json{{"kind", "speed_probe"}, {"threads", o.threads}, {"model", o.model},

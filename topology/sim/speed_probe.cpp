@@ -52,6 +52,25 @@ double probe_scale(const ModelShape& model, const DeviceProfile& d,
   return n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
 }
 
+DrafterCalibration fit_drafter_at_speed(const SimDrafter& drafter, const DeviceProfile& profile,
+                                        double s, const std::vector<DraftSample>& samples,
+                                        const ModelShape* target,
+                                        const std::vector<TargetSample>& verifies) {
+  DeviceProfile now = scaled_profile(profile, s);
+  DrafterCalibration cal = fit_drafter(drafter, now, samples);
+  if (target) {
+    const VerifyExtra extra = fit_verify_extra(*target, now, verifies);
+    cal.fit.target_switch_s = extra.switch_s;
+    cal.fit.target_seq_s = extra.seq_s;
+  }
+  now.drafter_fits[drafter.shape.name] = cal.fit;
+  DrafterFit back = scaled_profile(now, 1 / s).drafter_fits.at(drafter.shape.name);
+  back.median_rel_err = cal.fit.median_rel_err;  // of the fit, over its samples
+  back.max_rel_err = cal.fit.max_rel_err;
+  cal.fit = back;
+  return cal;
+}
+
 std::vector<ForwardSample> read_probe_samples(const std::vector<std::string>& paths) {
   std::vector<ForwardSample> out;
   for (const std::string& path : paths) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "topology/sim/cpu_calibration.h"
+#include "topology/sim/drafter_calibration.h"
 #include "topology/sim/hw_profile.h"
 #include "topology/sim/model_shape.h"
 
@@ -35,6 +36,20 @@ DeviceProfile scaled_profile(const DeviceProfile& d, double s);
 // sample with non-positive seconds or rows.
 double probe_scale(const ModelShape& model, const DeviceProfile& d,
                    const std::vector<ForwardSample>& samples);
+
+// A drafter's fit (fit_drafter) and, with `target`, its verification extras (fit_verify_extra)
+// from runs timed while the machine ran s times the profile's time (the speed probes around
+// them), returned at the profile's speed: fitted against the profile scaled by s, then the fit
+// scaled by 1 / s. The calibration times the target's forwards first and each drafter after, a
+// minute apart; on the shared VM the speed moved in between (a 2-thread pool's phase read as a
+// 2-7 ms "verification after drafting" cost in one rep, 0.1 ms in the next), and a fit against
+// the unscaled profile takes that phase for the drafter's own cost. predicted_s: the samples'
+// times under the fit at speed s (comparable with the samples). Without a target the extras
+// are 0. Throws what fit_drafter throws, and for s <= 0.
+DrafterCalibration fit_drafter_at_speed(const SimDrafter& drafter, const DeviceProfile& profile,
+                                        double s, const std::vector<DraftSample>& samples,
+                                        const ModelShape* target,
+                                        const std::vector<TargetSample>& verifies);
 
 // Probe samples from JSON files written by `ssd simulate --probe` ({"samples": [{"rows", "seqs",
 // "context", "median_s"}, ...]}), all files' samples together. Throws ssd::Error naming the file

@@ -91,6 +91,54 @@ TEST(SpeedProbe, TheScaleRecoversTheMachinesSpeedDespiteOneDisturbedSample) {
   EXPECT_THROW(probe_scale(t, d, {{1, 128, 0, 1}}), Error);
 }
 
+TEST(SpeedProbe, ADrafterTimedInASlowerPhaseIsFittedAtTheProfilesSpeed) {
+  // The target's forwards were timed in one phase (the profile); the drafter's SD runs and their
+  // verifications a minute later while the machine ran 1.5x slower (its probes say 1.5). Fitted
+  // at that speed and scaled back, the drafter's costs and the verification extras are the
+  // truth's; fitted against the unscaled profile, the phase reads as a large extra cost.
+  const DeviceProfile profile = calibrated_like();
+  DeviceProfile truth = profile;  // the drafter's true costs at the profile's speed
+  const SimDrafter domino{model_preset("smollm2-domino")};
+  const DrafterFit want{.mem_efficiency = 0.5, .peak_flops = 70e9, .call_s = 0.6e-3,
+                        .target_switch_s = 0.4e-3, .target_seq_s = 0.3e-3};
+  truth.drafter_fits["smollm2-domino"] = want;
+  const DeviceProfile slow = scaled_profile(truth, 1.5);
+  std::vector<DraftSample> samples;
+  for (int32_t k : {2, 4, 7})
+    for (double n : {1.0, 4.0}) {
+      DraftSample x{.n = n, .suffix = 1.8, .k = k, .context = 140};
+      x.seconds = draft_seconds(domino, slow, x.n, x.suffix, x.k, x.context, false);
+      samples.push_back(x);
+    }
+  const ModelShape t = model_preset("smollm2-135m");
+  const DrafterFit& slow_fit = slow.drafter_fits.at("smollm2-domino");
+  std::vector<TargetSample> verifies;
+  for (double seqs : {1.0, 4.0})
+    for (double rows : {3.0, 5.0, 8.0}) {
+      const ForwardWork w{rows * seqs, seqs, 140};
+      verifies.push_back({w.rows, seqs, 140,
+                          forward_cost(t, slow, 1, kNone, w).total_s + slow_fit.target_switch_s +
+                              (seqs - 1) * slow_fit.target_seq_s});
+    }
+  const DrafterCalibration at = fit_drafter_at_speed(domino, profile, 1.5, samples, &t, verifies);
+  EXPECT_LT(at.fit.max_rel_err, 0.02);
+  for (size_t i = 0; i < samples.size(); ++i)
+    EXPECT_NEAR(at.predicted_s[i] / samples[i].seconds, 1, 0.02);  // at the samples' speed
+  EXPECT_NEAR(at.fit.target_switch_s, want.target_switch_s, 1e-9);
+  EXPECT_NEAR(at.fit.target_seq_s, want.target_seq_s, 1e-9);
+  DeviceProfile fitted = profile;
+  fitted.drafter_fits["smollm2-domino"] = at.fit;
+  const double truth_s = draft_seconds(domino, truth, 4, 2, 5, 160, false);
+  EXPECT_NEAR(draft_seconds(domino, fitted, 4, 2, 5, 160, false) / truth_s, 1, 0.02);
+  // Against the unscaled profile the slower phase becomes the drafter's and the verification's
+  // own cost: a verification of 4 sequences' 5 rows is priced far above the truth.
+  const DrafterCalibration naive = fit_drafter_at_speed(domino, profile, 1, samples, &t, verifies);
+  const double extra_naive = naive.fit.target_switch_s + 3 * naive.fit.target_seq_s;
+  const double extra_truth = want.target_switch_s + 3 * want.target_seq_s;
+  EXPECT_GT(extra_naive, 2 * extra_truth);
+  EXPECT_THROW(fit_drafter_at_speed(domino, profile, 0, samples, &t, verifies), Error);
+}
+
 TEST(SpeedProbe, ReadsProbeFilesAndNamesAMalformedOne) {
   test::TempDir dir;
   std::ofstream(dir.file("a.json"))
