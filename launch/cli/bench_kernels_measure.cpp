@@ -108,9 +108,18 @@ Stat ForwardTimer::block_seconds(int64_t n, bool all_logits, int calls, int samp
   return stat_of(s);
 }
 
-Stat ForwardTimer::decode_batch_seconds(int64_t seqs, int calls, int samples) {
+Stat ForwardTimer::decode_batch_seconds(int64_t seqs, int calls, int samples,
+                                        bool own_caches) {
   std::vector<SeqId> ids{seq_};
-  for (int64_t i = 1; i < seqs; ++i) ids.push_back(kv_->fork(seq_));
+  for (int64_t i = 1; i < seqs; ++i) {
+    if (!own_caches) {
+      ids.push_back(kv_->fork(seq_));
+      continue;
+    }
+    ids.push_back(kv_->create());
+    if (context_ > 0)
+      model_->forward(Batch::sequence(ids.back(), tokens(1000 * i, context_), 0), *kv_);
+  }
   Batch b;
   const std::vector<int32_t> t = tokens(context_, seqs);
   for (int64_t i = 0; i < seqs; ++i) {

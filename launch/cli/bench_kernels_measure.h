@@ -62,8 +62,11 @@ class ForwardTimer {
   Stat block_seconds(int64_t n, bool all_logits, int calls, int samples);
   // Seconds per forward of a decode batch: one token for each of `seqs` sequences that share
   // the `context` cached tokens (forks of the cache, so no K/V is copied), logits for every row;
-  // as block_seconds otherwise. The forks are released afterwards.
-  Stat decode_batch_seconds(int64_t seqs, int calls, int samples);
+  // as block_seconds otherwise. The forks are released afterwards. own_caches: each sequence
+  // beyond the first gets its own `context` cached tokens (other tokens, its own pages), as the
+  // sequences of a real batch have (the attention then reads seqs prefixes, not one shared one);
+  // needs cache room for seqs x (context + 16) tokens (max_block).
+  Stat decode_batch_seconds(int64_t seqs, int calls, int samples, bool own_caches = false);
   // Seconds per forward of a fresh `prefill`-token prompt (logits for the last row).
   Stat prefill_seconds(int samples);
   // `tokens` single-token forwards after the `context` cached tokens, each appended to the cache

@@ -21,6 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include "launch/cli/bench_kernels_measure.h"
+#include "runtime/backend/cpu/cpu_backend.h"
+#include "runtime/core/error.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_model.h"
@@ -106,6 +108,23 @@ TEST(BenchKernels, TinyModelWritesSaneJsonAndMarkdown) {
   const std::string text((std::istreambuf_iterator<char>(mdin)), std::istreambuf_iterator<char>());
   EXPECT_THAT(text, HasSubstr("| decode roofline ratio | 2 |"));
   EXPECT_THAT(text, HasSubstr(j["commit"].get<std::string>()));
+}
+
+// A decode batch whose sequences have their own caches (the calibration's, as a real batch's)
+// takes cache pages for every sequence's context and gives them back: a cache with room for one
+// such batch serves three in a row, and one with room only for forks of a shared prefix refuses
+// it while the forks fit.
+TEST(BenchKernels, DecodeBatchWithOwnCachesTakesAndReturnsItsPages) {
+  test::TempDir tmp;
+  const ModelFile file = ModelFile::open(
+      test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::Q4_1), tmp.file("tiny.gguf")));
+  const int64_t context = 32;
+  ForwardTimer roomy(file, make_cpu_backend(CpuBackendOptions{1, {}, 0}), context,
+                     (context + 32) * 4, 1);
+  for (int i = 0; i < 3; ++i) EXPECT_GT(roomy.decode_batch_seconds(4, 1, 1, true).median, 0) << i;
+  ForwardTimer tight(file, make_cpu_backend(CpuBackendOptions{1, {}, 0}), context, 16, 1);
+  EXPECT_GT(tight.decode_batch_seconds(4, 1, 1, false).median, 0);
+  EXPECT_THROW(tight.decode_batch_seconds(4, 1, 1, true), Error);
 }
 
 TEST(BenchKernels, CoefficientOfVariationIsTheRelativeSpread) {
