@@ -72,7 +72,8 @@ for r in "${RANKS_L[@]}"; do [[ $r == 1 || $r == 2 ]] || die "--ranks: 1 or 2, g
 # work: 2 min 13 s): ~1 s of start-up per job, tokens at ~250 tok/s at batch 1 and ~500 at
 # batch 4 per mode and configuration (AR, SD and SSD alike; the model drafter's 1.5x slower),
 # and per calibration 2 s for the target + 9 s per drafter (its SD runs at the measured runs'
-# token count, each run 3 times, and its pre-speculation calls; a quiet rep took 3 min 11 s).
+# token count, each run 3 times, and its pre-speculation calls; a quiet rep took 3 min 11 s),
+# + 1.3 s per job and 1.3 s per drafter per calibration for the speed probes around them.
 # A loaded machine takes longer.
 est=0   # milliseconds
 nd=${#DRAFTERS_L[@]}
@@ -82,10 +83,10 @@ tok_ms() {  # tok_ms BATCH DRAFTER: milliseconds of one configuration's tokens
   echo "$ms"
 }
 for r in "${RANKS_L[@]}"; do
-  est=$((est + 2000 + 9000 * nd))   # the calibration at this placement's threads
+  est=$((est + 2000 + 10300 * nd))   # the calibration at this placement's threads
   for b in "${BATCHES_L[@]}"; do
     if [[ $r == 1 ]]; then   # one job per batch: AR, then SD per drafter and k
-      est=$((est + 1000 + $(tok_ms "$b" -)))
+      est=$((est + 2300 + $(tok_ms "$b" -)))
       for d in "${DRAFTERS_L[@]}"; do
         est=$((est + ${#KS_L[@]} * $(tok_ms "$b" "$d")))
       done
@@ -93,7 +94,7 @@ for r in "${RANKS_L[@]}"; do
       for d in "${DRAFTERS_L[@]}"; do
         for c in "${CHUNKS_L[@]}"; do
           modes=$([[ $c == 0 ]] && echo 1 || echo 3)   # ssd; or ar, sd, ssd
-          est=$((est + ${#KS_L[@]} * (1000 + modes * $(tok_ms "$b" "$d"))))
+          est=$((est + ${#KS_L[@]} * (2300 + modes * $(tok_ms "$b" "$d"))))
         done
       done
     fi

@@ -43,6 +43,7 @@ DraftProgress run_prespeculation(
   const size_t d = ranks.size();
   DraftProgress p;
   p.drafted.assign(plan.size(), false);
+  p.drafted_s.assign(plan.size(), 0);
   p.end_s.assign(d, 0);
   p.done.assign(d, 0);
   p.busy_s.assign(d, 0);
@@ -64,7 +65,10 @@ DraftProgress run_prespeculation(
       t += dt;
       p.busy_s[r] += dt;
       p.done[r] += static_cast<int64_t>(part.size());
-      for (int64_t i : part) p.drafted[static_cast<size_t>(i)] = true;
+      for (int64_t i : part) {
+        p.drafted[static_cast<size_t>(i)] = true;
+        p.drafted_s[static_cast<size_t>(i)] = t;
+      }
       at += part.size();
     }
     p.end_s[r] = t;

@@ -42,6 +42,7 @@ struct RankJob {
 
 struct DraftProgress {
   std::vector<bool> drafted;       // [branches] drafted before the cut
+  std::vector<double> drafted_s;   // [branches] when the call that drafted it ended (else 0)
   std::vector<double> end_s;       // [ranks] when each rank's job ended
   std::vector<int64_t> done;       // [ranks] branches each drafted
   std::vector<double> busy_s;      // [ranks] time spent drafting

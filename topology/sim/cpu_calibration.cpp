@@ -101,8 +101,9 @@ Calibration fit_device(const std::string& name, const ModelShape& model, double 
   d.overhead_s = 0;
   if (!batches.empty()) {
     // Each sequence beyond the first adds s per layer: s by relative least squares on what the
-    // single-sequence fit leaves of each batch, at most the per-layer overhead it then comes
-    // out of (the first sequence's share).
+    // single-sequence fit leaves of each batch (>= 0). One sequence costs what it did. (It was
+    // taken out of the per-layer overhead and capped by it, which a fit with no per-layer
+    // overhead left at 0: batches of sequences with their own caches were priced as forks.)
     std::vector<double> left;
     error_of(d, model, batches, &left);
     double num = 0, den = 0;
@@ -111,9 +112,7 @@ Calibration fit_device(const std::string& name, const ModelShape& model, double 
       num += w * w * x * (batches[i].seconds - left[i]);
       den += w * w * x * x;
     }
-    const double s = std::clamp(den > 0 ? num / den : 0.0, 0.0, d.layer_overhead_s);
-    d.seq_layer_overhead_s = s;
-    d.layer_overhead_s -= s;
+    d.seq_layer_overhead_s = std::max(0.0, den > 0 ? num / den : 0.0);
   }
   Calibration c;
   c.profile = d;

@@ -6,9 +6,8 @@
 // per layer (on a CPU it is the thread pool's hand-offs, a few per op), so a model of another
 // depth (a 4-layer drafter) gets its own share. The profile then reproduces what this machine's
 // kernels did, including what they lose to the ideal roofline. Samples of decode batches (one row
-// of each of several sequences) then give the cost per sequence per layer, by least squares on
-// what the single-sequence fit leaves of them; it is taken out of the per-layer overhead so a
-// single sequence costs what it did.
+// of each of several sequences, each with its own cache) then give the cost per sequence beyond
+// the first per layer, by least squares on what the single-sequence fit leaves of them.
 #pragma once
 
 #include <cstdint>

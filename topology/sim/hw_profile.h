@@ -73,10 +73,9 @@ struct DeviceProfile {
   std::map<std::string, double> peak_flops;  // dtype -> FLOP/s
   double overhead_s = 0;
   double layer_overhead_s = 0;  // more fixed cost per layer (CPU: the pool's hand-offs per op)
-  // Fixed cost per sequence per layer (a CPU backend's attention runs sequence by sequence: a
-  // batch of B one-row sequences costs more than a block of B rows of one). Fitted from decode
-  // batches by --calibrate; layer_overhead_s then holds the rest (the first sequence's share is
-  // in neither twice). 0 on the presets.
+  // Fixed cost per sequence beyond the first, per layer (a CPU backend's attention runs sequence
+  // by sequence over each sequence's own cache: a batch of B one-row sequences costs more than a
+  // block of B rows of one). Fitted from decode batches by --calibrate. 0 on the presets.
   double seq_layer_overhead_s = 0;
   // How a forward's memory and compute times combine: 0 = max(memory, compute) (they overlap,
   // as on a GPU), else the p-norm (memory^p + compute^p)^(1/p) (p = 1: the sum). A CPU streams

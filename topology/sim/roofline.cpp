@@ -22,7 +22,8 @@ ForwardCost forward_cost(const ModelShape& model, const DeviceProfile& device, i
   c.memory_s = c.bytes / (device.mem_bw_Bps * device.mem_efficiency);
   c.compute_s = c.flops / device.peak(model.compute_dtype);
   c.overhead_s = device.overhead_s +
-                 (device.layer_overhead_s + device.seq_layer_overhead_s * work.seqs) *
+                 (device.layer_overhead_s +
+                  device.seq_layer_overhead_s * std::max(0.0, work.seqs - 1)) *
                      static_cast<double>(model.n_layers);
   if (tp > 1) {
     const double act = work.rows * static_cast<double>(model.dim) * model.act_bytes_per_elem;

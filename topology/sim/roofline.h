@@ -5,7 +5,7 @@
 //   bytes  = weights / T + KV bytes per token x (cached + new tokens of every sequence) / T
 //   FLOPs  = (2 x params x rows + 4 x rows x context x H hd x layers) / T
 //   time   = max(bytes / (bw x eff), FLOPs / (peak x eff)) + overhead
-//          + layers x the per-layer overhead
+//          + layers x (the per-layer overhead + (sequences - 1) x the per-sequence overhead)
 //          + layers x 2 ring all-reduces of rows x dim activations (after attention, after MLP)
 //          + one ring all-gather of the rows' logits (rows x vocab x act bytes)
 //

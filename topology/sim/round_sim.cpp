@@ -447,20 +447,33 @@ class Run {
         if (ch.rank == 0) budget.observe_call(static_cast<int32_t>(ch.branches), ch.dur_s);
       }
       budget.observe_window(o - verify_from);  // at the outcome's arrival (drafter_actor.cpp)
-      // The push leaves at the install and is the leader's if it is there when the verification
-      // ends; an empty plan pushes nothing.
-      int64_t drafted_now = 0;
-      for (int32_t d = 0; d < nd; ++d) drafted_now += prog.done[d];
-      const bool pushed_in_time =
-          cfg_.ssd.push && drafted_now > 0 &&
-          message(installed, 16.0 + drafted_now * (32.0 + 8.0 * cfg_.work.k), lead, "push") <=
-              vend;
+      // Pushes (drafter_actor.cpp): the lead pushes each of its chunks' entries to the leader as
+      // the chunk is drafted, another rank's share goes with the install; an entry is the
+      // leader's if its push is there when the verification ends.
+      std::vector<double> pushed_s(plan.size(), 1e300);  // [branches] arrival at the leader
+      if (cfg_.ssd.push) {
+        std::map<double, double> lead_push;  // a lead chunk's end -> its push's arrival
+        for (const auto& ch : prog.chunks)
+          if (ch.rank == 0)
+            lead_push[ch.start_s + ch.dur_s] = message(
+                ch.start_s + ch.dur_s, 16.0 + ch.branches * (32.0 + 8.0 * cfg_.work.k), lead,
+                "push");
+        int64_t shared = 0;  // the other ranks' entries, pushed with the install
+        for (int32_t d = 1; d < nd; ++d) shared += prog.done[d];
+        const double others =
+            shared > 0 ? message(installed, 16.0 + shared * (32.0 + 8.0 * cfg_.work.k), lead, "push")
+                       : 1e300;
+        for (size_t i = 0; i < plan.size(); ++i)
+          if (prog.drafted[i])
+            pushed_s[i] = i % static_cast<size_t>(nd) == 0 ? lead_push.at(prog.drafted_s[i]) : others;
+      }
       res_.branches_planned += static_cast<int64_t>(plan.size());
 
       // Look every outcome up in the installed cache.
       std::map<std::tuple<int32_t, int32_t, int32_t>, size_t> where;
       for (size_t i = 0; i < plan.size(); ++i) where[{plan[i].seq, plan[i].k, plan[i].rank}] = i;
       std::vector<int32_t> missed;
+      std::vector<bool> pushed_hit(act.size(), false);  // the leader holds its next speculation
       for (size_t i = 0; i < act.size(); ++i) {
         Decision& d = dec[i];
         auto it = where.find({static_cast<int32_t>(i), d.accepted, d.rank});
@@ -477,6 +490,7 @@ class Run {
         record(round, act[i], ks[i], shown);
         last_accepted[act[i]] = d.accepted;
         src[act[i]] = *d.hit ? Source::kCache : Source::kPrimary;
+        pushed_hit[i] = *d.hit && planned && pushed_s[it->second] <= vend;
         if (!*d.hit) missed.push_back(act[i]);
       }
       const int64_t fallback_primary_before = res_.fallback_primary;
@@ -491,7 +505,7 @@ class Run {
       bool answer_comes = false;
       for (size_t i = 0; i < act.size(); ++i)
         if (running.count(act[i]) && out_.k_for(round + 1, act[i]) > 0 &&
-            !(pushed_in_time && *dec[i].hit))
+            !pushed_hit[i])
           answer_comes = true;
       std::erase_if(missed, [&](int32_t s) { return !running.count(s); });
       int32_t k_next = 0;

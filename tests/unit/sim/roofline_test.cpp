@@ -190,5 +190,35 @@ TEST(Calibration, FitFindsHowMemoryAndComputeCombineAndTheCostPerSequence) {
   EXPECT_GT(batch4 - block4, 0.8 * 3 * 30 * 10e-6);
 }
 
+TEST(Calibration, TheCostPerSequenceIsFoundWhenForwardsHaveNoFixedCostPerLayer) {
+  // Sequences with their own caches cost 12 us per layer each beyond the first, and blocks of
+  // one sequence have no fixed cost per layer at all (the fit puts none there): the cost per
+  // sequence is still found (it once came out of the per-layer overhead and was capped by it,
+  // so such a fit priced a batch of 4 sequences as one of 4 rows), and one sequence costs what
+  // its block did.
+  const ModelShape m = model_preset("smollm2-135m");
+  DeviceProfile truth;
+  truth.name = "truth";
+  truth.mem_bw_Bps = 30e9;
+  truth.peak_flops = {{"bf16", 400e9}};
+  truth.seq_layer_overhead_s = 12e-6;
+  truth.roofline_p = 2;
+  const LinkProfile none{"none", 0, 1};
+  std::vector<ForwardSample> samples;
+  for (double n : {1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 32.0}) {
+    const double t = forward_cost(m, truth, 1, none, {.rows = n, .seqs = 1, .context = 128}).total_s;
+    samples.push_back({n, 128, t});
+  }
+  const double b4 = forward_cost(m, truth, 1, none, {.rows = 4, .seqs = 4, .context = 128}).total_s;
+  samples.push_back({4, 128, b4, 4});
+  const Calibration c = fit_device("fit", m, 30e9, samples);
+  EXPECT_NEAR(c.profile.seq_layer_overhead_s / 12e-6, 1, 0.1);
+  EXPECT_NEAR(forward_cost(m, c.profile, 1, none, {.rows = 4, .seqs = 4, .context = 128}).total_s / b4,
+              1, 0.02);
+  const double one = forward_cost(m, truth, 1, none, {.rows = 1, .seqs = 1, .context = 128}).total_s;
+  EXPECT_NEAR(forward_cost(m, c.profile, 1, none, {.rows = 1, .seqs = 1, .context = 128}).total_s / one,
+              1, 0.02);
+}
+
 }  // namespace
 }  // namespace ssd::sim

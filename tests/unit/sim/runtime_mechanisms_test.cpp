@@ -308,6 +308,25 @@ TEST(Push, AHitPushedBeforeTheVerificationEndsCostsNoRoundTrip) {
   EXPECT_LT(pushed.seconds, answered.seconds - 19 * 2 * 200e-6);
 }
 
+TEST(Push, EachChunkIsPushedAsItIsDrafted) {
+  // Chunks of 2 branches: the likeliest branch (all 4 accepted, the drafter's first choice) is in
+  // the first chunk, drafted well before the verification ends, while the rest of the plan keeps
+  // the drafter busy past the outcome (drafter busier than the target), so the install comes
+  // after the verification. The runtime pushes each chunk as it is drafted: the hit is the
+  // leader's at once. (Pushed once, at the install, it would arrive too late every round.)
+  SimConfig c = h100_config();
+  c.cluster.drafter_link = {"slow", 200e-6, 10e9};
+  c.ssd.chunk = 2;
+  c.ssd.fit_window = false;  // draft every chunk until the outcome, as before draft-what-fits
+  const std::vector<OutcomeRecord> t = lookups(20, 2, 4, 4, true);
+  const SimResult pushed = simulate(SimMode::kSsd, c, &t);
+  c.ssd.push = false;
+  const SimResult answered = simulate(SimMode::kSsd, c, &t);
+  ASSERT_EQ(pushed.hits, answered.hits);
+  EXPECT_GT(pushed.drafter_busy_s, pushed.target_busy_s);  // the install is late
+  EXPECT_GT(answered.target_wait_s - pushed.target_wait_s, 19 * 2 * 200e-6);
+}
+
 TEST(Push, AMissStillWaitsForTheAnswer) {
   // Every lookup misses: the push carries nothing the leader can use, so it changes nothing.
   SimConfig c = h100_config();
