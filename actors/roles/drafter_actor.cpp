@@ -313,7 +313,8 @@ class DrafterActor {
       return std::find(pushed.begin(), pushed.end(), w.seq) != pushed.end();
     });
     // How the next misses would be answered (the leader may draft lookups itself): told with the
-    // answer, else with the round's pushes, else, when it changed, in a push of no entries.
+    // answer, else with the round's pushes, else, when it changed, in a push of no entries (only
+    // to a leader that asked for pushes: the server's leader takes none).
     if (prespeculate_ && layout_.is_drafter_lead())
       miss_lookup_ = static_cast<uint8_t>(core_->miss_lookup(static_cast<int32_t>(next.size())));
     msg.miss_lookup = miss_lookup_;
@@ -333,7 +334,7 @@ class DrafterActor {
                      ((drafts && outcome.prespeculate) || n_drafters_ > 1);
     if (!msg.seqs.empty() || (job && push_)) {
       miss_lookup_sent_ = miss_lookup_;
-    } else if (prespeculate_ && layout_.is_drafter_lead() && miss_lookup_ != miss_lookup_sent_) {
+    } else if (push_ && miss_lookup_ != miss_lookup_sent_) {  // a leader that takes pushes
       PrespecPush notice;
       notice.round = round;
       notice.miss_lookup = miss_lookup_;
