@@ -458,7 +458,10 @@ void RemoteDecoder::take_pushed(Run& run, int64_t round, const std::vector<size_
 // trip: drafted here instead (leader_lookup.h), with the copy of the lookup the drafter named,
 // and sent with the outcome so the drafter adopts it and pre-speculates after it.
 void RemoteDecoder::draft_misses(Run& run, const std::vector<size_t>& still, Outcome& outcome) {
-  if (!run.prespeculate || !lookup_ || !lookup_->can_draft(miss_lookup_)) return;
+  // The drafter tells a change of how it answers misses in a push when no answer comes: a leader
+  // that takes no pushes could go on with a stale choice, so it waits for every answer instead.
+  if (!run.prespeculate || !push_enabled_ || !lookup_) return;
+  if (!lookup_->can_draft(miss_lookup_)) return;
   for (size_t j = 0; j < still.size(); ++j) {
     const size_t i = still[j];
     Run::Seq& s = run.seqs[i];
