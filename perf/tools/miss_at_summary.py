@@ -7,28 +7,21 @@ the drafter's answer and the misses the leader drafted.
   perf/tools/miss_at_summary.py ngram perf/out/miss_at_leader1 perf/out/miss_at_leader2 -- \
       perf/out/miss_at_drafter1 perf/out/miss_at_drafter2
 """
-import json
 import statistics
 import sys
 
-
-def cell(v):
-    return f"{statistics.median(v):.2f} ({min(v):.2f}..{max(v):.2f})"
+from two_rank_jobs import categories, cell
 
 
 def load(dirs, drafter):
     """Per category (and **all**): SSD/SD of each job; and each job's SSD figures over all."""
     ratios, figs = {}, []
     for d in dirs:
-        job = json.load(open(f"{d}/two_ranks_{drafter}.json"))
-        cats = dict(job["categories"])
-        cats["**all**"] = job["summary"]
-        for cat, rows in cats.items():
-            by = {r["mode"]: r for r in rows}
+        cats = categories(d, drafter)
+        for cat, by in cats.items():
             ratios.setdefault(cat, []).append(
                 by["ssd"]["decode_tokens_per_s"] / by["sd"]["decode_tokens_per_s"])
-        by = {r["mode"]: r for r in job["summary"]}
-        figs.append((by["ssd"], by["sd"]))
+        figs.append((cats["**all**"]["ssd"], cats["**all**"]["sd"]))
     return ratios, figs
 
 

@@ -5,13 +5,10 @@ for the n-gram and Domino drafters.
 
   perf/tools/two_rank_summary.py perf/out/final1 perf/out/final2 perf/out/final3
 """
-import json
 import statistics
 import sys
 
-
-def cell(v):
-    return f"{statistics.median(v):.2f} ({min(v):.2f}..{max(v):.2f})"
+from two_rank_jobs import categories, cell
 
 
 def main():
@@ -21,11 +18,7 @@ def main():
     table = {}
     for drafter in ("ngram", "domino"):
         for d in dirs:
-            job = json.load(open(f"{d}/two_ranks_{drafter}.json"))
-            cats = dict(job["categories"])
-            cats["**all**"] = job["summary"]
-            for cat, rows in cats.items():
-                by = {r["mode"]: r for r in rows}
+            for cat, by in categories(d, drafter).items():
                 ar, sd, ssd = (by[m]["decode_tokens_per_s"] for m in ("ar", "sd", "ssd"))
                 t = table.setdefault(cat, {}).setdefault(drafter, {"sd": [], "ssd": [], "r": [], "h": []})
                 t["sd"].append(sd / ar)

@@ -13,12 +13,13 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
-#include <thread>
+#include <optional>
 
 #include "actors/roles/drafter_actor.h"
 #include "actors/transport/loopback_transport.h"
 #include "runtime/drafters/model_drafter.h"
 #include "tests/support/temp_dir.h"
+#include "tests/unit/actors/split_fixture.h"
 #include "tests/unit/spec/drafting_fixture.h"
 
 namespace ssd {
@@ -66,24 +67,16 @@ class DecodeStep : public ::testing::Test {
     SsdDrafterOptions so;
     so.k = 4;
     so.fan_out.budget = 6;
-    actor_ = std::thread([this, so] {
-      try {
-        run_drafter_actor(hub_.endpoint(1), drafter_layout_, *recording_, nullptr, so, {30}, dog_);
-      } catch (...) {
-        error_ = std::current_exception();
-      }
-    });
-    EXPECT_EQ(recv().kind, MsgKind::kDrafterReady);
+    actor_.emplace(hub_, *recording_, so, /*step_s=*/30, /*with_backup=*/false);
+    actor_->ready();
   }
   void TearDown() override {
     leader().send(1, DrafterShutdown{});
-    actor_.join();
-    if (error_) std::rethrow_exception(error_);
-    EXPECT_EQ(failure_, "");
+    actor_->join();
   }
 
-  Transport& leader() { return hub_.endpoint(0); }
-  Envelope recv() { return leader().recv(std::chrono::seconds(30)); }
+  Transport& leader() { return actor_->leader(); }
+  Envelope recv() { return actor_->recv(); }
   // The drafter's figures; handled after every message sent before it (and after the
   // pre-speculation in progress), so its arrival also closes the window for an earlier answer.
   DrafterStatsMsg stats() {
@@ -107,11 +100,7 @@ class DecodeStep : public ::testing::Test {
   std::unique_ptr<Drafter> inner_;
   std::unique_ptr<Recording> recording_;
   LoopbackHub hub_{2};
-  const RankLayout drafter_layout_ = RankLayout::make(2, 1, 1);
-  std::string failure_;
-  Watchdog dog_{1, Role::kDrafter, [this](const std::string& m) { failure_ = m; }};
-  std::exception_ptr error_;
-  std::thread actor_;
+  std::optional<test::split::DrafterActorThread> actor_;
 };
 
 TEST_F(DecodeStep, RoundsAtLengthZeroGetNoAnswerAndNoDrafting) {

@@ -11,7 +11,7 @@
 //     an answer, and without it misses are answered by the drafter as before.
 #include <gtest/gtest.h>
 
-#include <thread>
+#include <optional>
 
 #include "actors/roles/drafter_actor.h"
 #include "actors/roles/remote_decode.h"
@@ -57,27 +57,16 @@ class LeaderDraftedTest : public ::testing::Test {
     SsdDrafterOptions so;
     so.k = 4;
     so.fan_out.budget = 6;
-    actor_ = std::thread([this, so] {
-      try {
-        run_drafter_actor(hub_.endpoint(1), layout_, ngram_, nullptr, so, {30}, dog_);
-      } catch (...) {
-        error_ = std::current_exception();
-      }
-    });
-    EXPECT_EQ(recv().kind, MsgKind::kDrafterReady);
+    actor_.emplace(hub_, ngram_, so, /*step_s=*/30, /*with_backup=*/false);
+    actor_->ready();
   }
   void TearDown() override {
     leader().send(1, DrafterShutdown{});
-    actor_.join();
-    if (error_) std::rethrow_exception(error_);
+    actor_->join();
   }
-  Transport& leader() { return hub_.endpoint(0); }
-  Envelope recv() { return leader().recv(std::chrono::seconds(30)); }
-  template <class T> T expect() {
-    const Envelope env = recv();
-    EXPECT_EQ(env.kind, T::kKind) << "got " << kind_name(env.kind);
-    return env.kind == T::kKind ? decode<T>(env) : T{};
-  }
+  Transport& leader() { return actor_->leader(); }
+  Envelope recv() { return actor_->recv(); }
+  template <class T> T expect() { return actor_->expect<T>(); }
   static SeqSpeculation one_hot(int32_t seq, std::vector<int32_t> tokens) {
     SeqSpeculation s{seq, static_cast<uint8_t>(SpecSource::kPrimary), std::move(tokens), {}};
     for (int32_t t : s.tokens) s.q.push_back(ProcessedDist{{TokenProb{t, 1.0f}}});
@@ -86,10 +75,7 @@ class LeaderDraftedTest : public ::testing::Test {
 
   NgramDrafter ngram_{NgramOptions{}};
   LoopbackHub hub_{2};
-  const RankLayout layout_ = RankLayout::make(2, 1, 1);
-  Watchdog dog_{1, Role::kDrafter, [](const std::string&) {}};
-  std::exception_ptr error_;
-  std::thread actor_;
+  std::optional<test::split::DrafterActorThread> actor_;
 };
 
 // Starts sequence 0 on the drafter (and on `copy`, the leader's lookup) with a repetitive

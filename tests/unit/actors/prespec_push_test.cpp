@@ -11,11 +11,12 @@
 //   - fails, naming the sequence, when the leader claims a pushed speculation its cache lacks.
 #include <gtest/gtest.h>
 
-#include <thread>
+#include <optional>
 
 #include "actors/roles/drafter_actor.h"
 #include "actors/transport/loopback_transport.h"
 #include "runtime/drafters/ngram_drafter.h"
+#include "tests/unit/actors/split_fixture.h"
 
 namespace ssd {
 namespace {
@@ -27,27 +28,19 @@ class PrespecPushTest : public ::testing::Test {
     so.k = 4;
     so.fan_out.budget = 6;
     so.prespec_chunk = chunk();
-    actor_ = std::thread([this, so] {
-      try {
-        run_drafter_actor(hub_.endpoint(1), layout_, ngram_, nullptr, so, {30}, dog_);
-      } catch (...) {
-        error_ = std::current_exception();
-      }
-    });
-    EXPECT_EQ(recv().kind, MsgKind::kDrafterReady);
+    actor_.emplace(hub_, ngram_, so, /*step_s=*/30, /*with_backup=*/false);
+    actor_->ready();
   }
   virtual int32_t chunk() const { return 0; }  // SsdDrafterOptions::prespec_chunk
   void TearDown() override {
-    if (!stopped_) leader().send(1, DrafterShutdown{});
-    actor_.join();
+    if (!stopped_) {
+      leader().send(1, DrafterShutdown{});
+      actor_->join();
+    }
   }
-  Transport& leader() { return hub_.endpoint(0); }
-  Envelope recv() { return leader().recv(std::chrono::seconds(30)); }
-  template <class T> T expect() {
-    const Envelope env = recv();
-    EXPECT_EQ(env.kind, T::kKind) << "got " << kind_name(env.kind);
-    return env.kind == T::kKind ? decode<T>(env) : T{};
-  }
+  Transport& leader() { return actor_->leader(); }
+  Envelope recv() { return actor_->recv(); }
+  template <class T> T expect() { return actor_->expect<T>(); }
   // A repetitive prompt, so the n-gram lookup drafts and ranks: ... 1 2 3 4 1 2 | 3.
   void start(int32_t first_k, std::vector<int32_t> prompt = {1, 2, 3, 4, 1, 2, 3, 4, 1, 2},
              int32_t emitted = 3) {
@@ -70,10 +63,7 @@ class PrespecPushTest : public ::testing::Test {
 
   NgramDrafter ngram_{NgramOptions{}};
   LoopbackHub hub_{2};
-  const RankLayout layout_ = RankLayout::make(2, 1, 1);
-  Watchdog dog_{1, Role::kDrafter, [](const std::string&) {}};
-  std::exception_ptr error_;
-  std::thread actor_;
+  std::optional<test::split::DrafterActorThread> actor_;
   bool stopped_ = false;
 };
 
@@ -177,15 +167,14 @@ TEST_F(PrespecPushTest, APushedClaimTheCacheLacksIsAnError) {
   o.seqs = {SeqOutcome{0, 0, {9999}, 0, 0, 1, /*pushed=*/true}};  // never pre-speculated
   leader().send(1, o);
   stopped_ = true;
-  actor_.join();
-  ASSERT_TRUE(error_);
+  const std::exception_ptr error = actor_->stop();
+  ASSERT_TRUE(error);
   try {
-    std::rethrow_exception(error_);
+    std::rethrow_exception(error);
   } catch (const std::exception& ex) {
     EXPECT_NE(std::string(ex.what()).find("pushed speculation for sequence 0"), std::string::npos)
         << ex.what();
   }
-  actor_ = std::thread([] {});  // joined by TearDown
 }
 
 }  // namespace

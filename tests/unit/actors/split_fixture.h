@@ -84,36 +84,49 @@ inline std::vector<GenerationRequest> staggered_requests(size_t b, int64_t new_t
   return reqs;
 }
 
-// A drafter actor (primary, an n-gram backup, `opts`) on rank 1 of `hub`, on its own thread from
-// construction; the leader is rank 0. ready() waits for its kDrafterReady; join() (after the
-// leader sent DrafterShutdown) rethrows what the actor threw, and checks that no watchdog fired.
-// A test that ends without join() shuts the actor down in the destructor.
+// A drafter actor (primary, an n-gram backup unless `with_backup` is false, `opts`) on rank 1
+// of `hub`, on its own thread from construction; the leader is rank 0, played by RemoteDecoder or
+// by the test through leader(), recv() and expect<T>(). ready() waits for its kDrafterReady;
+// join() (after the leader sent DrafterShutdown) rethrows what the actor threw, and checks that
+// no watchdog fired; stop() joins an actor that ended on its own and returns what it threw. A
+// test that ends without either shuts the actor down in the destructor.
 class DrafterActorThread {
  public:
   DrafterActorThread(LoopbackHub& hub, Drafter& primary, const SsdDrafterOptions& opts,
-                     double step_s = 30)
-      : hub_(hub), thread_([this, &primary, opts, step_s] {
+                     double step_s = 30, bool with_backup = true)
+      : hub_(hub), thread_([this, &primary, opts, step_s, with_backup] {
           try {
-            run_drafter_actor(hub_.endpoint(1), drafter_layout, primary, &backup_, opts,
-                              {step_s}, drafter_dog);
+            run_drafter_actor(hub_.endpoint(1), drafter_layout, primary,
+                              with_backup ? &backup_ : nullptr, opts, {step_s}, drafter_dog);
           } catch (...) {
             error_ = std::current_exception();
           }
         }) {}
   ~DrafterActorThread() {  // a test that stopped early: stop the actor rather than hang
     if (!thread_.joinable()) return;
-    hub_.endpoint(0).send(1, DrafterShutdown{});
+    leader().send(1, DrafterShutdown{});
     thread_.join();
   }
 
+  Transport& leader() { return hub_.endpoint(0); }
+  Envelope recv() { return leader().recv(std::chrono::seconds(30)); }
+  template <class T>
+  T expect() {
+    const Envelope env = recv();
+    EXPECT_EQ(env.kind, T::kKind) << "got " << kind_name(env.kind);
+    return env.kind == T::kKind ? decode<T>(env) : T{};
+  }
   void ready() {
-    const Envelope env = hub_.endpoint(0).recv(std::chrono::seconds(30));
+    const Envelope env = recv();
     EXPECT_EQ(env.kind, MsgKind::kDrafterReady) << "got " << kind_name(env.kind);
   }
   void join() {
-    thread_.join();
-    if (error_) std::rethrow_exception(error_);
+    if (std::exception_ptr e = stop()) std::rethrow_exception(e);
     EXPECT_EQ(failure, "");
+  }
+  std::exception_ptr stop() {
+    thread_.join();
+    return error_;
   }
 
   const RankLayout leader_layout = RankLayout::make(2, 0, 1);
