@@ -6,6 +6,8 @@
 //     leader_drafted it sends no answer, adopts the leader's tokens as the speculation and
 //     pre-speculates after them: its next push has the branch after the leader's whole draft, and
 //     a later pushed hit on that branch is accepted (it checks the hit against the adopted tokens);
+//   - a change of that choice in a round with no answer and no pre-speculation comes as a push of
+//     no entries, to a leader that takes pushes only;
 //   - a whole split run (RemoteDecoder and a drafter actor over loopback, n-gram primary): greedy
 //     SSD equals AR; with the leader's copy every round after round 0 starts without waiting for
 //     an answer, and without it misses are answered by the drafter as before.
@@ -255,6 +257,53 @@ TEST(LeaderDraftedRun, SampledOutputIsTheSameWhoeverDraftsTheMiss) {
   for (size_t i = 0; i < reqs.size(); ++i) {
     EXPECT_EQ(leader.ssd.gen[i].tokens, drafter.ssd.gen[i].tokens) << "request " << i;
     EXPECT_EQ(leader.ssd.gen[i].tokens, leader.sd.gen[i].tokens) << "ssd against sd, " << i;
+  }
+}
+
+}  // namespace
+}  // namespace ssd
+
+namespace ssd {
+namespace {
+
+// A round with no answer and no pre-speculation (every sequence a decode step): a change of how
+// the drafter answers misses (here to the backup, past b* = 2 at batch 3) reaches a leader that
+// takes pushes as a push of no entries, and only such a leader (the server's takes none); with
+// no change there is nothing to tell.
+TEST(MissLookupNotice, AChangeWithNoAnswerComesAsAPushOfNoEntriesToALeaderTakingPushes) {
+  for (const bool backup_past_two : {true, false}) {
+    for (const bool push : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << "backup past 2: " << backup_past_two
+                                        << ", push: " << push);
+      ModelLike model;
+      SsdDrafterOptions o;
+      o.k = 4;
+      o.fan_out.budget = 6;
+      o.miss.b_star = backup_past_two ? 2 : 1 << 20;
+      LoopbackHub hub(2);
+      test::split::DrafterActorThread actor(hub, model, o);  // with an n-gram backup
+      actor.ready();
+      StartSeqs s;
+      s.seqs = {0, 1, 2};
+      s.prompts = {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}};
+      s.emitted = {{4}, {7}, {10}};
+      s.streams = {0, 1, 2};
+      s.feature_rows = {0, 0, 0};
+      s.prespeculate = true;
+      s.push = push;
+      s.first_k = {0, 0, 0};  // decode steps: no answer, nothing to pre-speculate
+      actor.leader().send(1, s);
+      if (backup_past_two && push) {
+        const PrespecPush notice = actor.expect<PrespecPush>();
+        EXPECT_TRUE(notice.entries.empty());
+        EXPECT_EQ(notice.miss_lookup, static_cast<uint8_t>(MissLookup::kBackup));
+      }
+      // Frames of one peer keep their order: nothing else came before the figures.
+      actor.leader().send(1, DrafterStatsAsk{});
+      actor.expect<DrafterStatsMsg>();
+      actor.leader().send(1, DrafterShutdown{});
+      actor.join();
+    }
   }
 }
 
