@@ -19,6 +19,7 @@
 #include "launch/cli/build_info.h"
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/core/error.h"
+#include "runtime/core/median.h"
 #include "runtime/generate/generation.h"
 #include "runtime/spec/sd_generation.h"
 #include "topology/sim/cpu_calibration.h"
@@ -175,10 +176,6 @@ std::vector<DrafterRun> time_drafter(const CalibrateOptions& o, ModelSession& se
   };
   run(o.ks.front(), o.batches.front());  // warm-up
   std::vector<DrafterRun> out;
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   for (int32_t k : o.ks)
     for (int32_t b : o.batches) {
       // Greedy: every repeat makes the same rounds; only the times differ (their medians kept).
@@ -234,14 +231,6 @@ nlohmann::json probe_json(const CalibrateOptions& o, const ModelFile& file) {
   return samples;
 }
 
-std::vector<sim::ForwardSample> probe_samples(const nlohmann::json& j) {
-  std::vector<sim::ForwardSample> out;
-  for (const nlohmann::json& x : j)
-    out.push_back({x.at("rows").get<double>(), x.value("context", 0.0),
-                   x.at("median_s").get<double>(), x.value("seqs", 1.0)});
-  return out;
-}
-
 // One drafter's fit at the profile's speed from runs timed while the machine ran s times the
 // profile's time (sim::fit_drafter_at_speed), printed.
 sim::DrafterCalibration fit_at_profile_speed(const std::string& spec, const sim::SimDrafter& sd,
@@ -280,7 +269,8 @@ nlohmann::json calibrate_drafters(const CalibrateOptions& o, sim::DeviceProfile&
     const size_t host_before = host.size();
     const std::vector<DrafterRun> runs = time_drafter(o, session, spec, host);
     for (const nlohmann::json& x : probe_json(o, file)) probe.push_back(x);
-    const double s = sim::probe_scale(target_shape, profile, probe_samples(probe));
+    const double s = sim::probe_scale(target_shape, profile,
+                                      sim::probe_samples(probe, "the calibration's speed probe"));
     for (size_t i = host_before; i < host.size(); ++i) host[i].second /= s;
     std::vector<sim::DraftSample> samples;
     for (const DrafterRun& r : runs) samples.push_back(r.sample);
@@ -411,9 +401,11 @@ int run_refit(const std::filesystem::path& in, const std::string& model,
     // against the refitted target.
     std::optional<sim::ModelShape> target;
     if (!model.empty()) target = sim::load_model_shape(model);
-    const double s = target && m.contains("probe")
-                         ? sim::probe_scale(*target, profile, probe_samples(m["probe"]))
-                         : 1.0;
+    const double s =
+        target && m.contains("probe")
+            ? sim::probe_scale(*target, profile,
+                               sim::probe_samples(m["probe"], where + ".probe"))
+            : 1.0;
     const sim::DrafterCalibration cal =
         fit_at_profile_speed(m["spec"].get<std::string>(), sd, profile, s, samples, kb, rounds,
                              target ? &*target : nullptr, verifies);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/core/error.h"
+#include "runtime/core/median.h"
 #include "topology/sim/roofline.h"
 
 namespace ssd::sim {
@@ -47,9 +48,7 @@ double probe_scale(const ModelShape& model, const DeviceProfile& d,
     SSD_CHECK(p > 0, "speed probe: the profile prices a forward of {} rows at 0 s", x.rows);
     r.push_back(x.seconds / p);
   }
-  std::sort(r.begin(), r.end());
-  const size_t n = r.size();
-  return n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
+  return median(std::move(r));
 }
 
 DrafterCalibration fit_drafter_at_speed(const SimDrafter& drafter, const DeviceProfile& profile,
@@ -82,15 +81,22 @@ std::vector<ForwardSample> read_probe_samples(const std::vector<std::string>& pa
     } catch (const nlohmann::json::exception& e) {
       fail(fmt::format("--speed-probe: '{}' is not JSON: {}", path, e.what()));
     }
-    SSD_CHECK(j.contains("samples") && j["samples"].is_array() && !j["samples"].empty(),
-              "--speed-probe: '{}' has no 'samples' array", path);
-    for (const nlohmann::json& s : j["samples"]) {
-      SSD_CHECK(s.is_object() && s.contains("rows") && s.contains("median_s") &&
-                    s["rows"].is_number() && s["median_s"].is_number(),
-                "--speed-probe: '{}': every sample needs numeric 'rows' and 'median_s'", path);
-      out.push_back({s["rows"].get<double>(), s.value("context", 0.0), s["median_s"].get<double>(),
-                     s.value("seqs", 1.0)});
-    }
+    SSD_CHECK(j.contains("samples"), "--speed-probe: '{}' has no 'samples' array", path);
+    for (ForwardSample& x : probe_samples(j["samples"], fmt::format("--speed-probe: '{}'", path)))
+      out.push_back(x);
+  }
+  return out;
+}
+
+std::vector<ForwardSample> probe_samples(const nlohmann::json& samples, const std::string& where) {
+  SSD_CHECK(samples.is_array() && !samples.empty(), "{} has no 'samples' array", where);
+  std::vector<ForwardSample> out;
+  for (const nlohmann::json& s : samples) {
+    SSD_CHECK(s.is_object() && s.contains("rows") && s.contains("median_s") &&
+                  s["rows"].is_number() && s["median_s"].is_number(),
+              "{}: every sample needs numeric 'rows' and 'median_s'", where);
+    out.push_back({s["rows"].get<double>(), s.value("context", 0.0), s["median_s"].get<double>(),
+                   s.value("seqs", 1.0)});
   }
   return out;
 }

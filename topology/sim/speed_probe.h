@@ -16,6 +16,7 @@
 // lookup drafter's host work would not be captured.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -55,5 +56,8 @@ DrafterCalibration fit_drafter_at_speed(const SimDrafter& drafter, const DeviceP
 // "context", "median_s"}, ...]}), all files' samples together. Throws ssd::Error naming the file
 // for a missing or malformed one.
 std::vector<ForwardSample> read_probe_samples(const std::vector<std::string>& paths);
+// The same from a probe's "samples" array already parsed (a calibration's stored probes);
+// `where` names its source in errors.
+std::vector<ForwardSample> probe_samples(const nlohmann::json& samples, const std::string& where);
 
 }  // namespace ssd::sim
