@@ -13,7 +13,6 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
-#include <optional>
 
 #include "actors/roles/drafter_actor.h"
 #include "actors/transport/loopback_transport.h"
@@ -53,7 +52,7 @@ class Recording final : public Drafter {
   std::vector<int32_t> seqs_;  // one entry per draft request
 };
 
-class DecodeStep : public ::testing::Test {
+class DecodeStep : public test::split::LeaderSeatTest {
  protected:
   void SetUp() override {
     path_ = test::write_tiny_gguf(test::tiny_spec(Arch::Llama, DType::F32), tmp_.file("t.gguf"));
@@ -67,16 +66,8 @@ class DecodeStep : public ::testing::Test {
     SsdDrafterOptions so;
     so.k = 4;
     so.fan_out.budget = 6;
-    actor_.emplace(hub_, *recording_, so, /*step_s=*/30, /*with_backup=*/false);
-    actor_->ready();
+    start_actor(*recording_, so);
   }
-  void TearDown() override {
-    leader().send(1, DrafterShutdown{});
-    actor_->join();
-  }
-
-  Transport& leader() { return actor_->leader(); }
-  Envelope recv() { return actor_->recv(); }
   // The drafter's figures; handled after every message sent before it (and after the
   // pre-speculation in progress), so its arrival also closes the window for an earlier answer.
   DrafterStatsMsg stats() {
@@ -99,8 +90,6 @@ class DecodeStep : public ::testing::Test {
   std::unique_ptr<Backend> backend_ = make_cpu_backend(1);
   std::unique_ptr<Drafter> inner_;
   std::unique_ptr<Recording> recording_;
-  LoopbackHub hub_{2};
-  std::optional<test::split::DrafterActorThread> actor_;
 };
 
 TEST_F(DecodeStep, RoundsAtLengthZeroGetNoAnswerAndNoDrafting) {

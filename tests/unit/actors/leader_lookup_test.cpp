@@ -53,22 +53,14 @@ TEST(MissLookup, FollowsThePrimaryAndTheMissPolicy) {
 }
 
 // The test plays the target leader against a drafter actor with an n-gram primary.
-class LeaderDraftedTest : public ::testing::Test {
+class LeaderDraftedTest : public test::split::LeaderSeatTest {
  public:
   void SetUp() override {
     SsdDrafterOptions so;
     so.k = 4;
     so.fan_out.budget = 6;
-    actor_.emplace(hub_, ngram_, so, /*step_s=*/30, /*with_backup=*/false);
-    actor_->ready();
+    start_actor(ngram_, so);
   }
-  void TearDown() override {
-    leader().send(1, DrafterShutdown{});
-    actor_->join();
-  }
-  Transport& leader() { return actor_->leader(); }
-  Envelope recv() { return actor_->recv(); }
-  template <class T> T expect() { return actor_->expect<T>(); }
   static SeqSpeculation one_hot(int32_t seq, std::vector<int32_t> tokens) {
     SeqSpeculation s{seq, static_cast<uint8_t>(SpecSource::kPrimary), std::move(tokens), {}};
     for (int32_t t : s.tokens) s.q.push_back(ProcessedDist{{TokenProb{t, 1.0f}}});
@@ -76,8 +68,6 @@ class LeaderDraftedTest : public ::testing::Test {
   }
 
   NgramDrafter ngram_{NgramOptions{}};
-  LoopbackHub hub_{2};
-  std::optional<test::split::DrafterActorThread> actor_;
 };
 
 // Starts sequence 0 on the drafter (and on `copy`, the leader's lookup) with a repetitive

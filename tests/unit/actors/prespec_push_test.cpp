@@ -11,7 +11,6 @@
 //   - fails, naming the sequence, when the leader claims a pushed speculation its cache lacks.
 #include <gtest/gtest.h>
 
-#include <optional>
 
 #include "actors/roles/drafter_actor.h"
 #include "actors/transport/loopback_transport.h"
@@ -21,26 +20,16 @@
 namespace ssd {
 namespace {
 
-class PrespecPushTest : public ::testing::Test {
+class PrespecPushTest : public test::split::LeaderSeatTest {
  protected:
   void SetUp() override {
     SsdDrafterOptions so;
     so.k = 4;
     so.fan_out.budget = 6;
     so.prespec_chunk = chunk();
-    actor_.emplace(hub_, ngram_, so, /*step_s=*/30, /*with_backup=*/false);
-    actor_->ready();
+    start_actor(ngram_, so);
   }
   virtual int32_t chunk() const { return 0; }  // SsdDrafterOptions::prespec_chunk
-  void TearDown() override {
-    if (!stopped_) {
-      leader().send(1, DrafterShutdown{});
-      actor_->join();
-    }
-  }
-  Transport& leader() { return actor_->leader(); }
-  Envelope recv() { return actor_->recv(); }
-  template <class T> T expect() { return actor_->expect<T>(); }
   // A repetitive prompt, so the n-gram lookup drafts and ranks: ... 1 2 3 4 1 2 | 3.
   void start(int32_t first_k, std::vector<int32_t> prompt = {1, 2, 3, 4, 1, 2, 3, 4, 1, 2},
              int32_t emitted = 3) {
@@ -62,9 +51,6 @@ class PrespecPushTest : public ::testing::Test {
   }
 
   NgramDrafter ngram_{NgramOptions{}};
-  LoopbackHub hub_{2};
-  std::optional<test::split::DrafterActorThread> actor_;
-  bool stopped_ = false;
 };
 
 TEST_F(PrespecPushTest, PushedHitGetsNoAnswerAndTheNextCacheIsPushed) {

@@ -16,6 +16,7 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -140,6 +141,33 @@ class DrafterActorThread {
   NgramDrafter backup_{NgramOptions{}};
   std::exception_ptr error_;
   std::thread thread_;  // last: it starts once everything above exists
+};
+
+// A test that plays the target leader itself against one drafter actor with no backup: SetUp
+// calls start_actor(); TearDown shuts the actor down and checks that it ended cleanly, unless
+// the test set stopped_ after stopping it itself (DrafterActorThread::stop()). Members the
+// derived fixture declares (the drafter) are gone before the actor: TearDown has joined it.
+class LeaderSeatTest : public ::testing::Test {
+ public:
+  void start_actor(Drafter& primary, const SsdDrafterOptions& opts) {
+    actor_.emplace(hub_, primary, opts, /*step_s=*/30, /*with_backup=*/false);
+    actor_->ready();
+  }
+  void TearDown() override {
+    if (!actor_ || stopped_) return;
+    leader().send(1, DrafterShutdown{});
+    actor_->join();
+  }
+  Transport& leader() { return actor_->leader(); }
+  Envelope recv() { return actor_->recv(); }
+  template <class T>
+  T expect() {
+    return actor_->expect<T>();
+  }
+
+  LoopbackHub hub_{2};
+  std::optional<DrafterActorThread> actor_;
+  bool stopped_ = false;
 };
 
 // How a scripted drafter lead answers StartSeqs (round 0) and each Outcome (its round).

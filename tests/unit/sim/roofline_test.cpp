@@ -134,6 +134,23 @@ TEST(Profiles, RoundTripThroughJson) {
 namespace ssd::sim {
 namespace {
 
+// What a calibration of `truth` would measure after 128 cached tokens: a block of n rows of one
+// sequence for each n of `blocks`, and a decode batch of b sequences for each b of `batches`.
+std::vector<ForwardSample> samples_of(const ModelShape& m, const DeviceProfile& truth,
+                                      std::initializer_list<double> blocks,
+                                      std::initializer_list<double> batches = {}) {
+  const LinkProfile none{"none", 0, 1};
+  std::vector<ForwardSample> out;
+  for (double n : blocks)
+    out.push_back({n, 128,
+                   forward_cost(m, truth, 1, none, {.rows = n, .seqs = 1, .context = 128}).total_s});
+  for (double b : batches)
+    out.push_back({b, 128,
+                   forward_cost(m, truth, 1, none, {.rows = b, .seqs = b, .context = 128}).total_s,
+                   b});
+  return out;
+}
+
 TEST(Calibration, FitRecoversTheTimesOfAKnownProfile) {
   // Forward times made by a known profile (half the bandwidth achieved, 150 GFLOP/s, 60 us per
   // layer) are reproduced by the fit within 2% at every row count.
@@ -144,13 +161,8 @@ TEST(Calibration, FitRecoversTheTimesOfAKnownProfile) {
   truth.mem_efficiency = 0.5;
   truth.peak_flops = {{"bf16", 150e9}};
   truth.layer_overhead_s = 60e-6;
-  std::vector<ForwardSample> samples;
-  for (int n = 1; n <= 16; ++n) {
-    const double t = forward_cost(m, truth, 1, LinkProfile{"none", 0, 1},
-                                  {.rows = double(n), .seqs = 1, .context = 128})
-                         .total_s;
-    samples.push_back({double(n), 128, t});
-  }
+  const std::vector<ForwardSample> samples =
+      samples_of(m, truth, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
   const Calibration c = fit_device("fit", m, 20e9, samples);
   EXPECT_LT(c.max_rel_err, 0.02);
   EXPECT_NEAR(c.profile.mem_efficiency, 0.5, 0.05);
@@ -172,16 +184,8 @@ TEST(Calibration, FitFindsHowMemoryAndComputeCombineAndTheCostPerSequence) {
   truth.seq_layer_overhead_s = 10e-6;
   truth.roofline_p = 1;
   const LinkProfile none{"none", 0, 1};
-  std::vector<ForwardSample> samples;
-  for (double n : {1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0}) {
-    const double t = forward_cost(m, truth, 1, none, {.rows = n, .seqs = 1, .context = 128}).total_s;
-    samples.push_back({n, 128, t});
-  }
-  for (double b : {2.0, 4.0}) {
-    const double t = forward_cost(m, truth, 1, none, {.rows = b, .seqs = b, .context = 128}).total_s;
-    samples.push_back({b, 128, t, b});
-  }
-  const Calibration c = fit_device("fit", m, 20e9, samples);
+  const Calibration c =
+      fit_device("fit", m, 20e9, samples_of(m, truth, {1, 2, 3, 4, 6, 8, 12, 16}, {2, 4}));
   EXPECT_EQ(c.profile.roofline_p, 1);
   EXPECT_LT(c.max_rel_err, 0.02);
   EXPECT_NEAR(c.profile.seq_layer_overhead_s / 10e-6, 1, 0.2);
@@ -204,13 +208,8 @@ TEST(Calibration, TheCostPerSequenceIsFoundWhenForwardsHaveNoFixedCostPerLayer) 
   truth.seq_layer_overhead_s = 12e-6;
   truth.roofline_p = 2;
   const LinkProfile none{"none", 0, 1};
-  std::vector<ForwardSample> samples;
-  for (double n : {1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 32.0}) {
-    const double t = forward_cost(m, truth, 1, none, {.rows = n, .seqs = 1, .context = 128}).total_s;
-    samples.push_back({n, 128, t});
-  }
-  const double b4 = forward_cost(m, truth, 1, none, {.rows = 4, .seqs = 4, .context = 128}).total_s;
-  samples.push_back({4, 128, b4, 4});
+  const std::vector<ForwardSample> samples = samples_of(m, truth, {1, 2, 4, 8, 12, 16, 32}, {4});
+  const double b4 = samples.back().seconds;
   const Calibration c = fit_device("fit", m, 30e9, samples);
   EXPECT_NEAR(c.profile.seq_layer_overhead_s / 12e-6, 1, 0.1);
   EXPECT_NEAR(forward_cost(m, c.profile, 1, none, {.rows = 4, .seqs = 4, .context = 128}).total_s / b4,
