@@ -6,6 +6,7 @@
 #include <atomic>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "actors/roles/drafter_wire.h"
@@ -153,6 +154,7 @@ class DrafterActor {
         stopping_ = true;
         dog_.disarm();
         if (leader_watch_) leader_watch_->stop();
+        if (heartbeat_) heartbeat_->stop();
         loop_.stop();
         break;
       default:
@@ -179,6 +181,11 @@ class DrafterActor {
     fault_point(FaultPhase::kPrefill, 0, "starting the sequences (prefilling its drafter)");
     prespeculate_ = m.prespeculate;
     push_ = m.prespeculate && m.push;
+    // A leader that takes pushes can go many rounds without waiting for an answer: it hears of
+    // this lead from its heartbeats instead (heartbeat.h), from this batch to the shutdown.
+    if (push_ && layout_.is_drafter_lead() && !heartbeat_)
+      heartbeat_ = std::make_unique<HeartbeatSender>(world_, layout_.target_leader(),
+                                                     opts_.step_s / 4);
     core_ = m.prespeculate ? &ssd_core_ : &sd_core_;
     cut_round_ = cut_sent_round_ = -1;  // rounds count from 0 again
     last_arrival_ = 0;                  // a new batch: no round before its first outcome
@@ -506,6 +513,7 @@ class DrafterActor {
   bool stopping_ = false;
   bool job_running_ = false;
   std::optional<LeaderWatch> leader_watch_;  // the lead: the target leader's heartbeats
+  std::unique_ptr<HeartbeatSender> heartbeat_;  // the lead: its own, to a leader taking pushes
 };
 
 }  // namespace

@@ -51,6 +51,10 @@
 // copy of that lookup, which the core adopts (SsdDrafterCore, "Misses drafted by the target
 // leader"); the sequence gets no entry in the answer, as a pushed hit does not. When the choice
 // changes in a round that sends neither an answer nor a push, a push with no entries tells it.
+//
+// A leader that takes pushes may not wait for this lead for many rounds, so from the first such
+// StartSeqs to the shutdown the lead also sends it heartbeats (heartbeat.h): a hung or dead lead
+// is then noticed within two step deadlines, not at the leader's next wait.
 #pragma once
 
 #include <memory>

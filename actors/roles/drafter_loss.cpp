@@ -85,7 +85,17 @@ Envelope wait_for_drafter(Transport& world, int drafter, double deadline_s,
   const auto total = std::chrono::milliseconds(static_cast<int64_t>(deadline_s * 1000));
   // Abort policy: the caller's watchdog (armed for deadline_s, naming the wait) ends the job; the
   // receive's own deadline only backs it up, later, so the watchdog's line always wins the race.
-  if (!policy.continue_on_loss) return world.recv(2 * total + std::chrono::seconds(5));
+  // The next frame before `until`, past heartbeats (a TransportTimeout at `until`).
+  const auto next_frame = [&](Clock::time_point until) {
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+      Envelope env = world.recv(std::max(left, std::chrono::milliseconds(0)));
+      if (env.kind != MsgKind::kHeartbeat) return env;
+    }
+  };
+  if (!policy.continue_on_loss)
+    return next_frame(Clock::now() + 2 * total + std::chrono::seconds(5));
   const Clock::time_point end = Clock::now() + total;
   std::vector<int> ranks = {drafter};
   for (int r : policy.ranks)
@@ -104,7 +114,7 @@ Envelope wait_for_drafter(Transport& world, int drafter, double deadline_s,
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
     if (left.count() <= 0) break;
     try {
-      return world.recv(std::min(left, policy.slice));
+      return next_frame(Clock::now() + std::min(left, policy.slice));
     } catch (const TransportTimeout&) {
     }
     if (const int gone = find(ProcessState::kGone); gone >= 0)

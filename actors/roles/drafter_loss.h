@@ -106,7 +106,8 @@ class DrafterLost : public Error {
 // world.recv (a TransportTimeout at the deadline). Under a continue policy it polls in slices and
 // throws DrafterLost when the process of the drafter, or of any rank in policy.ranks, is gone
 // (naming that rank), or when the deadline passes (naming a stopped rank of policy.ranks if
-// there is one, else `drafter`).
+// there is one, else `drafter`). Heartbeats (heartbeat.h) are passed over: a lead whose answer
+// waits for a stopped rank's share still beats, and must not keep the wait alive.
 Envelope wait_for_drafter(Transport& world, int drafter, double deadline_s,
                           const DrafterLossPolicy& policy, const std::string& what);
 

@@ -11,7 +11,17 @@
 //    (rank 0)"
 // A stopped or dead process sends nothing, whatever its threads were doing. Heartbeats travel
 // outside the traced timeline (TracingTransport passes them through uncounted).
+//
+// The other way: a leader that takes pushed pre-speculation (StartSeqs::push) can go round after
+// round without waiting for the drafter (pushed hits, and misses it drafts itself under --miss-at
+// leader), so a hung drafter lead would never miss a deadline there. From such a StartSeqs on, the
+// drafter lead sends the leader heartbeats the same way (a quarter of the step deadline), and the
+// leader, which reads every frame that arrived once per round, fails or loses the drafter
+// (drafter_loss.h) when DrafterSilence has seen nothing of it for two step deadlines:
+//   "rank 0 (target) timed out after S s while waiting for a heartbeat from the drafter (rank 1)"
 #pragma once
+
+#include <optional>
 
 #include <condition_variable>
 #include <memory>
@@ -54,6 +64,29 @@ class LeaderWatch {
   Watchdog dog_;
   int leader_;
   double deadline_s_;
+};
+
+// The target leader's side of the drafter lead's heartbeats: when it last heard from the lead
+// (any frame counts), and whether that is longer ago than the deadline. Times are the caller's
+// (monotonic seconds), so the rule is tested without a clock.
+class DrafterSilence {
+ public:
+  explicit DrafterSilence(double deadline_s) : deadline_s_(deadline_s) {}
+  void expect(double now) { last_ = now; }  // heartbeats are due from now on (a push batch)
+  void heard(double now) {
+    if (last_) last_ = now;
+  }
+  void forget() { last_.reset(); }  // none are due (a batch without pushes)
+  // Seconds since the lead was last heard from, when past the deadline.
+  std::optional<double> overdue(double now) const {
+    if (!last_ || now - *last_ <= deadline_s_) return std::nullopt;
+    return now - *last_;
+  }
+  double deadline_s() const { return deadline_s_; }
+
+ private:
+  double deadline_s_;
+  std::optional<double> last_;  // unset: nothing is due
 };
 
 }  // namespace ssd

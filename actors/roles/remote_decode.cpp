@@ -65,7 +65,9 @@ Envelope RemoteDecoder::receive(MsgKind kind, const std::string& waiting_for) {
                 : wait_for_drafter(world_, layout_.drafter_lead(), step_s_, loss_policy_,
                                    waiting_for);
       bytes_ += static_cast<int64_t>(env.bytes.size());
+      heard_from(env);
     }
+    if (env.kind == MsgKind::kHeartbeat) continue;
     if (env.kind == MsgKind::kPrespecPush) {  // a push that came late: dropped (protocol.h)
       keep_push(env);
       continue;
@@ -112,11 +114,44 @@ void RemoteDecoder::keep_push(const Envelope& env) {
 void RemoteDecoder::poll_pushes() {
   while (std::optional<Envelope> env = world_.try_recv()) {
     bytes_ += static_cast<int64_t>(env->bytes.size());
+    heard_from(*env);
+    if (env->kind == MsgKind::kHeartbeat) continue;
     if (env->kind == MsgKind::kPrespecPush)
       keep_push(*env);
     else
       held_.push_back(std::move(*env));  // for receive(), in order
   }
+}
+
+void RemoteDecoder::heard_from(const Envelope& env) {
+  if (env.peer == layout_.drafter_lead()) silence_.heard(monotonic_seconds());
+}
+
+// Pushed hits and misses drafted here let rounds go by without an answer, so no wait's deadline
+// would see the drafter lead hang or die; its heartbeats do (heartbeat.h). Called once per round
+// after reading every frame that arrived, so a lead that is alive has been heard within a quarter
+// of the step.
+void RemoteDecoder::check_drafter_heard(int64_t round) {
+  const std::optional<double> silent = silence_.overdue(monotonic_seconds());
+  if (!silent || loss_) return;
+  const int lead = layout_.drafter_lead();
+  const std::string what =
+      fmt::format("waiting for a heartbeat from the drafter (rank {}) in round {}", lead, round);
+  if (!loss_policy_.continue_on_loss)
+    fail(fmt::format("rank {} (target) timed out after {:g} s while {} (nothing from it for "
+                     "{:.1f} s)",
+                     layout_.rank, silence_.deadline_s(), what, *silent));
+  const ProcessState state =
+      loss_policy_.probe ? loss_policy_.probe(lead) : ProcessState::kUnknown;
+  lose_drafter(DrafterLost(lead, state == ProcessState::kGone,
+                           state == ProcessState::kGone
+                               ? fmt::format("died (its process is gone) while {}", what)
+                               : fmt::format("deadline of {:g} s expired while {}{}",
+                                             silence_.deadline_s(), what,
+                                             state == ProcessState::kStopped
+                                                 ? " (its process is stopped)"
+                                                 : "")),
+               round);
 }
 
 const PushedSpec* RemoteDecoder::find_pushed(int64_t round, int32_t seq, int32_t k,
@@ -284,8 +319,10 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
   run.choose(started);
   for (size_t i : started) start.first_k.push_back(run.chosen[i]);
   run.t_decode = monotonic_seconds();
-  if (!start.seqs.empty() && !loss_)
-    send_drafter_lead(start, std::as_bytes(std::span<const float>(features)));
+  if (start.seqs.empty() || loss_) return;
+  send_drafter_lead(start, std::as_bytes(std::span<const float>(features)));
+  if (start.push) silence_.expect(monotonic_seconds());  // its heartbeats start with this batch
+  else silence_.forget();
 }
 
 // Receives round `round`'s speculations (answered from the cache in --mode ssd when it hit) and
@@ -423,6 +460,10 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
   }
   run.choose(still);  // the next round's lengths, from every round verified so far
   for (size_t j = 0; j < still.size(); ++j) outcome.seqs[j].next_k = run.chosen[still[j]];
+  if (run.prespeculate && push_enabled_ && !loss_) {
+    poll_pushes();
+    check_drafter_heard(round);
+  }
   if (loss_) return;  // nobody to tell
   take_pushed(run, round, still, outcome);
   draft_misses(run, still, outcome);
@@ -438,8 +479,7 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
 // speculations just verified) become their next speculations at once: no wait for the answer.
 void RemoteDecoder::take_pushed(Run& run, int64_t round, const std::vector<size_t>& still,
                                 Outcome& outcome) {
-  if (!run.prespeculate || !push_enabled_) return;
-  poll_pushes();
+  if (!run.prespeculate || !push_enabled_) return;  // the round's pushes were read just before
   for (size_t j = 0; j < still.size(); ++j) {
     const size_t i = still[j];
     SeqOutcome& o = outcome.seqs[j];

@@ -49,6 +49,7 @@
 
 #include "actors/roles/drafter_loss.h"
 #include "actors/roles/fault_injection.h"
+#include "actors/roles/heartbeat.h"
 #include "actors/roles/leader_lookup.h"
 #include "actors/transport/protocol.h"
 #include "actors/transport/rank_layout.h"
@@ -167,6 +168,10 @@ class RemoteDecoder {
   // drafter answers misses with a lookup (miss_lookup_).
   void draft_misses(Run& run, const std::vector<size_t>& still, Outcome& outcome);
   void lose_drafter(const DrafterLost& e, int64_t round);  // records and prints the loss, once
+  // Rounds that wait for no answer: a drafter lead silent past its heartbeats' deadline
+  // (heartbeat.h, DrafterSilence) ends the job, or under a continue policy is lost.
+  void check_drafter_heard(int64_t round);
+  void heard_from(const Envelope& env);  // a frame arrived: the drafter lead's sign of life
   template <class T> void send_drafter_lead(const T& msg, std::span<const std::byte> bulk = {});
 
   TargetModel& target_;
@@ -179,6 +184,7 @@ class RemoteDecoder {
   PrespecSwitch prespec_;
   Watchdog& dog_;
   double step_s_;
+  DrafterSilence silence_{2 * step_s_};  // twice the step, as the drafter's LeaderWatch
   int64_t bytes_ = 0;
   int32_t next_seq_id_ = 0;
   DrafterLossPolicy loss_policy_;

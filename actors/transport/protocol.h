@@ -40,7 +40,7 @@
 namespace ssd {
 
 inline constexpr uint32_t kWireMagic = 0x31445353;  // "SSD1" in memory on a little-endian rank
-inline constexpr uint16_t kProtocolVersion = 10;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs;
+inline constexpr uint16_t kProtocolVersion = 11;  // 2: PrespecCut, cut-short figures; 3: JoinSeqs;
                                                  // 4: speculation lengths (--k auto);
                                                  // 5: StartSeqs::memory_scope; 6: a length of 0
                                                  // gets no speculation (decode step),
@@ -51,7 +51,9 @@ inline constexpr uint16_t kProtocolVersion = 10;  // 2: PrespecCut, cut-short fi
                                                  // count and size, an end Ping;
                                                  // 10: SeqOutcome::leader_drafted and its
                                                  // speculation, miss_lookup in SpeculationMsg
-                                                 // and PrespecPush (--miss-at leader)
+                                                 // and PrespecPush (--miss-at leader);
+                                                 // 11: the drafter lead's Heartbeats to a
+                                                 // leader that takes pushes
 
 // Every kind of message, one enum; its value is also the MPI tag (tags must stay < 32768).
 enum class MsgKind : uint16_t {
@@ -510,6 +512,9 @@ struct ErrorMsg {
   friend bool operator==(const ErrorMsg&, const ErrorMsg&) = default;
 };
 
+// A rank's sign of life (actors/roles/heartbeat.h), from a thread of its own: the target leader's
+// to the drafter lead while a job with drafter ranks lives, and the drafter lead's to the leader
+// from the first StartSeqs with push on. Neither is on the traced timeline.
 struct Heartbeat {
   static constexpr MsgKind kKind = MsgKind::kHeartbeat;
   int32_t rank = 0;

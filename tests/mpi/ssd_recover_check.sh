@@ -8,8 +8,12 @@
 #               deadline (--watchdog-s 15) expires, the same line says so, the output is AR's.
 #               (On a machine so busy that the drafter takes 15 s to load, the deadline expires
 #               while the leader waits for it to load: the same line, the same output.)
-#               Both end the job with MPI_Abort(0) once the output is written (MPI_Finalize may
-#               wait for the lost rank forever), with no rank left behind.
+#   stop_ngram  the same hang with the n-gram drafter, whose misses the leader drafts itself and
+#               whose hits it takes from pushes: it waits for no answer, so it notices the hang
+#               from the drafter lead's missing heartbeats (two step deadlines: --watchdog-s 5,
+#               10 s) in the middle of a 3000-token run, and finishes it alone.
+#               All three end the job with MPI_Abort(0) once the output is written (MPI_Finalize
+#               may wait for the lost rank forever), with no rank left behind.
 #   kill-abort  no recovery mode, the drafter SIGKILLed: the job ends with a non-zero status in
 #               bounded time, and mpirun's report names rank 1 and the signal.
 # RANKS and TP (default 2 and 1): the job's size and TP degree; the drafter lead, rank TP, is the
@@ -26,7 +30,9 @@ ROOT=()
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 PROMPT="Count from one to one thousand in words:"
-COMMON=(-m "$SSD_MODEL" -p "$PROMPT" -n 96 --ctx-size 1024 --ignore-eos --threads 1)
+N=96 DRAFTER_SPEC="model:$SSD_MODEL"
+[[ $HOW == stop_ngram ]] && N=3000 DRAFTER_SPEC=ngram
+COMMON=(-m "$SSD_MODEL" -p "$PROMPT" -n $N --ctx-size 4096 --ignore-eos --threads 1)
 fail() { echo "FAIL: $*"; echo "--- the job's stderr:"; cat "$DIR/log"; exit 1; }
 
 # What the target alone produces (one process, no mpirun).
@@ -39,9 +45,10 @@ REC=(--mca orte_enable_recovery 1 --mca orte_abort_on_non_zero_status 0)
 [[ $HOW == kill-abort ]] && REC=()
 WATCHDOG=60  # kill: only the process probe may notice the loss, never a slow round
 [[ $HOW == stop ]] && WATCHDOG=15
+[[ $HOW == stop_ngram ]] && WATCHDOG=5
 START=$(date +%s)
 ${MPIEXEC:-mpirun} "${ROOT[@]}" --oversubscribe --bind-to none "${REC[@]}" -n "$RANKS" "$BIN" generate \
-  "${COMMON[@]}" --mode ssd --drafter "model:$SSD_MODEL" --k 4 --tp "$TP" --watchdog-s $WATCHDOG \
+  "${COMMON[@]}" --mode ssd --drafter "$DRAFTER_SPEC" --k 4 --tp "$TP" --watchdog-s $WATCHDOG \
   --stats-json "$DIR/run.json" >"$DIR/out" 2>"$DIR/log" &
 MPI_PID=$!
 # shellcheck source=tests/mpi/job_lib.sh
@@ -50,7 +57,7 @@ DRAFTER=$(job_rank_pid "$BIN" $MPI_PID "$LEAD" 400) || fail "the drafter rank ne
 # Hit the drafter once the job is in its rounds (tokens streamed), not while it loads.
 wait_streaming "$DIR/out" $MPI_PID || fail "no tokens streamed within 60 s"
 PIDS=$(job_ranks "$BIN" $MPI_PID)  # every rank of this job (all run once tokens stream)
-if [[ $HOW == stop ]]; then kill -STOP "$DRAFTER"; else kill -KILL "$DRAFTER"; fi
+if [[ $HOW == stop* ]]; then kill -STOP "$DRAFTER"; else kill -KILL "$DRAFTER"; fi
 if ! wait_ended $MPI_PID 120; then
   kill -KILL "$DRAFTER" 2>/dev/null; kill -KILL $MPI_PID
   fail "the job still runs 120 s after the drafter rank was hit"
@@ -71,18 +78,21 @@ else
   ((LINES == 1)) || fail "$LINES lines about the lost drafter, not 1"
   if [[ $HOW == kill ]]; then
     grep -q "^ssd: lost drafter rank $LEAD: died" "$DIR/log" || fail "the line does not say it died"
-  else
+  elif [[ $HOW == stop ]]; then
     grep -q "^ssd: lost drafter rank $LEAD: deadline of 15 s expired" "$DIR/log" ||
       fail "the line does not name the expired deadline"
+  else
+    grep -q "^ssd: lost drafter rank $LEAD: deadline of 10 s expired while waiting for a heartbeat from the drafter (rank $LEAD) in round" "$DIR/log" ||
+      fail "the line does not name the missing heartbeats"
   fi
-  python3 - "$DIR/ar.json" "$DIR/run.json" "$LEAD" <<'PY' || fail "the output differs from AR's"
+  python3 - "$DIR/ar.json" "$DIR/run.json" "$LEAD" "$N" <<'PY' || fail "the output differs from AR's"
 import json, sys
 ar, run = (json.load(open(p)) for p in sys.argv[1:3])
 assert run["status"] == "ok", run["status"]
 loss = run["drafter_loss"]
 assert loss and loss["rank"] == int(sys.argv[3]) and loss["fallback"] == "plain decoding", loss
 a, b = ar["output_token_ids"], run["output_token_ids"]
-assert len(a) == 96, len(a)
+assert len(a) == int(sys.argv[4]), len(a)
 if a != b:
     i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
     sys.exit(f"token {i}: AR {a[i:i+4]} vs run {b[i:i+4]} ({len(a)} vs {len(b)} tokens)")

@@ -2,7 +2,8 @@
 // DrafterLossPolicy::ranks): the lead's answers wait for every rank's pre-speculation share, so a
 // secondary drafter rank whose process is gone is a lost drafter, named by its own rank, and one
 // that is stopped is named when the deadline expires. Over loopback, with a scripted probe; no
-// frame ever comes, so only the probe or the deadline can end each wait.
+// frame ever comes (but heartbeats, which do not count), so only the probe or the deadline can
+// end each wait.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -81,6 +82,34 @@ TEST(DrafterLossRanks, AFrameStillEndsTheWaitWhileEveryRankLives) {
   const Envelope env = wait_for_drafter(hub.endpoint(0), 1, 600, policy, "waiting");
   EXPECT_EQ(env.kind, MsgKind::kDrafterShutdown);
   EXPECT_EQ(env.peer, 1);
+}
+
+// A lead waiting for a stopped secondary's share still sends heartbeats (heartbeat.h); they must
+// not end (or restart) the wait: the deadline still expires and names the stopped rank, and a
+// frame after them still ends it.
+TEST(DrafterLossRanks, HeartbeatsNeitherEndNorExtendTheWait) {
+  for (const bool continue_on_loss : {true, false}) {
+    LoopbackHub hub(3);
+    for (int n = 0; n < 5; ++n) hub.endpoint(1).send(0, Heartbeat{1, "", n});
+    DrafterLossPolicy policy;
+    policy.continue_on_loss = continue_on_loss;
+    policy.slice = 10ms;
+    policy.ranks = {1, 2};
+    policy.probe = [](int rank) { return rank == 2 ? ProcessState::kStopped : kRun; };
+    if (continue_on_loss) {
+      try {
+        wait_for_drafter(hub.endpoint(0), 1, 0.2, policy, "waiting for round 4");
+        ADD_FAILURE() << "a heartbeat ended the wait";
+      } catch (const DrafterLost& e) {
+        EXPECT_EQ(e.rank, 2);
+        EXPECT_FALSE(e.died);
+      }
+    }
+    hub.endpoint(1).send(0, Heartbeat{1, "", 5});
+    hub.endpoint(1).send(0, DrafterShutdown{});
+    const Envelope env = wait_for_drafter(hub.endpoint(0), 1, 600, policy, "waiting");
+    EXPECT_EQ(env.kind, MsgKind::kDrafterShutdown) << "continue_on_loss " << continue_on_loss;
+  }
 }
 
 }  // namespace

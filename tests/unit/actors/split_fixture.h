@@ -3,7 +3,8 @@
 //   - TinyTarget: a tiny target model written to disk, and that model drafting for itself (every
 //     draft agrees with the target, so pre-speculation hits); tiny_requests (equal lengths) and
 //     staggered_requests (unequal) for it;
-//   - DrafterActorThread: a real drafter actor on rank 1, its failure kept for the test to check;
+//   - DrafterActorThread: a real drafter actor on rank 1, its failure kept for the test to check
+//     (its reads skip the heartbeats a drafter lead sends a leader that takes pushes);
 //   - ScriptedDrafterLead: a stand-in drafter lead with no drafter behind it, answering each round
 //     with a fixed chain for every sequence, except as its script says (leave a sequence out, fall
 //     silent after a round), for the tests of what the leader does with a bad or missing answer.
@@ -110,7 +111,15 @@ class DrafterActorThread {
   }
 
   Transport& leader() { return hub_.endpoint(0); }
-  Envelope recv() { return leader().recv(std::chrono::seconds(30)); }
+  // The next frame to the leader, past the lead's heartbeats (counted in heartbeats, as the
+  // leader's reads skip them).
+  Envelope recv() {
+    for (;;) {
+      Envelope env = leader().recv(std::chrono::seconds(30));
+      if (env.kind != MsgKind::kHeartbeat) return env;
+      ++heartbeats;
+    }
+  }
   template <class T>
   T expect() {
     const Envelope env = recv();
@@ -133,6 +142,7 @@ class DrafterActorThread {
   const RankLayout leader_layout = RankLayout::make(2, 0, 1);
   const RankLayout drafter_layout = RankLayout::make(2, 1, 1);
   std::string failure;  // what a watchdog said when it fired ("" while none did)
+  int64_t heartbeats = 0;  // skipped by recv()
   Watchdog leader_dog{0, Role::kTarget, [this](const std::string& m) { failure = m; }};
   Watchdog drafter_dog{1, Role::kDrafter, [this](const std::string& m) { failure = m; }};
 
