@@ -46,6 +46,7 @@ struct SimArgs {
   std::string miss_policy = "auto";
   int32_t critical_batch = -1;
   std::string prespec_switch = "on";
+  std::string miss_at = "leader";
   std::optional<double> lookup_us;
   int64_t drafter_feature_dim = -1;
   uint64_t seed = 1;
@@ -112,6 +113,10 @@ struct SimArgs {
                                         "published); auto = the runtime's adaptive switch (blocks "
                                         "on or off, the faster kept); a replayed trace's recorded "
                                         "regime wins", {.choices = {"on", "auto"}});
+    v(miss_at, "miss-at", "ssd: who drafts a miss the drafter answers with a lookup (n-gram "
+                          "primary, or the backup past b*): the target leader at once, with no "
+                          "wait for an answer (the runtime's default), or the drafter rank",
+      {.choices = {"leader", "drafter"}});
     v(drafter_feature_dim, "drafter-feature-dim", "floats of target features the drafter needs "
                                                   "per accepted token (EAGLE / Domino style; -1: "
                                                   "the drafter preset's)", {.min = -1});
@@ -257,6 +262,7 @@ sim::SimConfig build_config(const SimArgs& a) {
   c.ssd.miss = parse_miss_choice(a.miss_policy);
   c.ssd.b_star = a.critical_batch;
   c.ssd.adaptive_switch = a.prespec_switch == "auto";
+  c.ssd.miss_at_leader = a.miss_at == "leader";
   c.seed = a.seed;
   return c;
 }
@@ -277,6 +283,8 @@ nlohmann::json result_json(const sim::SimResult& r, int32_t batch, double ar_tps
           {"planned_rate", r.hits + r.misses ? double(r.planned) / double(r.hits + r.misses) : 0},
           {"fallback_primary", r.fallback_primary},
           {"fallback_backup", r.fallback_backup},
+          {"leader_drafted", r.leader_drafted},
+          {"rounds_waited", r.rounds_waited},
           {"branches_planned", r.branches_planned},
           {"branches_drafted", r.branches_drafted},
           {"target_busy_s", r.target_busy_s},

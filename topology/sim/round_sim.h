@@ -46,6 +46,8 @@ struct SimResult {
   int64_t hits = 0, misses = 0;  // SSD lookups (the last round of a sequence has none)
   int64_t planned = 0;           // SSD outcomes that were among the planned branches
   int64_t fallback_primary = 0, fallback_backup = 0;
+  int64_t leader_drafted = 0;  // SSD misses the target leader drafted itself (--miss-at leader)
+  int64_t rounds_waited = 0;   // SSD rounds whose verification waited for the drafter's answer
   int64_t branches_drafted = 0, branches_planned = 0;
   double target_busy_s = 0;   // target forwards, TP collectives excluded
   double target_wait_s = 0;   // target idle, waiting for a speculation
@@ -75,7 +77,12 @@ SimResult simulate(SimMode mode, const SimConfig& cfg,
 //   SSD  B (h L_p + (1 - h) L_f) / (max(T_v + l_o, T_pre') + (1 - h^B) T_f + l_s)
 // where the fallback (f) is the primary (T_f = T_d(B (1 - h)), L_f = L_p) at B <= b*, else the
 // backup (an n-gram lookup, L_f = L_b), and T_pre' = T_pre, or with chunks at most T_v + l_o +
-// one chunk (the cut).
+// one chunk (the cut). With --miss-at leader and a lookup fallback (a lookup primary, or the
+// backup past b*) no round waits for an answer:
+//   SSD  B (h' L_p + (1 - h') L_f) / (T_v + T_l)
+// with T_l the leader's lookups of B (1 - h) sequences and h' = h when the pre-speculation is
+// pushed back within the next verification (T_pre + 2 l <= T_v + T_l), else, in chunks, h times
+// the share drafted in time, and in one call 0 (a late push is no hit: the leader drafts it).
 struct AnalyticEstimate {
   double verify_s = 0, draft_s = 0, prespec_s = 0, fallback_s = 0;
   double hit_rate = 0;
