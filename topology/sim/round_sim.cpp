@@ -129,8 +129,9 @@ class Outcomes {
 // The simulation of one run: clocks, counters, the timeline.
 class Run {
  public:
-  Run(SimMode mode, const SimConfig& cfg, const std::vector<OutcomeRecord>* replay)
-      : cfg_(cfg), out_(cfg, mode, replay) {
+  Run(SimMode mode, const SimConfig& cfg, const std::vector<OutcomeRecord>* replay,
+      SimCarry* carry)
+      : cfg_(cfg), out_(cfg, mode, replay), carry_(carry) {
     res_.mode = mode;
     const SimCluster& c = cfg.cluster;
     drafter_dev_ = c.colocated ? &c.target_device : &c.drafter_device;
@@ -330,7 +331,8 @@ class Run {
     SSD_CHECK(!c.colocated, "ssd needs the drafter on its own rank(s), not in the target's process");
     const int32_t nd = c.drafters;
     const double a_p = cfg_.primary.mean(cfg_.work.k);
-    MissPolicy policy = miss_policy();
+    // A job's later batch starts with what its earlier ones taught the drafter and the leader.
+    MissPolicy policy = carry_ && carry_->policy ? *carry_->policy : miss_policy();
     double shadow_carry = 0;  // the backup's shadow acceptance not yet observed (< 1 token)
     // The round overhead T_o as the drafter lead measures it (drafter_actor.h): between two
     // outcomes' arrivals, less the verification and the fallback draft that answered the first.
@@ -367,7 +369,8 @@ class Run {
       send += d;
       if (k0 > 0) ++res_.rounds_waited;  // the first speculations come in an answer
     }
-    PrespecSwitch regime;  // the leader's switch (used when the trace does not say)
+    PrespecSwitch regime = carry_ && carry_->regime ? *carry_->regime : PrespecSwitch{};
+    // (the leader's switch: used when the trace does not say)
     bool drafted = true;   // the drafter's model ran since the previous verification
     double arrive = message(send, spec_bytes(act, cfg_.work.k), lead, "speculation");
     double target_free = 0;
@@ -376,7 +379,7 @@ class Run {
     MissLookup told = miss_lookup(policy, static_cast<int32_t>(act.size()));
     // The lead's draft-what-fits (one drafter rank): its budget learns the windows from the
     // target's verification start to the outcome's arrival and the seconds of its draft calls.
-    PrespecBudget budget;
+    PrespecBudget budget = carry_ && carry_->budget ? *carry_->budget : PrespecBudget{};
     const bool gate = cfg_.ssd.fit_window && nd == 1;
     double verify_from = send;  // the lead's clock: when the target began verifying its answer
     // A lookup drafter ranks a decode step's token (ssd_drafter_core.cpp, ranked_decode_step), so
@@ -620,6 +623,11 @@ class Run {
     res_.drafter_busy_s = busy / nd;
     res_.seconds = target_free;
     res_.b_star = policy.critical_batch();
+    if (carry_) {
+      carry_->policy = policy;
+      carry_->budget = budget;
+      carry_->regime = regime;
+    }
   }
 
   const SimConfig& cfg_;
@@ -627,13 +635,15 @@ class Run {
   SimResult res_;
   const DeviceProfile* drafter_dev_ = nullptr;
   double start_busy_ = 0;  // the drafter's start on the prompts (drafter_start_on_prompt)
+  SimCarry* carry_ = nullptr;
 };
 
 }  // namespace
 
-SimResult simulate(SimMode mode, const SimConfig& cfg, const std::vector<OutcomeRecord>* replay) {
+SimResult simulate(SimMode mode, const SimConfig& cfg, const std::vector<OutcomeRecord>* replay,
+                   SimCarry* carry) {
   cfg.validate();
-  Run run(mode, cfg, replay);
+  Run run(mode, cfg, replay, carry);
   return run.run();
 }
 

@@ -21,8 +21,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "runtime/saguaro/miss_policy.h"
+#include "runtime/saguaro/prespec_budget.h"
+#include "runtime/saguaro/prespec_switch.h"
 
 #include "topology/sim/outcome_trace.h"
 #include "topology/sim/sim_config.h"
@@ -63,10 +68,23 @@ struct SimResult {
   double hit_rate() const { return hits + misses ? double(hits) / double(hits + misses) : 0; }
 };
 
+// What a job carries from one batch to the next: the drafter lead's miss policy and its
+// draft-what-fits budget (members of the drafter actor), the leader's pre-speculation switch (a
+// member of RemoteDecoder, kept across run() calls). Empty: each starts afresh. Simulating a job's
+// batches in order with one carry (per mode) starts each batch where the job's previous one left
+// them: a model drafter whose 32-branch calls do not fit drafts three rounds in the job's first
+// batch and none after, not three in every batch.
+struct SimCarry {
+  std::optional<MissPolicy> policy;
+  std::optional<PrespecBudget> budget;
+  std::optional<PrespecSwitch> regime;
+};
+
 // `replay`: null for parametric outcomes, else the trace to replay (its batch replaces
-// cfg.work.batch; its k per record replaces cfg.work.k).
+// cfg.work.batch; its k per record replaces cfg.work.k). `carry` (SSD): the state an earlier
+// batch of the same job left, updated with this batch's; null: a job of this batch alone.
 SimResult simulate(SimMode mode, const SimConfig& cfg,
-                   const std::vector<OutcomeRecord>* replay = nullptr);
+                   const std::vector<OutcomeRecord>* replay = nullptr, SimCarry* carry = nullptr);
 
 // The closed-form expectation of one round at batch cfg.work.batch (no events, no sampling): the
 // theory the event simulation is checked against. With T_v the verification, T_d(m) the primary's
