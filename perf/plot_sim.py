@@ -88,6 +88,9 @@ def main():
         b = [r["batch"] for r in rows]
         ax.plot(b, [r["ssd"] / r["sd"] for r in rows], "-o", color=color, label=f"simulated, a={a}")
         ax.plot(b, [r["theory"] for r in rows], "--", color=color, label=f"closed form, a={a}")
+        if "ssd_miss_at_drafter" in rows[0]:
+            ax.plot(b, [r["ssd_miss_at_drafter"] / r["sd"] for r in rows], ":", color=color,
+                    label=f"simulated, --miss-at drafter, a={a}")
     ax.axhline(1, color="black", lw=0.5)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch B")

@@ -11,7 +11,10 @@ presets (3.35 TB/s HBM3, 989 TFLOP/s dense BF16, 80% of bandwidth and 60% of pea
 over NVLink 4, BF16 weights and KV, 512-token prompts, 256 generated tokens per sequence, K = 4,
 greedy-style acceptance a per position, bonus-rank power law miss(F) = 0.3 F^-0.6, geometric
 fan-out with 8 branches per sequence (the default --fan-out-budget) drafted in one call (the GPU default), the miss policy's own
-b* (primary drafter at small batch, an n-gram backup with a = 0.2 above), seed 1.
+b* (primary drafter at small batch, an n-gram backup with a = 0.2 above), --miss-at leader (the
+runtime's default: a miss the backup answers, past b*, is drafted by the target leader at once,
+with no wait for an answer; misses the 1B primary answers, at or below b*, wait for it), seed 1.
+Table (d) also prints SSD/SD under --miss-at drafter (the drafter rank answers every miss).
 """
 import json
 import os
@@ -25,7 +28,7 @@ OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "perf/out/sim/gpu
 BASE = ["--target-device", "h100-sxm", "--tp", "4", "--tp-link", "nvlink4", "--drafter-link",
         "nvlink4", "--prompt", "512", "--tokens", "256", "--k", "4", "--miss-at-1", "0.3",
         "--power-r", "0.6", "--prespec-chunk", "0", "--backup-accept",
-        "0.2", "--seed", "1"]
+        "0.2", "--miss-at", "leader", "--seed", "1"]
 PAIRS = [("llama-3.1-70b", "llama-3.2-1b"), ("qwen3-32b", "qwen3-0.6b")]
 BATCHES = [1, 2, 4, 8, 16]
 
@@ -117,20 +120,26 @@ def table_d(data):
     batches = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
     print("\n### (d) the critical batch (Llama-3.1-70B TP4 + Llama-3.2-1B)\n")
     print("| a | B | SD tok/s | SSD tok/s | SSD/SD (simulated) | SSD/SD (theory) | hit rate | "
-          "P(some miss) = 1 - h^B | b* (miss policy) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "P(some miss) = 1 - h^B | b* (miss policy) | misses drafted by the leader | "
+          "SSD/SD, --miss-at drafter |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for a in [0.7, 0.8]:
-        res = by_mode(sim(["--target", "llama-3.1-70b", "--drafter", "llama-3.2-1b", "--accept",
-                           str(a), "--batch", ",".join(map(str, batches)), "--mode", "sd,ssd"]))
+        flags = ["--target", "llama-3.1-70b", "--drafter", "llama-3.2-1b", "--accept", str(a),
+                 "--batch", ",".join(map(str, batches)), "--mode", "sd,ssd"]
+        res = by_mode(sim(flags))
+        drafter = by_mode(sim(flags + ["--miss-at", "drafter"]))
         for b in batches:
-            sd, ssd = res[b]["sd"], res[b]["ssd"]
+            sd, ssd, ssd_d = res[b]["sd"], res[b]["ssd"], drafter[b]["ssd"]
             th = ssd["theory"]["tokens_per_s"] / sd["theory"]["tokens_per_s"]
             h = ssd["theory"]["hit_rate"]
+            lead = ssd["leader_drafted"] / max(1, ssd["misses"])
             data.setdefault("d", []).append({"a": a, "batch": b, "sd": sd["tokens_per_s"],
-                                             "ssd": ssd["tokens_per_s"], "theory": th})
+                                             "ssd": ssd["tokens_per_s"], "theory": th,
+                                             "ssd_miss_at_drafter": ssd_d["tokens_per_s"]})
             print(f"| {a} | {b} | {sd['tokens_per_s']:.0f} | {ssd['tokens_per_s']:.0f} | "
                   f"{ssd['tokens_per_s'] / sd['tokens_per_s']:.2f}x | {th:.2f}x | "
-                  f"{ssd['hit_rate']:.2f} | {1 - h ** b:.2f} | {ssd['critical_batch']} |")
+                  f"{ssd['hit_rate']:.2f} | {1 - h ** b:.2f} | {ssd['critical_batch']} | "
+                  f"{lead:.0%} | {ssd_d['tokens_per_s'] / sd['tokens_per_s']:.2f}x |")
 
 
 def main():

@@ -12,9 +12,8 @@
 #   k        2, 4, 7, auto (the chosen k of every round is in the trace)
 #   batch    1, 4
 #   chunk    0, 2 (SSD --prespec-chunk)
-#   misses   SSD with --miss-at drafter: the drafter rank answers every miss, the mechanism the
-#            simulator models (the runtime's default, --miss-at leader, where the target leader
-#            drafts lookup-answered misses itself, is not modelled yet: docs/simulator.md)
+#   misses   SSD with the runtime's default --miss-at leader (the target leader drafts a miss the
+#            drafter answers with a lookup; each trace record says whether it did)
 # Each rep first calibrates this machine with every drafter (`ssd simulate --calibrate
 # --calibrate-drafters`): 2 threads for the 1-rank jobs, 1 thread pinned to one core for the
 # 2-rank jobs (as a rank is). Every job is bracketed by two speed probes (`ssd simulate --probe`,
@@ -158,7 +157,7 @@ for rep in $(seq $((last + 1)) $((last + REPS))); do
               probe "$dir" "$name" 1 pre taskset -c 0
               run "$dir/$name.log" env SSD_BIN="$BIN" "$ROOT/launch/ssd-launch" --target-ranks 1 \
                 --drafter-ranks 1 -- bench "${common[@]}" --drafters "$(spec_of "$d")" --k "$k" \
-                --modes "$modes" --batch "$b" --prespec-chunk "$c" --miss-at drafter \
+                --modes "$modes" --batch "$b" --prespec-chunk "$c" \
                 --outcome-trace "$dir/${name}_traces" --out-json "$dir/$name.json"
               probe "$dir" "$name" 1 post taskset -c 0
             done

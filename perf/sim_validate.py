@@ -87,14 +87,16 @@ def probe_flags(job_json):
     return ["--speed-probe", ",".join(probes)] if probes else []
 
 
-def simulate(mode, trace, flags):
-    """(tokens, seconds) of the replayed trace."""
+def simulate(mode, traces, prompts, flags):
+    """(tokens, seconds) of a job's replayed batches, in the job's order (--job-traces: each batch
+    starts with the miss policy, budget and switch the job's earlier batches left)."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
-        subprocess.run([BIN, "simulate", "--mode", mode, "--outcome-trace", trace, "--json", out]
+        subprocess.run([BIN, "simulate", "--mode", mode, "--job-traces", ",".join(traces),
+                        "--job-prompts", ",".join(map(str, prompts)), "--json", out]
                        + flags, check=True, stdout=subprocess.DEVNULL)
-        r = json.load(open(out))["results"][0]
-        return r["tokens"], r["seconds"]
+        res = json.load(open(out))["results"]
+        return sum(r["tokens"] for r in res), sum(r["seconds"] for r in res)
 
 
 def cells(meas_dir, tmp):
@@ -108,7 +110,7 @@ def cells(meas_dir, tmp):
         rep_dir = os.path.dirname(path)
         bench = json.load(open(path))
         prof = refit(os.path.join(rep_dir, "cal_2t.json" if ranks == 1 else "cal_1t.json"), tmp)
-        traces = path[:-len(".json")] + "_traces"
+        trace_dir = path[:-len(".json")] + "_traces"
         k_max = bench.get("config", {}).get("k-max", 8)
         link = link_json(bench, tmp) if ranks == 2 else None
         for row in bench["summary"]:
@@ -127,26 +129,24 @@ def cells(meas_dir, tmp):
             if mode == "ssd":
                 switch = bench.get("config", {}).get("prespec-switch") or "auto"
                 flags += ["--prespec-switch", "on" if switch == "on" else "auto"]
+                # Who drafted lookup-answered misses: the job's --miss-at; a job of a runtime from
+                # before the flag (no "miss-at" in its config) had the drafter rank answer all.
+                flags += ["--miss-at", bench.get("config", {}).get("miss-at") or "drafter"]
                 flags += ["--prespec-chunk", str(chunk),
                           "--mal", str(max(1.0, row["mean_acceptance_length"]))]
-            tokens = seconds = 0
+            traces, prompts = [], []
             for first in firsts:
                 batch_runs = [r for r in runs if first <= r["prompt_index"] < first + batch]
                 if ranks == 1:
                     stem = "ar" if mode == "ar" else f"sd_{kind}_k{ktext}"
                 else:
                     stem = mode
-                trace = os.path.join(traces, f"{stem}_p{first}.jsonl")
+                trace = os.path.join(trace_dir, f"{stem}_p{first}.jsonl")
                 if not os.path.exists(trace):
                     sys.exit(f"sim_validate: missing trace {trace}")
-                prompt = statistics.mean(r["prompt_tokens"] for r in batch_runs)
-                extra = ["--prompt", str(round(prompt))]
-                if mode == "ssd" and first > 0:
-                    # The job's miss policy learnt its b* in the first batch (the simulator runs
-                    # it online there, from the default); later batches start with it learnt.
-                    extra += ["--critical-batch", str(batch_runs[0].get("critical_batch", 0))]
-                t, s = simulate(mode, trace, flags + extra)
-                tokens, seconds = tokens + t, seconds + s
+                traces.append(trace)
+                prompts.append(round(statistics.mean(r["prompt_tokens"] for r in batch_runs)))
+            tokens, seconds = simulate(mode, traces, prompts, flags)
             if seconds <= 0 or row["decode_tokens_per_s"] <= 0:
                 continue
             name = f"{ranks} rank{'s' if ranks > 1 else ''} {mode}"

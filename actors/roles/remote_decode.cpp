@@ -443,10 +443,12 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
     if (run.prespeculate && run.last_record[i] >= 0 && source != SpecSource::kDecodeStep)
       run.out.outcomes[static_cast<size_t>(run.last_record[i])].hit = source == SpecSource::kCache;
     run.last_record[i] = static_cast<int64_t>(run.out.outcomes.size());
+    // "leader" (ssd): false until draft_misses() drafts this outcome's next speculation here.
     run.out.outcomes.push_back({round, static_cast<int32_t>(i), static_cast<int32_t>(trees[a].size()),
                                 static_cast<int32_t>(v.path.size()), -1, std::nullopt,
                                 run.prespeculate ? std::optional<bool>(run.prespec_on)
-                                                 : std::nullopt});
+                                                 : std::nullopt,
+                                run.prespeculate ? std::optional<bool>(false) : std::nullopt});
     std::optional<SeqOutcome> o = apply_verification(run, i, v);
     if (!o) {
       finished.seqs.push_back(run.seqs[i].id);
@@ -512,6 +514,9 @@ void RemoteDecoder::draft_misses(Run& run, const std::vector<size_t>& still, Out
         lookup_->draft(miss_lookup_, s.id, run.chosen[i], req.sampler, req.stream,
                        static_cast<uint32_t>(run.out.gen[i].tokens.size()));
     if (!d) continue;
+    // The outcome trace: this round's record (its "hit" comes with the next round: a miss).
+    if (run.last_record[i] >= 0)
+      run.out.outcomes[static_cast<size_t>(run.last_record[i])].leader = true;
     o.leader_drafted = true;
     o.drafted = *d;
     s.ready = std::move(*d);

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -46,10 +47,12 @@ struct SimArgs {
   std::string miss_policy = "auto";
   int32_t critical_batch = -1;
   std::string prespec_switch = "on";
+  std::string miss_at = "leader";
   std::optional<double> lookup_us;
   int64_t drafter_feature_dim = -1;
   uint64_t seed = 1;
   std::optional<std::filesystem::path> outcome_trace, record_trace, trace_json, json;
+  std::string job_traces, job_prompts;
   bool calibrate = false;
   bool probe = false;
   std::string speed_probe;
@@ -112,6 +115,10 @@ struct SimArgs {
                                         "published); auto = the runtime's adaptive switch (blocks "
                                         "on or off, the faster kept); a replayed trace's recorded "
                                         "regime wins", {.choices = {"on", "auto"}});
+    v(miss_at, "miss-at", "ssd: who drafts a miss the drafter answers with a lookup (n-gram "
+                          "primary, or the backup past b*): the target leader at once, with no "
+                          "wait for an answer (the runtime's default), or the drafter rank",
+      {.choices = {"leader", "drafter"}});
     v(drafter_feature_dim, "drafter-feature-dim", "floats of target features the drafter needs "
                                                   "per accepted token (EAGLE / Domino style; -1: "
                                                   "the drafter preset's)", {.min = -1});
@@ -121,6 +128,11 @@ struct SimArgs {
     v(outcome_trace, "outcome-trace", "replay this outcome trace (JSONL, topology/sim/"
                                       "outcome_trace.h) instead of sampling outcomes",
       {.must_exist = true});
+    v(job_traces, "job-traces",
+      "comma-separated outcome traces of one job's batches, replayed in order: each batch starts "
+      "with the miss policy, draft-what-fits budget and pre-speculation switch the earlier ones "
+      "left (one result per trace and mode)");
+    v(job_prompts, "job-prompts", "with --job-traces: each batch's prompt tokens (default --prompt)");
     v(record_trace, "record-trace", "write the simulated outcomes as a trace (last mode, batch)");
     v(trace_json, "trace-json", "write the timeline as Chrome trace-event JSON (last mode, batch)");
     v(json, "json", "write every result as JSON here");
@@ -257,6 +269,7 @@ sim::SimConfig build_config(const SimArgs& a) {
   c.ssd.miss = parse_miss_choice(a.miss_policy);
   c.ssd.b_star = a.critical_batch;
   c.ssd.adaptive_switch = a.prespec_switch == "auto";
+  c.ssd.miss_at_leader = a.miss_at == "leader";
   c.seed = a.seed;
   return c;
 }
@@ -277,6 +290,8 @@ nlohmann::json result_json(const sim::SimResult& r, int32_t batch, double ar_tps
           {"planned_rate", r.hits + r.misses ? double(r.planned) / double(r.hits + r.misses) : 0},
           {"fallback_primary", r.fallback_primary},
           {"fallback_backup", r.fallback_backup},
+          {"leader_drafted", r.leader_drafted},
+          {"rounds_waited", r.rounds_waited},
           {"branches_planned", r.branches_planned},
           {"branches_drafted", r.branches_drafted},
           {"target_busy_s", r.target_busy_s},
@@ -331,11 +346,26 @@ int run_sim_command(int argc, const char* const* argv) {
     batches.push_back(static_cast<int32_t>(v));
   }
   SSD_CHECK(!batches.empty(), "--batch: no batch size given");
-  std::optional<std::vector<sim::OutcomeRecord>> trace;
-  if (a.outcome_trace) {
-    trace = sim::read_outcome_trace(a.outcome_trace->string());
-    SSD_CHECK(batches.size() == 1, "--outcome-trace: the trace sets the batch; give no --batch list");
+  // Replayed batches: --outcome-trace (one), or --job-traces (a job's, in order), each with its
+  // prompt length.
+  std::vector<std::vector<sim::OutcomeRecord>> traces;
+  std::vector<int32_t> prompts;
+  SSD_CHECK(!(a.outcome_trace && !a.job_traces.empty()),
+            "give --outcome-trace or --job-traces, not both");
+  if (a.outcome_trace) traces.push_back(sim::read_outcome_trace(a.outcome_trace->string()));
+  for (const std::string& p : split(a.job_traces)) traces.push_back(sim::read_outcome_trace(p));
+  for (const std::string& p : split(a.job_prompts)) {
+    const double v = to_num("job-prompts", p);
+    SSD_CHECK(v >= 0 && v <= (1 << 22) && v == static_cast<int32_t>(v),
+              "--job-prompts: {} must be an integer in 0..{}", p, 1 << 22);
+    prompts.push_back(static_cast<int32_t>(v));
   }
+  SSD_CHECK(prompts.empty() || prompts.size() == traces.size(),
+            "--job-prompts: {} lengths for {} traces", prompts.size(), traces.size());
+  if (prompts.empty()) prompts.assign(traces.size(), a.prompt);
+  SSD_CHECK(traces.empty() || batches.size() == 1,
+            "--outcome-trace: the trace sets the batch; give no --batch list");
+  const bool trace = !traces.empty();
   cfg.record_events = a.trace_json.has_value();
   cfg.validate();
 
@@ -347,19 +377,26 @@ int run_sim_command(int argc, const char* const* argv) {
              "chunk {}, {} tokens after a {}-token prompt{}\n\n",
              cfg.work.k, cfg.primary.a, cfg.primary.expected_tokens(cfg.work.k),
              cfg.primary.miss_at_1, cfg.primary.r, cfg.ssd.budget, cfg.ssd.chunk, cfg.work.tokens,
-             cfg.work.prompt, trace ? ", replaying " + a.outcome_trace->string() : "");
+             cfg.work.prompt,
+             trace ? ", replaying " + (a.outcome_trace ? a.outcome_trace->string() : a.job_traces)
+                   : "");
   fmt::print("| batch | mode | tok/s | vs AR | MAL | hit rate | rounds | target busy | target "
              "waits | drafter busy | comm | b* |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   nlohmann::json all = nlohmann::json::array();
   sim::SimResult last;
-  for (int32_t b : batches) {
+  std::map<sim::SimMode, sim::SimCarry> carry;  // --job-traces: per mode, batch to batch
+  const size_t units = trace ? traces.size() : batches.size();
+  for (size_t u = 0; u < units; ++u) {
+    const std::vector<sim::OutcomeRecord>* replay = trace ? &traces[u] : nullptr;
+    const int32_t b = trace ? batches[0] : batches[u];
     cfg.work.batch = b;
+    if (trace) cfg.work.prompt = prompts[u];
     double ar_tps = 0;
     const sim::AnalyticEstimate th = sim::analytic_estimate(cfg);
     for (sim::SimMode m : modes) {
-      sim::SimResult r = sim::simulate(m, cfg, trace ? &*trace : nullptr);
+      sim::SimResult r = sim::simulate(m, cfg, replay, a.job_traces.empty() ? nullptr : &carry[m]);
       if (m == sim::SimMode::kAr) ar_tps = r.tokens_per_s();
-      const int32_t shown_b = trace ? sim::summarize(*trace).sequences : b;
+      const int32_t shown_b = trace ? sim::summarize(*replay).sequences : b;
       fmt::print("| {} | {} | {:.1f} | {} | {:.2f} | {} | {} | {} | {} | {} | {} | {} |\n", shown_b,
                  sim::mode_name(m), r.tokens_per_s(),
                  ar_tps > 0 ? fmt::format("{:.2f}x", r.tokens_per_s() / ar_tps) : "-", r.mal(),

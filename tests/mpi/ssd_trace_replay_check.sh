@@ -6,6 +6,8 @@
 # both hits and misses), and `ssd simulate --outcome-trace` replaying it must report exactly those
 # again. Run by ctest:
 #   ssd_trace_replay_check.sh SSD_BIN
+# A third run, SSD with the n-gram drafter under --miss-at leader, checks the misses the leader
+# drafted the same way (below).
 # Skips (exit 77) without the default model (SSD_MODEL).
 set -euo pipefail
 BIN=$1
@@ -94,4 +96,42 @@ for stem, mode, k, auto in (("ar", "ar", 0, False), ("sd_ngram_k2", "sd", 2, Fal
         s = json.load(open(out))["results"][0]
         assert s["tokens"] == tokens and s["seq_rounds"] == len(recs), (f, s, tokens)
     print(f"one rank {stem}: traces, runs and replays agree")
+PY
+
+# --miss-at leader (the default): with the n-gram drafter every miss past round 0 is drafted by the
+# target leader. Each SSD record says whether it was ("leader"); the traces' count equals the
+# run's leader_drafted and its hits and misses the run's, and the replay reports both again.
+timeout 300 "${MPIEXEC:-mpirun}" "${ROOT[@]}" --oversubscribe --bind-to none -n 2 "$BIN" \
+  bench -m "$SSD_MODEL" --prompt-file "$SRC/perf/prompts/mixed.txt" --max-prompts 4 -n 24 \
+  --modes ssd --drafters ngram --k 3 --batch 2 --threads 1 --watchdog-s 60 \
+  --out-json "$DIR/bench2.json" --outcome-trace "$DIR/traces2" >"$DIR/bench2.log" 2>&1 ||
+  { cat "$DIR/bench2.log"; exit 1; }
+python3 - "$BIN" "$DIR" <<'PY'
+import glob, json, os, subprocess, sys
+binary, d = sys.argv[1], sys.argv[2]
+bench = json.load(open(os.path.join(d, "bench2.json")))
+row = [r for r in bench["summary"] if r["mode"] == "ssd"][0]
+files = sorted(glob.glob(os.path.join(d, "traces2", "ssd_p*.jsonl")))
+assert len(files) == 2, files
+leader = hits = misses = 0
+for f in files:
+    recs = [json.loads(l) for l in open(f) if l.strip()]
+    assert all(isinstance(r.get("leader"), bool) for r in recs), (f, "every ssd record says leader")
+    n_leader = sum(1 for r in recs if r["leader"])
+    assert not any(r["leader"] and r.get("hit") for r in recs), (f, "a leader-drafted hit")
+    h = sum(1 for r in recs if r.get("hit") is True)
+    m = sum(1 for r in recs if r.get("hit") is False)
+    out = os.path.join(d, "sim2.json")
+    subprocess.run([binary, "simulate", "--mode", "ssd", "--outcome-trace", f, "--target",
+                    "smollm2-135m", "--target-device", "cpu", "--drafter", "ngram",
+                    "--drafter-link", "shm", "--k", "3", "--json", out], check=True,
+                   stdout=subprocess.DEVNULL)
+    s = json.load(open(out))["results"][0]
+    assert (s["leader_drafted"], s["hits"], s["misses"]) == (n_leader, h, m), (f, s, n_leader, h, m)
+    leader, hits, misses = leader + n_leader, hits + h, misses + m
+assert leader > 0, "the check needs misses the leader drafted"
+assert leader == row["leader_drafted"], (leader, row["leader_drafted"])
+assert abs(hits / (hits + misses) - row["cache_hit_rate"]) < 1e-9, (hits, misses, row)
+print(f"ssd ngram --miss-at leader: {leader} leader-drafted misses, hits {hits} misses {misses}: "
+      "trace, replay and run agree")
 PY

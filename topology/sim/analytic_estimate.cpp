@@ -119,6 +119,23 @@ AnalyticEstimate analytic_estimate(const SimConfig& cfg) {
   e.fallback_s = primary ? draft(cfg.drafter, std::max(1.0, b * (1 - h)))
                          : draft(cfg.backup, std::max(1.0, b * (1 - h)));
   const double lf = primary ? lp : lb;
+  const bool lookup_fallback = !primary || cfg.drafter.shape.style == DraftStyle::kLookup;
+  if (cfg.ssd.miss_at_leader && cfg.ssd.push && lookup_fallback) {
+    // --miss-at leader: the leader drafts every miss itself (a lookup on its own host) and takes
+    // the hits from the push, so no round waits for an answer: a round is the verification and
+    // the leader's lookups. The pre-speculation, begun at the outcome's arrival, must be pushed
+    // back before the next verification ends; what comes later is no hit (the leader drafts
+    // those too): in one call, none; in chunks, the share drafted in time.
+    const SimDrafter& l = primary ? cfg.drafter : cfg.backup;
+    e.fallback_s = draft_seconds(l, c.target_device, std::max(1.0, b * (1 - h)), lp, k, ctx, false);
+    const double window = e.verify_s + e.fallback_s - 2 * link;
+    const double in_time = e.prespec_s <= window ? 1.0
+                           : cfg.ssd.chunk > 0   ? std::clamp(window / e.prespec_s, 0.0, 1.0)
+                                                 : 0.0;
+    const double hl = h * in_time;
+    e.ssd_tokens_per_s = b * (hl * lp + (1 - hl) * lf) / (e.verify_s + e.fallback_s);
+    return e;
+  }
   const double round = std::max(e.verify_s + link, pre) + (1 - std::pow(h, b)) * e.fallback_s + link;
   e.ssd_tokens_per_s = b * (h * lp + (1 - h) * lf) / round;
   return e;

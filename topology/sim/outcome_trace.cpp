@@ -29,6 +29,7 @@ std::string to_jsonl_line(const OutcomeRecord& r) {
                       {"bonus_rank", r.bonus_rank}};
   if (r.hit) j["hit"] = *r.hit;
   if (r.prespec) j["prespec"] = *r.prespec;
+  if (r.leader) j["leader"] = *r.leader;
   return j.dump();
 }
 
@@ -58,6 +59,12 @@ OutcomeRecord parse_outcome_line(const std::string& line, const std::string& whe
   if (auto it = j.find("prespec"); it != j.end() && !it->is_null()) {
     SSD_CHECK(it->is_boolean(), "{}: field 'prespec' must be true or false", where);
     r.prespec = it->get<bool>();
+  }
+  if (auto it = j.find("leader"); it != j.end() && !it->is_null()) {
+    SSD_CHECK(it->is_boolean(), "{}: field 'leader' must be true or false", where);
+    r.leader = it->get<bool>();
+    SSD_CHECK(!(*r.leader && r.hit.value_or(false)),
+              "{}: a round the leader drafted after cannot be a hit", where);
   }
   return r;
 }
@@ -96,6 +103,7 @@ TraceSummary summarize(const std::vector<OutcomeRecord>& records) {
     ++s.seq_rounds;
     s.tokens += r.accepted + 1;
     if (r.hit) ++(*r.hit ? s.hits : s.misses);
+    if (r.leader.value_or(false)) ++s.leader_drafted;
   }
   s.rounds = static_cast<int64_t>(rounds.size());
   s.sequences = static_cast<int32_t>(seqs.size());

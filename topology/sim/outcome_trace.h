@@ -18,6 +18,12 @@
 //               leader's PrespecSwitch regime, runtime/saguaro/prespec_switch.h; off: it answered
 //               the outcome by a fallback and drafted nothing meanwhile); absent = unknown (traces
 //               recorded before the field: the simulator then runs the switch itself)
+//   leader      SSD only: this round's outcome missed and the target leader drafted the next
+//               speculation itself (--miss-at leader, actors/roles/leader_lookup.h: a miss the
+//               drafter answers with a lookup), so that sequence waited for no answer; false:
+//               it did not (a hit, or answered by the drafter rank); absent = unknown (traces
+//               recorded before the field: the simulator then decides by its own miss policy and
+//               --miss-at)
 //
 // Lines may come in any order; blank lines and lines starting with '#' are skipped. A malformed
 // line is an ssd::Error naming the file and line number.
@@ -38,6 +44,7 @@ struct OutcomeRecord {
   int32_t bonus_rank = -1;
   std::optional<bool> hit;
   std::optional<bool> prespec;
+  std::optional<bool> leader;
 };
 
 std::string to_jsonl_line(const OutcomeRecord& r);
@@ -52,6 +59,7 @@ struct TraceSummary {
   int64_t seq_rounds = 0;    // records
   int64_t tokens = 0;        // sum of accepted + 1
   int64_t hits = 0, misses = 0;  // records with a "hit" field
+  int64_t leader_drafted = 0;    // records with "leader": true
   int32_t sequences = 0;     // distinct seq ids
   double mal() const { return seq_rounds ? double(tokens) / double(seq_rounds) : 0; }
   double hit_rate() const { return hits + misses ? double(hits) / double(hits + misses) : 0; }

@@ -26,6 +26,7 @@ struct Decision {
   int32_t accepted = 0;
   int32_t rank = -1;
   std::optional<bool> hit;
+  std::optional<bool> leader;  // SSD: the target leader drafted the next speculation
 };
 
 // Where the outcomes come from: the acceptance model (seeded) or a recorded trace.
@@ -97,6 +98,7 @@ class Outcomes {
       d.accepted = r.accepted;
       d.rank = r.bonus_rank;
       d.hit = r.hit;
+      d.leader = r.leader;
     } else {
       const AcceptanceParams& acc = src == Source::kBackup ? cfg_.backup_acc : cfg_.primary;
       d.accepted = acc.sample_accepted(k, rng_);
@@ -127,8 +129,9 @@ class Outcomes {
 // The simulation of one run: clocks, counters, the timeline.
 class Run {
  public:
-  Run(SimMode mode, const SimConfig& cfg, const std::vector<OutcomeRecord>* replay)
-      : cfg_(cfg), out_(cfg, mode, replay) {
+  Run(SimMode mode, const SimConfig& cfg, const std::vector<OutcomeRecord>* replay,
+      SimCarry* carry)
+      : cfg_(cfg), out_(cfg, mode, replay), carry_(carry) {
     res_.mode = mode;
     const SimCluster& c = cfg.cluster;
     drafter_dev_ = c.colocated ? &c.target_device : &c.drafter_device;
@@ -200,7 +203,8 @@ class Run {
     return b;
   }
   void record(int64_t round, int32_t s, int32_t k, const Decision& d) {
-    res_.outcomes.push_back({round, out_.seq_id(s), k, d.accepted, d.rank, d.hit});
+    res_.outcomes.push_back(
+        {round, out_.seq_id(s), k, d.accepted, d.rank, d.hit, std::nullopt, d.leader});
     ++res_.seq_rounds;
     res_.tokens += d.accepted + 1;
   }
@@ -264,6 +268,7 @@ class Run {
         const int32_t ks = out_.k_for(round, s);
         Decision dec = out_.decide(round, s, ks, Source::kPrimary);
         dec.hit.reset();
+        dec.leader.reset();
         last_accepted[s] = dec.accepted;
         acc.push_back(dec.accepted);
         record(round, s, ks, dec);
@@ -306,12 +311,28 @@ class Run {
     return SpecSource::kPrimary;
   }
 
+  // How a miss in a round of `batch` sequences would be answered now, as the drafter tells the
+  // leader (SsdDrafterCore::miss_lookup): by a lookup the leader can run itself (the primary when
+  // it is one, the backup, an n-gram lookup, when the policy chooses it), or kNone (a model
+  // primary drafting on the drafter rank). kNone throughout under --miss-at drafter, and for a
+  // leader that takes no pushes (remote_decode.cpp, draft_misses).
+  MissLookup miss_lookup(const MissPolicy& policy, int32_t batch) const {
+    if (!cfg_.ssd.miss_at_leader || !cfg_.ssd.push) return MissLookup::kNone;
+    if (policy.choose(batch) == Fallback::kBackup) return MissLookup::kBackup;
+    return cfg_.drafter.shape.style == DraftStyle::kLookup ? MissLookup::kPrimary
+                                                           : MissLookup::kNone;
+  }
+  const SimDrafter& lookup_drafter(MissLookup which) const {
+    return which == MissLookup::kPrimary ? cfg_.drafter : cfg_.backup;
+  }
+
   void run_ssd() {
     const SimCluster& c = cfg_.cluster;
     SSD_CHECK(!c.colocated, "ssd needs the drafter on its own rank(s), not in the target's process");
     const int32_t nd = c.drafters;
     const double a_p = cfg_.primary.mean(cfg_.work.k);
-    MissPolicy policy = miss_policy();
+    // A job's later batch starts with what its earlier ones taught the drafter and the leader.
+    MissPolicy policy = carry_ && carry_->policy ? *carry_->policy : miss_policy();
     double shadow_carry = 0;  // the backup's shadow acceptance not yet observed (< 1 token)
     // The round overhead T_o as the drafter lead measures it (drafter_actor.h): between two
     // outcomes' arrivals, less the verification and the fallback draft that answered the first.
@@ -327,6 +348,9 @@ class Run {
     const int32_t lead = drafter_rank(0);
     std::vector<Source> src(static_cast<size_t>(out_.batch()), Source::kInitial);
     std::vector<int32_t> last_accepted(static_cast<size_t>(out_.batch()), 0);
+    // Whether the leader drafted the sequence's current speculation (no shadow of the backup
+    // beside it: the drafter drafts the shadow beside its own primary fallbacks only).
+    std::vector<bool> leader_src(static_cast<size_t>(out_.batch()), false);
     double busy = 0;  // drafting summed over ranks
 
     // Round 0: the lead starts every sequence on its prompt, then drafts each one's first
@@ -343,14 +367,19 @@ class Run {
       event(lead, "drafter", "draft", send, d);
       busy += d;
       send += d;
+      if (k0 > 0) ++res_.rounds_waited;  // the first speculations come in an answer
     }
-    PrespecSwitch regime;  // the leader's switch (used when the trace does not say)
+    PrespecSwitch regime = carry_ && carry_->regime ? *carry_->regime : PrespecSwitch{};
+    // (the leader's switch: used when the trace does not say)
     bool drafted = true;   // the drafter's model ran since the previous verification
     double arrive = message(send, spec_bytes(act, cfg_.work.k), lead, "speculation");
     double target_free = 0;
+    // --miss-at leader: how misses are answered, as the drafter last told the leader (with its
+    // first answer, then with each answer or push).
+    MissLookup told = miss_lookup(policy, static_cast<int32_t>(act.size()));
     // The lead's draft-what-fits (one drafter rank): its budget learns the windows from the
     // target's verification start to the outcome's arrival and the seconds of its draft calls.
-    PrespecBudget budget;
+    PrespecBudget budget = carry_ && carry_->budget ? *carry_->budget : PrespecBudget{};
     const bool gate = cfg_.ssd.fit_window && nd == 1;
     double verify_from = send;  // the lead's clock: when the target began verifying its answer
     // A lookup drafter ranks a decode step's token (ssd_drafter_core.cpp, ranked_decode_step), so
@@ -388,7 +417,7 @@ class Run {
         dec.push_back(out_.decide(round, act[i], ks[i], src[act[i]]));
         acc.push_back(dec.back().accepted);
         if (ks[i] > 0) policy.observe_round(spec_source(src[act[i]]), dec.back().accepted);
-        if (ks[i] > 0 && src[act[i]] == Source::kPrimary) {
+        if (ks[i] > 0 && src[act[i]] == Source::kPrimary && !leader_src[act[i]]) {
           // The runtime drafts the backup beside each primary fallback and scores it against the
           // outcome (miss_policy.h, observe_shadow); here the backup's acceptance is its model's
           // mean, carried over rounds so the integers add up to it.
@@ -472,7 +501,16 @@ class Run {
       // Look every outcome up in the installed cache.
       std::map<std::tuple<int32_t, int32_t, int32_t>, size_t> where;
       for (size_t i = 0; i < plan.size(); ++i) where[{plan[i].seq, plan[i].k, plan[i].rank}] = i;
-      std::vector<int32_t> missed;
+      const std::vector<int32_t> next = out_.active(round + 1);
+      const std::set<int32_t> running(next.begin(), next.end());
+      std::vector<int32_t> missed, given;  // given: drafted by the leader (--miss-at leader)
+      // The lookup the leader drafts with: the one the drafter named (a replayed trace may say
+      // the leader drafted where this run's policy would not: then the primary if it is a lookup,
+      // else the backup).
+      const MissLookup leader_lookup =
+          told != MissLookup::kNone ? told
+          : cfg_.drafter.shape.style == DraftStyle::kLookup ? MissLookup::kPrimary
+                                                            : MissLookup::kBackup;
       std::vector<bool> pushed_hit(act.size(), false);  // the leader holds its next speculation
       for (size_t i = 0; i < act.size(); ++i) {
         Decision& d = dec[i];
@@ -482,7 +520,18 @@ class Run {
         // A replayed record without "hit" (a request's last round in a real run: no lookup
         // followed) is counted as neither and recorded as it was.
         const bool counted = d.hit.has_value() || !out_.replaying();
-        if (!d.hit) d.hit = planned && prog.drafted[it->second];
+        const bool hit = d.hit.value_or(planned && prog.drafted[it->second]);
+        pushed_hit[i] = hit && planned && pushed_s[it->second] <= vend;
+        // --miss-at leader (remote_decode.cpp, draft_misses): an outcome with a next speculation
+        // to draft that no push answered is drafted by the leader while the drafter answers
+        // misses with a lookup, a hit whose push came late included (the drafter then adopts the
+        // leader's draft: a miss). A replayed record that says so is followed.
+        const bool drafts_next = running.count(act[i]) && out_.k_for(round + 1, act[i]) > 0;
+        const bool leader = d.leader.value_or(drafts_next && !pushed_hit[i] &&
+                                              told != MissLookup::kNone &&
+                                              !(d.hit.has_value() && *d.hit));
+        if (!d.hit) d.hit = hit && !leader;
+        d.leader = leader;
         if (counted) ++(*d.hit ? res_.hits : res_.misses);
         if (counted) policy.observe_lookup(*d.hit);
         Decision shown = d;
@@ -490,23 +539,50 @@ class Run {
         record(round, act[i], ks[i], shown);
         last_accepted[act[i]] = d.accepted;
         src[act[i]] = *d.hit ? Source::kCache : Source::kPrimary;
-        pushed_hit[i] = *d.hit && planned && pushed_s[it->second] <= vend;
-        if (!*d.hit) missed.push_back(act[i]);
+        leader_src[act[i]] = leader;
+        if (leader) {
+          given.push_back(act[i]);
+          src[act[i]] = leader_lookup == MissLookup::kBackup ? Source::kBackup : Source::kPrimary;
+        } else if (!*d.hit) {
+          missed.push_back(act[i]);
+        }
       }
       const int64_t fallback_primary_before = res_.fallback_primary;
       // Misses: the primary drafts them now (b <= b*), or the backup answers at once, each at
       // the length the leader asks next (k' + 1 drafted); a decode step next (k' = 0) is
       // neither looked up nor drafted.
       double fb = 0;
-      const std::vector<int32_t> next = out_.active(round + 1);
-      const std::set<int32_t> running(next.begin(), next.end());
-      // The next round waits for no answer when each of its sequences is a pushed hit or a
-      // decode step (remote_decode.cpp, take_pushed); otherwise the answer carries the rest.
+      // The next round waits for no answer when each of its sequences is a pushed hit, a miss
+      // the leader drafted or a decode step (remote_decode.cpp, take_pushed, draft_misses);
+      // otherwise the answer carries the rest.
       bool answer_comes = false;
       for (size_t i = 0; i < act.size(); ++i)
-        if (running.count(act[i]) && out_.k_for(round + 1, act[i]) > 0 &&
-            !pushed_hit[i])
+        if (running.count(act[i]) && out_.k_for(round + 1, act[i]) > 0 && !pushed_hit[i] &&
+            !leader_src[act[i]])
           answer_comes = true;
+      if (answer_comes) ++res_.rounds_waited;
+      // The leader's lookups, before it sends the outcome (host time on the target's side,
+      // microseconds: the outcome's departure is not delayed by them here).
+      double leader_s = 0, adopt = 0;
+      std::erase_if(given, [&](int32_t s) { return !running.count(s); });
+      if (!given.empty()) {
+        const MissLookup which = leader_lookup;
+        double suffix = 0;
+        int32_t k_given = 0;
+        for (int32_t s : given) {
+          suffix += last_accepted[s] + 1;
+          k_given = std::max(k_given, out_.k_for(round + 1, s));
+        }
+        const double m = static_cast<double>(given.size());
+        leader_s = draft_seconds(lookup_drafter(which), c.target_device, m, suffix / m, k_given,
+                                 ctx, false);
+        event(0, "target", "leader lookup", vend, leader_s);
+        res_.target_busy_s += leader_s;
+        res_.leader_drafted += static_cast<int64_t>(m);
+        // The drafter adopts the leader's drafts and ranks them with its own copy of that lookup
+        // (SsdDrafterCore::adopt_given, after its fallback) before it pre-speculates after them.
+        adopt = draft(lookup_drafter(which), m, suffix / m, k_given, ctx, true);
+      }
       std::erase_if(missed, [&](int32_t s) { return !running.count(s); });
       int32_t k_next = 0;
       for (int32_t s : missed) k_next = std::max(k_next, out_.k_for(round + 1, s));
@@ -520,20 +596,26 @@ class Run {
           src[s] = primary ? Source::kPrimary : Source::kBackup;
         }
         const double m = static_cast<double>(missed.size());
-        fb = draft(primary ? cfg_.drafter : cfg_.backup, m, suffix / m, k_next, ctx, true);
+        const double f = draft(primary ? cfg_.drafter : cfg_.backup, m, suffix / m, k_next, ctx,
+                               true);
         (primary ? res_.fallback_primary : res_.fallback_backup) += static_cast<int64_t>(m);
-        if (primary) policy.observe_primary_draft(static_cast<int32_t>(m), fb);
-        event(lead, "drafter", "fallback", ready, fb);
-        busy += fb;
+        if (primary) policy.observe_primary_draft(static_cast<int32_t>(m), f);
+        event(lead, "drafter", "fallback", ready + fb, f);
+        busy += f;
+        fb += f;
       }
+      event(lead, "drafter", "adopt", ready + fb, adopt);
+      busy += adopt;
+      fb += adopt;
       send = ready + fb;
       last_fallback = fb;
       drafted = fb > 0 && res_.fallback_primary > fallback_primary_before;
       // The lead's next window starts at its answer, or (no answer) at the outcome's arrival.
       verify_from = answer_comes ? send : o;
       arrive = answer_comes ? message(send, spec_bytes(next, cfg_.work.k), lead, "speculation")
-                            : vend;
-      target_free = vend;
+                            : vend + leader_s;
+      target_free = vend + leader_s;
+      told = miss_lookup(policy, static_cast<int32_t>(next.size()));
       int64_t emitted = 0;
       for (int32_t a : acc) emitted += a + 1;
       regime.observe_round(emitted, vend - round_start);
@@ -541,6 +623,11 @@ class Run {
     res_.drafter_busy_s = busy / nd;
     res_.seconds = target_free;
     res_.b_star = policy.critical_batch();
+    if (carry_) {
+      carry_->policy = policy;
+      carry_->budget = budget;
+      carry_->regime = regime;
+    }
   }
 
   const SimConfig& cfg_;
@@ -548,13 +635,15 @@ class Run {
   SimResult res_;
   const DeviceProfile* drafter_dev_ = nullptr;
   double start_busy_ = 0;  // the drafter's start on the prompts (drafter_start_on_prompt)
+  SimCarry* carry_ = nullptr;
 };
 
 }  // namespace
 
-SimResult simulate(SimMode mode, const SimConfig& cfg, const std::vector<OutcomeRecord>* replay) {
+SimResult simulate(SimMode mode, const SimConfig& cfg, const std::vector<OutcomeRecord>* replay,
+                   SimCarry* carry) {
   cfg.validate();
-  Run run(mode, cfg, replay);
+  Run run(mode, cfg, replay, carry);
   return run.run();
 }
 

@@ -21,8 +21,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "runtime/saguaro/miss_policy.h"
+#include "runtime/saguaro/prespec_budget.h"
+#include "runtime/saguaro/prespec_switch.h"
 
 #include "topology/sim/outcome_trace.h"
 #include "topology/sim/sim_config.h"
@@ -46,6 +51,8 @@ struct SimResult {
   int64_t hits = 0, misses = 0;  // SSD lookups (the last round of a sequence has none)
   int64_t planned = 0;           // SSD outcomes that were among the planned branches
   int64_t fallback_primary = 0, fallback_backup = 0;
+  int64_t leader_drafted = 0;  // SSD misses the target leader drafted itself (--miss-at leader)
+  int64_t rounds_waited = 0;   // SSD rounds whose verification waited for the drafter's answer
   int64_t branches_drafted = 0, branches_planned = 0;
   double target_busy_s = 0;   // target forwards, TP collectives excluded
   double target_wait_s = 0;   // target idle, waiting for a speculation
@@ -61,10 +68,23 @@ struct SimResult {
   double hit_rate() const { return hits + misses ? double(hits) / double(hits + misses) : 0; }
 };
 
+// What a job carries from one batch to the next: the drafter lead's miss policy and its
+// draft-what-fits budget (members of the drafter actor), the leader's pre-speculation switch (a
+// member of RemoteDecoder, kept across run() calls). Empty: each starts afresh. Simulating a job's
+// batches in order with one carry (per mode) starts each batch where the job's previous one left
+// them: a model drafter whose 32-branch calls do not fit drafts three rounds in the job's first
+// batch and none after, not three in every batch.
+struct SimCarry {
+  std::optional<MissPolicy> policy;
+  std::optional<PrespecBudget> budget;
+  std::optional<PrespecSwitch> regime;
+};
+
 // `replay`: null for parametric outcomes, else the trace to replay (its batch replaces
-// cfg.work.batch; its k per record replaces cfg.work.k).
+// cfg.work.batch; its k per record replaces cfg.work.k). `carry` (SSD): the state an earlier
+// batch of the same job left, updated with this batch's; null: a job of this batch alone.
 SimResult simulate(SimMode mode, const SimConfig& cfg,
-                   const std::vector<OutcomeRecord>* replay = nullptr);
+                   const std::vector<OutcomeRecord>* replay = nullptr, SimCarry* carry = nullptr);
 
 // The closed-form expectation of one round at batch cfg.work.batch (no events, no sampling): the
 // theory the event simulation is checked against. With T_v the verification, T_d(m) the primary's
@@ -75,7 +95,12 @@ SimResult simulate(SimMode mode, const SimConfig& cfg,
 //   SSD  B (h L_p + (1 - h) L_f) / (max(T_v + l_o, T_pre') + (1 - h^B) T_f + l_s)
 // where the fallback (f) is the primary (T_f = T_d(B (1 - h)), L_f = L_p) at B <= b*, else the
 // backup (an n-gram lookup, L_f = L_b), and T_pre' = T_pre, or with chunks at most T_v + l_o +
-// one chunk (the cut).
+// one chunk (the cut). With --miss-at leader and a lookup fallback (a lookup primary, or the
+// backup past b*) no round waits for an answer:
+//   SSD  B (h' L_p + (1 - h') L_f) / (T_v + T_l)
+// with T_l the leader's lookups of B (1 - h) sequences and h' = h when the pre-speculation is
+// pushed back within the next verification (T_pre + 2 l <= T_v + T_l), else, in chunks, h times
+// the share drafted in time, and in one call 0 (a late push is no hit: the leader drafts it).
 struct AnalyticEstimate {
   double verify_s = 0, draft_s = 0, prespec_s = 0, fallback_s = 0;
   double hit_rate = 0;

@@ -58,6 +58,13 @@ struct SsdPolicy {
   // One drafter rank drafts only the chunks expected to end before the next outcome arrives
   // (runtime/saguaro/prespec_budget.h, DrafterActorOptions::fit_window), learnt online.
   bool fit_window = true;
+  // --miss-at leader (the runtime's default, actors/roles/leader_lookup.h): a miss the drafter
+  // answers with a lookup (its primary is n-gram, or the miss policy chose the backup) is drafted
+  // by the target leader at once, with its own copy of that lookup, and sent with the outcome; the
+  // drafter adopts it and pre-speculates after it, and no answer is waited for. The leader follows
+  // the choice the drafter last told it, and only while it takes pushes (push). false: --miss-at
+  // drafter, the drafter rank answers every miss after the outcome's round trip.
+  bool miss_at_leader = true;
 };
 
 struct SimConfig {

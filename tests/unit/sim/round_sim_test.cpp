@@ -149,7 +149,11 @@ TEST(Timeline, SsdHidesDraftingWhenTheCacheHits) {
 }
 
 TEST(Timeline, MoreDrafterRanksDraftMoreBranchesBeforeTheCut) {
+  // The drafter answers misses (--miss-at drafter): a hit in another rank's share, pushed with
+  // the install, counts when it comes after the verification. Under --miss-at leader past b*
+  // such a late hit is drafted by the leader instead (LeaderMiss.*).
   SimConfig c = h100_config();
+  c.ssd.miss_at_leader = false;
   c.work.batch = 16;
   c.ssd.budget = 64;
   c.ssd.chunk = 16;

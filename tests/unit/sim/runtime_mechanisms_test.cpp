@@ -93,7 +93,9 @@ TEST(DecodeSteps, NothingIsPreSpeculatedAfterALengthOfZero) {
 
 TEST(MissPolicy, StartsAtItsDefaultAndLearnsTheBackupWhenDraftsAreDear) {
   // A primary whose every call costs a second: the drafter's policy answers the first misses
-  // with it (b* defaults to 4 >= batch 4), measures it, and turns to the backup.
+  // with it (b* defaults to 4 >= batch 4), measures it, and turns to the backup (an n-gram
+  // lookup: the leader drafts those misses itself, --miss-at leader, so a backup answer is either
+  // a fallback_backup or a leader_drafted).
   SimConfig c = h100_config();
   c.cluster.drafter_device.drafter_fits["llama-3.2-1b"] =
       DrafterFit{.mem_efficiency = 0.8, .peak_flops = 500e12, .call_s = 1.0};
@@ -106,16 +108,18 @@ TEST(MissPolicy, StartsAtItsDefaultAndLearnsTheBackupWhenDraftsAreDear) {
   ASSERT_GT(r.misses, 12);
   EXPECT_GT(r.fallback_primary, 0);
   EXPECT_LE(r.fallback_primary, 3 * 4);  // min_samples primary drafts of at most 4 sequences
-  EXPECT_GT(r.fallback_backup, 0);
+  EXPECT_GT(r.fallback_backup + r.leader_drafted, 0);
   EXPECT_LT(r.b_star, 4);
   // A backup accepted less than the primary: the derivation still takes it when the primary's
   // drafts are this dear; --miss-policy not-worse never does.
   SimConfig w = c;
   w.backup_acc = worse;
   ASSERT_LT(worse.expected_tokens(4), c.primary.expected_tokens(4));
-  EXPECT_GT(simulate(SimMode::kSsd, w).fallback_backup, 0);
+  const SimResult dear = simulate(SimMode::kSsd, w);
+  EXPECT_GT(dear.fallback_backup + dear.leader_drafted, 0);
   w.ssd.miss = MissChoice::kNotWorse;
-  EXPECT_EQ(simulate(SimMode::kSsd, w).fallback_backup, 0);
+  const SimResult guarded = simulate(SimMode::kSsd, w);
+  EXPECT_EQ(guarded.fallback_backup + guarded.leader_drafted, 0);
   // A fixed b* is obeyed from the first round.
   c.ssd.b_star = 0;
   EXPECT_EQ(simulate(SimMode::kSsd, c).fallback_primary, 0);
@@ -340,10 +344,12 @@ TEST(Push, AMissStillWaitsForTheAnswer) {
 TEST(FitWindow, ADrafterSlowerThanTheWindowStopsPreSpeculatingOnceItHasMeasured) {
   // The 1B drafter on a CPU-class device: one branch costs far more than the 70B verification.
   // The runtime's budget (prespec_budget.h) drafts the first rounds unmeasured, then nothing;
-  // without it every round's first chunk delays the miss's fallback.
+  // without it every round's first chunk delays the miss's fallback. (The drafter answers the
+  // misses here, --miss-at drafter: drafted by the leader, a miss waits for no chunk.)
   SimConfig c = h100_config();
   c.cluster.drafter_device = device_preset("cpu");
   c.ssd.chunk = 2;
+  c.ssd.miss_at_leader = false;
   const std::vector<OutcomeRecord> t = lookups(16, 2, 4, 1, false);
   const SimResult fit = simulate(SimMode::kSsd, c, &t);
   c.ssd.fit_window = false;
