@@ -35,6 +35,7 @@ struct BenchArgs : JobFlags {
   std::optional<std::filesystem::path> out_json;
   std::optional<std::filesystem::path> outcome_trace;
   std::optional<std::filesystem::path> out_md;
+  std::optional<std::filesystem::path> round_times;
   std::string modes = "ar,sd";
   int32_t batch = 1;
 
@@ -59,6 +60,10 @@ struct BenchArgs : JobFlags {
         "<mode>_p<first prompt>.jsonl for sd/ssd on drafter ranks (with --workloads: "
         "<category>_ before each)");
       v(out_md, "out-md", "write the summary table as markdown here");
+      v(round_times, "round-times",
+        "write every SD round of a drafter in this process here (JSONL: category, drafter, k, "
+        "prompt, round, rows verified, draft and verify seconds), the times --k auto's cost "
+        "curves are fitted from (perf/tools/round_costs.py summarises them)");
       v(modes, "modes",
         "comma-separated modes to run: ar, sd, ssd (sd and ssd on the drafter rank when there is "
         "one; ssd needs one)");
@@ -132,6 +137,7 @@ struct BenchSetup {
     KChoice k;
   };
   std::vector<LocalConfig> local;
+  std::ofstream round_times;  // --round-times, when given
 
   bool has_mode(const char* m) const {
     return std::find(modes.begin(), modes.end(), m) != modes.end();
@@ -251,6 +257,21 @@ std::string drafter_kind(const std::string& name) {
   return k;
 }
 
+// One JSONL line per SD round of a local configuration under --round-times.
+void write_round_times(BenchSetup& s, const std::string& category, size_t first,
+                       const BenchSetup::LocalConfig& c, const std::vector<SdRoundTime>& rounds) {
+  if (!s.round_times.is_open()) return;
+  for (size_t r = 0; r < rounds.size(); ++r) {
+    const nlohmann::json j = {{"category", category},        {"drafter", c.drafter->name()},
+                              {"k", c.k.text()},             {"prompt", first},
+                              {"round", r},                  {"rows", rounds[r].rows},
+                              {"draft_s", rounds[r].draft_s}, {"verify_s", rounds[r].verify_s}};
+    s.round_times << j.dump() << "\n";
+  }
+  s.round_times.flush();
+  SSD_CHECK(s.round_times.good(), "--round-times: writing {} failed", s.args.round_times->string());
+}
+
 // Every configuration of the run over one batch of requests: AR, then SD with each local
 // drafter and k, then SD/SSD on the drafter ranks.
 void run_batch(BenchSetup& s, const std::string& category, size_t first,
@@ -282,6 +303,7 @@ void run_batch(BenchSetup& s, const std::string& category, size_t first,
         trace.push_back({r.round, r.seq, r.k, r.accepted, -1, {}});
       write_trace(s, category, first,
                   fmt::format("sd_{}_k{}", drafter_kind(c.drafter->name()), c.k.text()), trace);
+      write_round_times(s, category, first, c, res.round_times);
     }
   for (const char* mode : {"sd", "ssd"}) {
     if (!s.remote_drafter || !s.has_mode(mode)) continue;
@@ -387,6 +409,11 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
 
   BenchSetup s{args, job, spec, session.tokenizer(), std::nullopt, ks, modes, remote_drafter, {}};
   if (args.decode.chat) s.tmpl = ChatTemplate::from_spec(s.tok.spec());
+  if (args.round_times) {
+    s.round_times.open(*args.round_times, std::ios::trunc);
+    SSD_CHECK(s.round_times.is_open(), "--round-times: cannot write {}",
+              args.round_times->string());
+  }
   fmt::print(stderr, "model: {} | {}\n{}\n", session.file().summary(), session.backend_summary(),
              build_description());
   if (cluster.distributed())

@@ -26,13 +26,17 @@ fi
 echo $$ > $CG/measure/cgroup.procs
 renice -n 0 -p $$ >/dev/null
 echo $((PCT * 1000)) > $CG/capped/cpu.cfs_quota_us
-( while :; do
-    ps -eo pid=,ni=,args= |
-      awk -v m="$MATCH" '$2 != "-" && ($2 >= 10 || (m != "" && $0 ~ m)) {print $1}' |
-      while read -r p; do
-        grep -q ':/measure$' /proc/$p/cgroup 2>/dev/null && continue
-        echo "$p" > $CG/capped/cgroup.procs 2>/dev/null
-      done
+# The sweep itself must not be what stalls CMD: it runs at nice 19 and forks two processes a pass
+# (ps and awk, which reads each process's cgroup from ps), where a grep per matched process at
+# nice 0 cost about 30 ms of CPU a pass, three passes a second, each one preempting a thread of
+# CMD (docs/speculation-length.md, "Where the stalls come from").
+( renice -n 19 -p $BASHPID >/dev/null
+  while :; do
+    for p in $(ps -eo pid=,ni=,cgroup:512=,args= |
+               awk -v m="$MATCH" '$2 != "-" && $3 !~ /[:,]cpu(,[a-z]+)*:\/(capped|measure)(,|$)/ &&
+                                  ($2 >= 10 || (m != "" && $0 ~ m)) {print $1}'); do
+      echo "$p" > $CG/capped/cgroup.procs 2>/dev/null
+    done
     sleep 0.3
   done ) 9>&- &
 SWEEP=$!

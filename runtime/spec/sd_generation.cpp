@@ -251,7 +251,8 @@ class SdBatchRun {
       for (size_t d = 0; d < got.size(); ++d) trees[drafted_by[d]] = std::move(got[d]);
     }
     const double draft_dt = monotonic_seconds() - td;
-    length_->observe_draft(asked, drs.empty() ? 0.0 : draft_dt);
+    round_draft_s_ = drs.empty() ? 0.0 : draft_dt;
+    length_->observe_draft(asked, round_draft_s_);
     out_.stats.draft_s += draft_dt;
     for (size_t i : active) out_.requests[i].stats.draft_s += draft_dt;
     return trees;
@@ -271,6 +272,8 @@ class SdBatchRun {
     int64_t rows = 0;
     for (const DraftTree& t : trees) rows += 1 + static_cast<int64_t>(t.size());
     length_->observe_verify(rows, verify_dt);
+    out_.round_times.push_back({rows, round_draft_s_, verify_dt});
+    round_draft_s_ = 0;
     out_.stats.verify_s += verify_dt;
     out_.stats.target_forward_s += round.forward_s;
     out_.stats.forwards++;
@@ -379,6 +382,7 @@ class SdBatchRun {
   std::vector<bool> hindsight_round_;    // [reqs] this round's offer is judged in hindsight
   std::vector<DraftHindsight::Resolved> resolved_;
   SdBatchResult out_;
+  double round_draft_s_ = 0;  // this round's draft call (0 until it drafts)
   double t_decode_ = 0;  // when decoding began (after the prefills)
 };
 

@@ -87,10 +87,19 @@ struct SdRoundRecord {
   int32_t accepted = 0;  // draft tokens accepted
 };
 
+// One verification round of the batch as the length policy saw it (`ssd bench --round-times`):
+// the rows the forward verified and the two times the policy's cost curves are fitted from.
+struct SdRoundTime {
+  int64_t rows = 0;      // verified rows: the batch's sequences plus their draft nodes
+  double draft_s = 0;    // the round's Drafter::draft call (0: no sequence drafted)
+  double verify_s = 0;   // the target's forward and the verifier
+};
+
 struct SdBatchResult {
   std::vector<SdResult> requests;  // in request order; each request's own counters and times
   SdStats stats;                   // the batch: counters summed, times of the batch's calls
   std::vector<SdRoundRecord> log;  // every (round, request) verified, in order
+  std::vector<SdRoundTime> round_times;  // [stats.forwards] every round, in order
   // The drafter's time before the first round (start with the prompt, its features, the first
   // token's commit): part of stats.draft_s, so stats.draft_s - this is the rounds' share.
   double drafter_start_s = 0;

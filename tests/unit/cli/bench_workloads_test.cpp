@@ -105,6 +105,53 @@ TEST_F(BenchWorkloads, ConfigurationsDoNotShareADraftersMemory) {
   }
 }
 
+// --round-times: one line per SD round of every configuration in this process, in the order the
+// runs were measured; per run as many lines as it had rounds, whose verify times add up to the
+// run's, each round verifying its sequence's row and at most k draft rows.
+TEST_F(BenchWorkloads, RoundTimesHoldEveryRoundOfEveryRun) {
+  const std::string json = tmp_.file("t.json"), times = tmp_.file("t.jsonl");
+  auto r = bench("--workloads " + shell_quote(dir_) + " -n 8 --drafters ngram,suffix --k 3,auto" +
+                 " --out-json " + shell_quote(json) + " --round-times " + shell_quote(times));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream jin(json);
+  const nlohmann::json runs = nlohmann::json::parse(jin)["runs"];
+  std::vector<nlohmann::json> sd_runs;
+  for (const auto& run : runs)
+    if (run["mode"] == "sd") sd_runs.push_back(run);
+  ASSERT_EQ(sd_runs.size(), 16u) << "4 prompts x 2 drafters x 2 lengths";
+  std::ifstream tin(times);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(tin, line);) lines.push_back(nlohmann::json::parse(line));
+  size_t at = 0;
+  for (const auto& run : sd_runs) {
+    SCOPED_TRACE(run["drafter"].get<std::string>() + " k=" + run["k"].dump() + " prompt " +
+                 run["prompt_index"].dump());
+    const int64_t rounds = run["rounds"].get<int64_t>();
+    ASSERT_GT(rounds, 0);
+    ASSERT_LE(at + static_cast<size_t>(rounds), lines.size());
+    double verify = 0;
+    for (int64_t i = 0; i < rounds; ++i) {
+      const nlohmann::json& l = lines[at + static_cast<size_t>(i)];
+      EXPECT_EQ(l["category"], run["category"]);
+      EXPECT_EQ(l["drafter"], run["drafter"]);
+      EXPECT_EQ(l["k"], run["k_auto"].get<bool>() ? "auto" : run["k"].dump());
+      EXPECT_EQ(l["prompt"], run["prompt_index"]);
+      EXPECT_EQ(l["round"].get<int64_t>(), i);
+      EXPECT_GE(l["rows"].get<int64_t>(), 1);
+      EXPECT_LE(l["rows"].get<int64_t>(), 1 + (run["k_auto"].get<bool>() ? 8 : 3));
+      EXPECT_GE(l["draft_s"].get<double>(), 0.0);
+      verify += l["verify_s"].get<double>();
+    }
+    EXPECT_NEAR(verify, run["verify_time_s"].get<double>(), 1e-9);
+    at += static_cast<size_t>(rounds);
+  }
+  EXPECT_EQ(at, lines.size()) << "no lines beyond the SD runs' rounds";
+
+  r = bench("--workloads " + shell_quote(dir_) + " -n 2 --round-times /nonexistent/dir/t.jsonl");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--round-times: cannot write /nonexistent/dir/t.jsonl")) << r.err;
+}
+
 TEST_F(BenchWorkloads, BadInputIsNamed) {
   const std::string empty = tmp_.file("empty");
   std::filesystem::create_directories(empty);

@@ -260,6 +260,20 @@ TEST_P(SdBatchGreedy, EveryRequestEqualsItsArRun) {
       EXPECT_EQ(log_accepted[i], res.requests[i].stats.accepted) << "request " << i;
     }
     EXPECT_EQ(log_rows, rows);
+    // The round times (`ssd bench --round-times`): one per forward, with its rows; the verify
+    // times are the batch's, the draft times the rounds' draft calls.
+    ASSERT_EQ(static_cast<int64_t>(res.round_times.size()), most);
+    double verify_s = 0, draft_s = 0;
+    for (int64_t round = 1; round <= most; ++round) {
+      const SdRoundTime& t = res.round_times[round - 1];
+      EXPECT_EQ(t.rows, static_cast<int64_t>(calls[round - 1].rows)) << "round " << round;
+      EXPECT_GE(t.draft_s, 0.0);
+      EXPECT_GE(t.verify_s, 0.0);
+      verify_s += t.verify_s;
+      draft_s += t.draft_s;
+    }
+    EXPECT_DOUBLE_EQ(verify_s, res.stats.verify_s);
+    EXPECT_LE(draft_s, res.stats.draft_s - res.drafter_start_s + 1e-12);
     EXPECT_GE(res.drafter_start_s, 0.0);
     EXPECT_LE(res.drafter_start_s, res.stats.draft_s);
     EXPECT_LE(static_cast<int64_t>(d.draft_calls.size()), most) << "at most one draft() a round";
