@@ -20,6 +20,7 @@ prediction from its own profile). Beside it, every rep alone (its summary and it
   perf/sim_validate.py [MEASURED_DIR] [--markdown PATH]
     MEASURED_DIR  default perf/out/sim_validate (perf/sim_measure.sh's output: rep*/)
     --markdown    also write the table, its summary line and the load averages to PATH
+    --no-kv-probe replay without the attention's growth over the context (the model before it)
 Env: SSD_BIN (default build/bin/ssd), SSD_MODEL (default the project's model cache).
 """
 import argparse
@@ -37,6 +38,7 @@ BIN = os.environ.get("SSD_BIN", os.path.join(ROOT, "build/bin/ssd"))
 MODEL = os.environ.get("SSD_MODEL",
                        os.path.join(ROOT, ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"))
 SIM_DRAFTER = {"ngram": "ngram", "domino": "smollm2-domino", "model": MODEL}
+KV_PROBE = True  # --no-kv-probe: replay without the measured attention growth (the model before)
 
 
 def kind_of(drafter):
@@ -68,13 +70,35 @@ def link_json(bench, tmp):
     return path
 
 
+def with_kv_probe(prof, tmp):
+    """The profile with the attention's growth over the context measured, when it timed one
+    context only: the forwards of perf/sim_kv_probe_<threads>t.json (the speed probe's shapes at
+    32 and 256 cached tokens) join its measurements, and the refit fits the attention per cached
+    position from them (topology/sim/cpu_calibration.h, fit_kv_slopes). A profile of a thread
+    count with no such file, or one that timed two contexts itself, is used as it is."""
+    if not KV_PROBE:
+        return prof
+    j = json.load(open(prof))
+    m = re.fullmatch(r"cpu-(\d+)t-calibrated", j.get("name", ""))
+    kv = m and os.path.join(ROOT, f"perf/sim_kv_probe_{m.group(1)}t.json")
+    meas = j.get("measurements") or []
+    if not kv or not os.path.exists(kv) or len({x["context"] for x in meas}) > 1:
+        return prof
+    j["measurements"] = meas + json.load(open(kv))["samples"]
+    out = os.path.join(tmp, "kv_" + os.path.basename(os.path.dirname(prof)) + "_" +
+                       os.path.basename(prof))
+    with open(out, "w") as f:
+        json.dump(j, f)
+    return out
+
+
 def refit(prof, tmp):
     """The profile refitted (target and drafters) from the measurements it stores by the current
     fit models (`ssd simulate --refit`), so an older rep replays with today's models."""
     out = os.path.join(tmp, os.path.basename(os.path.dirname(prof)) + "_" + os.path.basename(prof))
     if not os.path.exists(out):
-        subprocess.run([BIN, "simulate", "--refit", prof, "--calibrate-model", MODEL, "--out", out],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([BIN, "simulate", "--refit", with_kv_probe(prof, tmp), "--calibrate-model",
+                        MODEL, "--out", out], check=True, stdout=subprocess.DEVNULL)
     return out
 
 
@@ -205,7 +229,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("meas_dir", nargs="?", default=os.path.join(ROOT, "perf/out/sim_validate"))
     ap.add_argument("--markdown")
+    ap.add_argument("--no-kv-probe", action="store_true",
+                    help="do not add perf/sim_kv_probe_*.json to profiles that timed one context")
     a = ap.parse_args()
+    global KV_PROBE
+    KV_PROBE = not a.no_kv_probe
     if not glob.glob(os.path.join(a.meas_dir, "rep*", "r*.json")):
         sys.exit(f"sim_validate: no measurements in {a.meas_dir} (run perf/sim_measure.sh)")
     res = {}

@@ -348,7 +348,8 @@ int run_refit(const std::filesystem::path& in, const std::string& model,
       samples.push_back({m.at("rows").get<double>(), m.at("context").get<double>(),
                          m.at("median_s").get<double>(), m.value("seqs", 1.0)});
     const sim::Calibration cal =
-        sim::fit_device(profile.name, sim::load_model_shape(model), profile.mem_bw_Bps, samples);
+        sim::fit_device(profile.name, sim::load_model_shape(model), profile.mem_bw_Bps, samples,
+                        profile.kv_seq_pos_layer_s, profile.kv_row_pos_layer_s);
     sim::DeviceProfile d = cal.profile;
     d.source = profile.source + " (refitted)";
     d.verify_host_s = profile.verify_host_s;
@@ -466,6 +467,22 @@ int run_calibrate(const CalibrateOptions& o) {
     samples.push_back({static_cast<double>(n), static_cast<double>(o.context), s.median,
                        static_cast<double>(n)});
   }
+  // The attention per cached position (cpu_calibration.h, fit_kv_slopes): the probe's shapes
+  // again at a quarter of the context (the cache's attention is 40% of a 4-sequence decode batch
+  // at 128 cached tokens on this VM).
+  if (o.context >= 8) {
+    const int64_t short_ctx = o.context / 4;
+    ForwardTimer near(file, make_cpu_backend(CpuBackendOptions{o.threads, {}, 200}), short_ctx,
+                      std::max<int64_t>(12, (short_ctx + 32) * max_batch), 1);
+    auto at_short = [&](double rows, double seqs, const Stat& s) {
+      stats.push_back(s);
+      samples.push_back({rows, static_cast<double>(short_ctx), s.median, seqs});
+    };
+    at_short(1, 1, near.block_seconds(1, true, 4, 5));
+    at_short(12, 1, near.block_seconds(12, true, 4, 5));
+    if (max_batch > 1)
+      at_short(max_batch, max_batch, near.decode_batch_seconds(max_batch, 4, 5, true));
+  }
   const std::string name = fmt::format("cpu-{}t-calibrated", o.threads);
   sim::Calibration cal = sim::fit_device(name, shape, bw.median * 1e9, samples);
   cal.profile.source = fmt::format("ssd simulate --calibrate on {} ({} threads, {}), model {}",
@@ -488,14 +505,17 @@ int run_calibrate(const CalibrateOptions& o) {
                100 * (cal.predicted_s[i] - samples[i].seconds) / samples[i].seconds);
   }
   fmt::print("\nprofile {}: bandwidth {:.2f} GB/s measured x {:.2f} achieved, overhead {:.3f} ms "
-             "per forward of {} layers + {:.3f} ms per sequence, effective peak {:.1f} GFLOP/s; "
+             "per forward of {} layers + {:.3f} ms per sequence, effective peak {:.1f} GFLOP/s, "
+             "attention {:.2f} us per cached position of each sequence + {:.2f} us of each row; "
              "fit error median {:.1f}%, worst {:.1f}%\n",
              name, bw.median, cal.profile.mem_efficiency,
              cal.profile.layer_overhead_s * static_cast<double>(shape.n_layers) * 1e3,
              shape.n_layers,
              cal.profile.seq_layer_overhead_s * static_cast<double>(shape.n_layers) * 1e3,
-             cal.profile.peak_flops.at("bf16") / 1e9, 100 * cal.median_rel_err,
-             100 * cal.max_rel_err);
+             cal.profile.peak_flops.at("bf16") / 1e9,
+             cal.profile.kv_seq_pos_layer_s * static_cast<double>(shape.n_layers) * 1e6,
+             cal.profile.kv_row_pos_layer_s * static_cast<double>(shape.n_layers) * 1e6,
+             100 * cal.median_rel_err, 100 * cal.max_rel_err);
   nlohmann::json drafters;
   if (!o.drafters.empty()) drafters = calibrate_drafters(o, cal.profile);
   nlohmann::json j = cal.profile.to_json();

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
+#include <utility>
 
 #include "runtime/core/error.h"
 #include "topology/sim/roofline.h"
@@ -24,10 +27,11 @@ double error_of(const DeviceProfile& d, const ModelShape& m, const std::vector<F
   return e;
 }
 
-}  // namespace
 
-Calibration fit_device(const std::string& name, const ModelShape& model, double bandwidth_Bps,
-                       const std::vector<ForwardSample>& all) {
+// The roofline's terms (and the cost per extra sequence) fitted to `all`, with the attention per
+// cached position given.
+DeviceProfile fit_terms(const std::string& name, const ModelShape& model, double bandwidth_Bps,
+                        const std::vector<ForwardSample>& all, double kv_seq, double kv_row) {
   std::vector<ForwardSample> samples, batches;  // one sequence; decode batches
   for (const ForwardSample& s : all) (s.seqs > 1 ? batches : samples).push_back(s);
   SSD_CHECK(!samples.empty(), "calibration needs at least one forward time of one sequence");
@@ -40,6 +44,8 @@ Calibration fit_device(const std::string& name, const ModelShape& model, double 
   d.name = name;
   d.mem_bw_Bps = bandwidth_Bps;
   d.source = "calibrated";
+  d.kv_seq_pos_layer_s = kv_seq;
+  d.kv_row_pos_layer_s = kv_row;
   const double t_min = std::min_element(samples.begin(), samples.end(),
                                         [](auto& a, auto& b) { return a.seconds < b.seconds; })
                            ->seconds;
@@ -114,6 +120,82 @@ Calibration fit_device(const std::string& name, const ModelShape& model, double 
     }
     d.seq_layer_overhead_s = std::max(0.0, den > 0 ? num / den : 0.0);
   }
+  return d;
+}
+
+// Least squares of y over x (slope; 0 for fewer than two distinct x).
+double slope_of(const std::vector<std::pair<double, double>>& xy) {
+  double mx = 0, my = 0;
+  for (const auto& [x, y] : xy) mx += x, my += y;
+  mx /= static_cast<double>(xy.size()), my /= static_cast<double>(xy.size());
+  double num = 0, den = 0;
+  for (const auto& [x, y] : xy) num += (x - mx) * (y - my), den += (x - mx) * (x - mx);
+  return den > 0 ? num / den : 0;
+}
+
+}  // namespace
+
+KvSlopes fit_kv_slopes(const ModelShape& model, const DeviceProfile& d,
+                       const std::vector<ForwardSample>& all) {
+  std::map<std::pair<double, double>, std::vector<std::pair<double, double>>> shapes;
+  for (const ForwardSample& s : all) shapes[{s.rows, s.seqs}].push_back({s.context, s.seconds});
+  DeviceProfile bare = d;  // the roofline's own slope: the fitted terms without the attention
+  bare.kv_seq_pos_layer_s = bare.kv_row_pos_layer_s = 0;
+  const LinkProfile none{"none", 0, 1};
+  const double layers = static_cast<double>(model.n_layers);
+  // Normal equations of y = a x1 + b x2 over the shapes timed at more than one context.
+  double s11 = 0, s12 = 0, s22 = 0, s1y = 0, s2y = 0;
+  int used = 0;
+  for (const auto& [shape, xy] : shapes) {
+    std::set<double> contexts;
+    for (const auto& [x, y] : xy) contexts.insert(x);
+    if (contexts.size() < 2) continue;
+    const double lo = *contexts.begin(), hi = *contexts.rbegin();
+    auto roof = [&](double ctx) {
+      return forward_cost(model, bare, 1, none,
+                          {.rows = shape.first, .seqs = shape.second, .context = ctx})
+          .total_s;
+    };
+    const double y = (slope_of(xy) - (roof(hi) - roof(lo)) / (hi - lo)) / layers;
+    const double x1 = shape.second, x2 = shape.first;
+    s11 += x1 * x1, s12 += x1 * x2, s22 += x2 * x2, s1y += x1 * y, s2y += x2 * y;
+    ++used;
+  }
+  KvSlopes k;
+  k.shapes = used;
+  if (used == 0) return k;
+  const double det = s11 * s22 - s12 * s12;
+  if (det > 1e-12 * s11 * s22) {
+    k.seq_s = (s1y * s22 - s2y * s12) / det;
+    k.row_s = (s2y * s11 - s1y * s12) / det;
+  }
+  // Non-negative: a term the data would make negative is 0 and the other refitted alone.
+  if (det <= 1e-12 * s11 * s22 || k.seq_s < 0 || k.row_s < 0) {
+    const double a = std::max(0.0, s1y / s11), b = std::max(0.0, s2y / s22);
+    const bool seq_alone = a * s1y >= b * s2y;  // the larger cut of the squared error
+    k.seq_s = seq_alone ? a : 0;
+    k.row_s = seq_alone ? 0 : b;
+  }
+  return k;
+}
+
+Calibration fit_device(const std::string& name, const ModelShape& model, double bandwidth_Bps,
+                       const std::vector<ForwardSample>& all, double kv_seq, double kv_row) {
+  SSD_CHECK(!all.empty(), "calibration needs at least one forward time of one sequence");
+  // The roofline's terms are fitted at the context most samples were timed at (the others only
+  // measure the attention's growth with the context, possibly at another moment's speed).
+  std::map<double, int> per_context;
+  for (const ForwardSample& s : all) ++per_context[s.context];
+  const double main_ctx =
+      std::max_element(per_context.begin(), per_context.end(),
+                       [](auto& a, auto& b) { return a.second < b.second; })
+          ->first;
+  std::vector<ForwardSample> main;
+  for (const ForwardSample& s : all)
+    if (s.context == main_ctx) main.push_back(s);
+  DeviceProfile d = fit_terms(name, model, bandwidth_Bps, main, kv_seq, kv_row);
+  const KvSlopes k = fit_kv_slopes(model, d, all);
+  if (k.shapes > 0) d = fit_terms(name, model, bandwidth_Bps, main, k.seq_s, k.row_s);
   Calibration c;
   c.profile = d;
   error_of(d, model, all, &c.predicted_s);

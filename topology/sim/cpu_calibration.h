@@ -7,7 +7,8 @@
 // depth (a 4-layer drafter) gets its own share. The profile then reproduces what this machine's
 // kernels did, including what they lose to the ideal roofline. Samples of decode batches (one row
 // of each of several sequences, each with its own cache) then give the cost per sequence beyond
-// the first per layer, by least squares on what the single-sequence fit leaves of them.
+// the first per layer, by least squares on what the single-sequence fit leaves of them. Forwards of
+// a shape at a second context give the attention's cost per cached position (fit_kv_slopes).
 #pragma once
 
 #include <cstdint>
@@ -32,8 +33,24 @@ struct Calibration {
   double max_rel_err = 0, median_rel_err = 0;
 };
 
-// Throws ssd::Error for no samples, non-positive times or bandwidth.
-Calibration fit_device(const std::string& name, const ModelShape& model, double bandwidth_Bps,
+// The attention per cached position (hw_profile.h, kv_*_pos_layer_s) from forwards of the same
+// shape (rows, sequences) timed at more than one context: each shape's least-squares slope of
+// seconds over the context, less the slope the profile's roofline already has (its KV bytes and
+// attention FLOPs), is layers x (seqs x seq_s + rows x row_s); seq_s and row_s >= 0 by least
+// squares over the shapes. `shapes`: how many shapes had two contexts (0: nothing measured).
+struct KvSlopes {
+  double seq_s = 0, row_s = 0;  // per layer and cached position
+  int shapes = 0;
+};
+KvSlopes fit_kv_slopes(const ModelShape& model, const DeviceProfile& profile,
                        const std::vector<ForwardSample>& samples);
+
+// The roofline's terms are fitted on the samples at the context most of them were timed at;
+// samples of a shape at other contexts give the attention per cached position (fit_kv_slopes),
+// else it is kv_seq / kv_row as given (a refit keeps the profile's). Throws ssd::Error for no
+// samples, non-positive times or bandwidth.
+Calibration fit_device(const std::string& name, const ModelShape& model, double bandwidth_Bps,
+                       const std::vector<ForwardSample>& samples, double kv_seq = 0,
+                       double kv_row = 0);
 
 }  // namespace ssd::sim

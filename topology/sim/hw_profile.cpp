@@ -61,6 +61,8 @@ constexpr NumField<DeviceProfile> kDeviceFields[] = {
     {"overhead_s", &DeviceProfile::overhead_s, 0, true},
     {"layer_overhead_s", &DeviceProfile::layer_overhead_s, 0, false},
     {"seq_layer_overhead_s", &DeviceProfile::seq_layer_overhead_s, 0, false},
+    {"kv_seq_pos_layer_s", &DeviceProfile::kv_seq_pos_layer_s, 0, false},
+    {"kv_row_pos_layer_s", &DeviceProfile::kv_row_pos_layer_s, 0, false},
     {"roofline_p", &DeviceProfile::roofline_p, 0, false},
     {"mem_bytes", &DeviceProfile::mem_bytes, 0, false},
     {"mem_efficiency", &DeviceProfile::mem_efficiency, 1, false},
@@ -158,6 +160,10 @@ void DeviceProfile::validate() const {
             "device '{}': per-forward, per-layer and per-sequence overheads must be >= 0 (got {}, "
             "{} and {})",
             name, overhead_s, layer_overhead_s, seq_layer_overhead_s);
+  SSD_CHECK(kv_seq_pos_layer_s >= 0 && kv_row_pos_layer_s >= 0,
+            "device '{}': attention costs per cached position must be >= 0 (got {} per sequence, "
+            "{} per row)",
+            name, kv_seq_pos_layer_s, kv_row_pos_layer_s);
   SSD_CHECK(roofline_p == 0 || roofline_p >= 1,
             "device '{}': roofline_p must be 0 (max) or >= 1 (got {})", name, roofline_p);
   SSD_CHECK(mem_efficiency > 0 && mem_efficiency <= 1 && flop_efficiency > 0 &&

@@ -77,6 +77,14 @@ struct DeviceProfile {
   // by sequence over each sequence's own cache: a batch of B one-row sequences costs more than a
   // block of B rows of one). Fitted from decode batches by --calibrate. 0 on the presets.
   double seq_layer_overhead_s = 0;
+  // Attention over the cache, per layer and cached position (a CPU backend's attention: every
+  // row's dot products and softmax over its sequence's cached keys and values, and each
+  // sequence's own pass over its cache): context x (seqs x kv_seq_pos_layer_s + rows x
+  // kv_row_pos_layer_s) x layers. On this VM it is ~5x what reading the KV bytes at the achieved
+  // bandwidth costs (a 4-sequence decode batch takes 3.4 ms at 32 cached tokens, 7.2 ms at 256).
+  // Fitted by --calibrate from forwards of the same shape at two contexts; 0 on the presets and
+  // in a profile measured at one context (the other terms then absorb it at that context).
+  double kv_seq_pos_layer_s = 0, kv_row_pos_layer_s = 0;
   // How a forward's memory and compute times combine: 0 = max(memory, compute) (they overlap,
   // as on a GPU), else the p-norm (memory^p + compute^p)^(1/p) (p = 1: the sum). A CPU streams
   // the weights and multiplies them on the same cores, which overlap only in part; --calibrate

@@ -25,6 +25,10 @@ ForwardCost forward_cost(const ModelShape& model, const DeviceProfile& device, i
                  (device.layer_overhead_s +
                   device.seq_layer_overhead_s * std::max(0.0, work.seqs - 1)) *
                      static_cast<double>(model.n_layers);
+  // Heads split over the TP group, so each device attends over its share.
+  c.attention_s = work.context *
+                  (work.seqs * device.kv_seq_pos_layer_s + work.rows * device.kv_row_pos_layer_s) *
+                  static_cast<double>(model.n_layers) / t;
   if (tp > 1) {
     const double act = work.rows * static_cast<double>(model.dim) * model.act_bytes_per_elem;
     c.comm_s = static_cast<double>(model.n_layers) * 2.0 * ring_all_reduce_s(tp_link, tp, act) +
@@ -35,7 +39,7 @@ ForwardCost forward_cost(const ModelShape& model, const DeviceProfile& device, i
   const double p = device.roofline_p;
   const double roof = p > 0 ? std::pow(std::pow(c.memory_s, p) + std::pow(c.compute_s, p), 1 / p)
                             : std::max(c.memory_s, c.compute_s);
-  c.total_s = roof + c.overhead_s + c.comm_s;
+  c.total_s = roof + c.overhead_s + c.attention_s + c.comm_s;
   return c;
 }
 

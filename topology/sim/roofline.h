@@ -32,6 +32,7 @@ struct ForwardCost {
   double bytes = 0, flops = 0;         // per device of the TP group
   double memory_s = 0, compute_s = 0;  // bytes / bw, FLOPs / peak
   double overhead_s = 0, comm_s = 0;
+  double attention_s = 0;  // the cache's attention beyond the roofline (kv_*_pos_layer_s)
   double total_s = 0;
   bool compute_bound() const { return compute_s > memory_s; }
 };

@@ -20,6 +20,8 @@ DeviceProfile scaled_profile(const DeviceProfile& d, double s) {
   o.overhead_s *= s;
   o.layer_overhead_s *= s;
   o.seq_layer_overhead_s *= s;
+  o.kv_seq_pos_layer_s *= s;
+  o.kv_row_pos_layer_s *= s;
   o.verify_host_s *= s;
   o.verify_host_row_s *= s;
   for (auto& [name, f] : o.drafter_fits) {

@@ -221,3 +221,114 @@ TEST(Calibration, TheCostPerSequenceIsFoundWhenForwardsHaveNoFixedCostPerLayer) 
 
 }  // namespace
 }  // namespace ssd::sim
+
+namespace ssd::sim {
+namespace {
+
+// The cache's attention per cached position (hw_profile.h, kv_*_pos_layer_s).
+DeviceProfile cpu_like() {
+  DeviceProfile d;
+  d.name = "cpu-like";
+  d.mem_bw_Bps = 30e9;
+  d.peak_flops = {{"bf16", 300e9}};
+  d.layer_overhead_s = 10e-6;
+  d.seq_layer_overhead_s = 5e-6;
+  d.roofline_p = 2;
+  return d;
+}
+
+TEST(KvAttention, AForwardPaysEveryCachedPositionOfEachSequenceAndRow) {
+  // 30 layers x 100 cached tokens x (4 sequences x 0.09 us + 12 rows x 0.03 us) = 2.16 ms on one
+  // device, half of it on each of a TP pair; nothing at an empty cache.
+  const ModelShape m = model_preset("smollm2-135m");
+  const LinkProfile none{"none", 0, 1};
+  DeviceProfile d = cpu_like();
+  const ForwardWork w{.rows = 12, .seqs = 4, .context = 100};
+  const double bare = forward_cost(m, d, 1, none, w).total_s;
+  d.kv_seq_pos_layer_s = 0.09e-6;
+  d.kv_row_pos_layer_s = 0.03e-6;
+  const ForwardCost c = forward_cost(m, d, 1, none, w);
+  EXPECT_NEAR(c.attention_s, 30 * 100 * (4 * 0.09e-6 + 12 * 0.03e-6), 1e-12);
+  EXPECT_NEAR(c.attention_s, 2.16e-3, 1e-9);
+  EXPECT_NEAR(c.total_s - bare, c.attention_s, 1e-12);
+  EXPECT_EQ(forward_cost(m, d, 1, none, {.rows = 12, .seqs = 4, .context = 0}).attention_s, 0);
+  EXPECT_NEAR(forward_cost(m, d, 3, LinkProfile{"l", 0, 1e12}, w).attention_s, c.attention_s / 3,
+              1e-12);
+  // A drafter with its own fit prices its forwards with its fit alone.
+  d.drafter_fits["smollm2-domino"] = DrafterFit{.mem_efficiency = 0.5, .forward_s = 1e-4};
+  EXPECT_EQ(d.for_drafter("smollm2-domino").kv_seq_pos_layer_s, 0);
+}
+
+TEST(KvAttention, TheProfileKeepsItAndRejectsANegativeOne) {
+  DeviceProfile d = cpu_like();
+  d.kv_seq_pos_layer_s = 0.09e-6;
+  d.kv_row_pos_layer_s = 0.03e-6;
+  const DeviceProfile back = DeviceProfile::from_json(d.to_json(), "test");
+  EXPECT_DOUBLE_EQ(back.kv_seq_pos_layer_s, 0.09e-6);
+  EXPECT_DOUBLE_EQ(back.kv_row_pos_layer_s, 0.03e-6);
+  d.kv_row_pos_layer_s = -1e-9;
+  EXPECT_THROW(d.validate(), Error);
+}
+
+// What a calibration of `truth` would time: blocks of 1..16 rows and a batch of 4 sequences at
+// 128 cached tokens, and the probe's shapes (1 row, 12 rows, 4 sequences) at `other` too.
+std::vector<ForwardSample> two_contexts(const ModelShape& m, const DeviceProfile& truth,
+                                        double other) {
+  const LinkProfile none{"none", 0, 1};
+  auto at = [&](double rows, double seqs, double ctx) {
+    return ForwardSample{rows, ctx,
+                         forward_cost(m, truth, 1, none, {.rows = rows, .seqs = seqs, .context = ctx})
+                             .total_s,
+                         seqs};
+  };
+  std::vector<ForwardSample> out;
+  for (double n : {1, 2, 3, 4, 6, 8, 12, 16}) out.push_back(at(n, 1, 128));
+  out.push_back(at(4, 4, 128));
+  if (other >= 0)
+    for (auto [rows, seqs] : {std::pair{1.0, 1.0}, {12.0, 1.0}, {4.0, 4.0}})
+      out.push_back(at(rows, seqs, other));
+  return out;
+}
+
+TEST(KvAttention, TheCalibrationFindsItFromTheProbeShapesAtASecondContext) {
+  // A truth whose attention costs 0.09 us per layer and cached position of each sequence and
+  // 0.03 us of each row: the fit recovers both within 15% (the roofline's own slope it takes off
+  // is the fitted profile's, not the truth's) and prices a 4-sequence batch at 40
+  // cached tokens within 3%, where a fit at 128 tokens alone (the attention folded into the
+  // other terms) prices it >= 15% too slow.
+  const ModelShape m = model_preset("smollm2-135m");
+  const LinkProfile none{"none", 0, 1};
+  DeviceProfile truth = cpu_like();
+  truth.kv_seq_pos_layer_s = 0.09e-6;
+  truth.kv_row_pos_layer_s = 0.03e-6;
+  const Calibration c = fit_device("fit", m, 30e9, two_contexts(m, truth, 32));
+  EXPECT_NEAR(c.profile.kv_seq_pos_layer_s / 0.09e-6, 1, 0.15);
+  EXPECT_NEAR(c.profile.kv_row_pos_layer_s / 0.03e-6, 1, 0.15);
+  EXPECT_LT(c.max_rel_err, 0.03);
+  const ForwardWork b4{.rows = 4, .seqs = 4, .context = 40};
+  const double real = forward_cost(m, truth, 1, none, b4).total_s;
+  EXPECT_NEAR(forward_cost(m, c.profile, 1, none, b4).total_s / real, 1, 0.03);
+  const Calibration one = fit_device("fit", m, 30e9, two_contexts(m, truth, -1));
+  EXPECT_EQ(one.profile.kv_seq_pos_layer_s, 0);
+  EXPECT_GT(forward_cost(m, one.profile, 1, none, b4).total_s / real, 1.15);
+  // A refit of samples at one context keeps the attention it is given.
+  const Calibration kept = fit_device("fit", m, 30e9, two_contexts(m, truth, -1), 0.09e-6,
+                                      0.03e-6);
+  EXPECT_NEAR(forward_cost(m, kept.profile, 1, none, b4).total_s / real, 1, 0.03);
+}
+
+TEST(KvAttention, SlopesAreZeroWithoutASecondContextAndNeverNegative) {
+  const ModelShape m = model_preset("smollm2-135m");
+  const DeviceProfile d = cpu_like();
+  EXPECT_EQ(fit_kv_slopes(m, d, two_contexts(m, d, -1)).shapes, 0);
+  // Times that fall with the context (noise) give no negative cost.
+  std::vector<ForwardSample> s = {{1, 32, 3e-3}, {1, 256, 2.5e-3}, {4, 32, 4e-3, 4},
+                                  {4, 256, 3.9e-3, 4}};
+  const KvSlopes k = fit_kv_slopes(m, d, s);
+  EXPECT_EQ(k.shapes, 2);
+  EXPECT_GE(k.seq_s, 0);
+  EXPECT_GE(k.row_s, 0);
+}
+
+}  // namespace
+}  // namespace ssd::sim
