@@ -9,18 +9,6 @@
 namespace ssd::sim {
 namespace {
 
-std::vector<OutcomeRecord> all_misses(int32_t rounds, int32_t batch) {
-  std::vector<OutcomeRecord> t;
-  for (int32_t r = 0; r < rounds; ++r)
-    for (int32_t s = 0; s < batch; ++s) {
-      OutcomeRecord o{.round = r, .seq = s, .k = 4, .accepted = 1, .bonus_rank = 0};
-      if (r + 1 < rounds) o.hit = false;
-      o.prespec = true;
-      t.push_back(o);
-    }
-  return t;
-}
-
 TEST(JobCarry, ALaterBatchKeepsTheBudgetThatStoppedPreSpeculating) {
   // The 1B drafter on a CPU-class device: a branch costs more than the verification window. Its
   // first batch drafts its unmeasured rounds, then nothing; a second batch of the same job has
@@ -29,7 +17,7 @@ TEST(JobCarry, ALaterBatchKeepsTheBudgetThatStoppedPreSpeculating) {
   c.cluster.drafter_device = device_preset("cpu");
   c.ssd.chunk = 2;
   c.ssd.miss_at_leader = false;
-  const std::vector<OutcomeRecord> t = all_misses(12, 2);
+  const std::vector<OutcomeRecord> t = lookup_trace(12, 2, 4, 1, false);
   SimCarry carry;
   const SimResult first = simulate(SimMode::kSsd, c, &t, &carry);
   const SimResult second = simulate(SimMode::kSsd, c, &t, &carry);
@@ -48,7 +36,7 @@ TEST(JobCarry, ALaterBatchStartsWithTheCriticalBatchTheJobLearnt) {
   c.cluster.drafter_device.drafter_fits["llama-3.2-1b"] =
       DrafterFit{.mem_efficiency = 0.8, .peak_flops = 500e12, .call_s = 1.0};
   c.ssd.miss_at_leader = false;
-  const std::vector<OutcomeRecord> t = all_misses(16, 4);
+  const std::vector<OutcomeRecord> t = lookup_trace(16, 4, 4, 1, false);
   SimCarry carry;
   const SimResult first = simulate(SimMode::kSsd, c, &t, &carry);
   const SimResult second = simulate(SimMode::kSsd, c, &t, &carry);

@@ -13,20 +13,6 @@
 namespace ssd::sim {
 namespace {
 
-// `rounds` rounds of `batch` sequences, each offered k and accepting `accepted`; every lookup
-// misses (the last round has none), pre-speculation on. No "leader" field: the simulator decides.
-std::vector<OutcomeRecord> misses(int32_t rounds, int32_t batch, int32_t k, int32_t accepted) {
-  std::vector<OutcomeRecord> t;
-  for (int32_t r = 0; r < rounds; ++r)
-    for (int32_t s = 0; s < batch; ++s) {
-      OutcomeRecord o{.round = r, .seq = s, .k = k, .accepted = accepted, .bonus_rank = 0};
-      if (r + 1 < rounds) o.hit = false;
-      o.prespec = true;
-      t.push_back(o);
-    }
-  return t;
-}
-
 SimConfig ngram_config() {
   SimConfig c = h100_config();
   c.drafter.shape = ModelShape{};
@@ -41,7 +27,7 @@ TEST(LeaderMiss, ALookupMissIsDraftedByTheLeaderWithNoRoundTrip) {
   // for an answer (its first speculations); with the drafter answering, every round does, each
   // paying the outcome's and the answer's latency at least.
   SimConfig c = ngram_config();
-  const std::vector<OutcomeRecord> t = misses(20, 2, 4, 1);
+  const std::vector<OutcomeRecord> t = lookup_trace(20, 2, 4, 1, false);
   const SimResult leader = simulate(SimMode::kSsd, c, &t);
   c.ssd.miss_at_leader = false;
   const SimResult drafter = simulate(SimMode::kSsd, c, &t);
@@ -63,7 +49,7 @@ TEST(LeaderMiss, AModelPrimarysMissWaitsUntilThePolicyChoosesTheBackup) {
   SimConfig c = h100_config();
   c.cluster.drafter_link = {"slow", 200e-6, 10e9};
   c.ssd.b_star = 4;
-  const std::vector<OutcomeRecord> t = misses(16, 2, 4, 1);
+  const std::vector<OutcomeRecord> t = lookup_trace(16, 2, 4, 1, false);
   const SimResult primary = simulate(SimMode::kSsd, c, &t);
   c.ssd.miss_at_leader = false;
   const SimResult primary_drafter = simulate(SimMode::kSsd, c, &t);
@@ -86,7 +72,7 @@ TEST(LeaderMiss, ALeaderThatTakesNoPushesWaitsForEveryAnswer) {
   // takes no pushes could go on with a stale one, so it drafts nothing (draft_misses).
   SimConfig c = ngram_config();
   c.ssd.push = false;
-  const std::vector<OutcomeRecord> t = misses(10, 2, 4, 1);
+  const std::vector<OutcomeRecord> t = lookup_trace(10, 2, 4, 1, false);
   const SimResult r = simulate(SimMode::kSsd, c, &t);
   EXPECT_EQ(r.leader_drafted, 0);
   EXPECT_EQ(r.rounds_waited, 10);
@@ -136,7 +122,7 @@ TEST(LeaderMiss, AReplayedTraceSaysWhichMissesTheLeaderDrafted) {
   // the leader drafting sequence 0's misses is followed (its policy learnt otherwise in the run).
   SimConfig c = h100_config();
   c.ssd.b_star = 4;
-  std::vector<OutcomeRecord> t = misses(12, 2, 4, 1);
+  std::vector<OutcomeRecord> t = lookup_trace(12, 2, 4, 1, false);
   for (OutcomeRecord& r : t) r.leader = r.seq == 0 && r.hit.has_value();
   const SimResult r = simulate(SimMode::kSsd, c, &t);
   EXPECT_EQ(r.leader_drafted, 11);

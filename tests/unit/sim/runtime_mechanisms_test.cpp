@@ -281,28 +281,13 @@ TEST(TargetSwitch, AVerificationOfSeveralSequencesPaysPerSequenceBeyondTheFirst)
 namespace ssd::sim {
 namespace {
 
-// A trace of `rounds` rounds of `batch` sequences, each offered k and accepting `accepted`, every
-// lookup a hit or every one a miss, pre-speculation on.
-std::vector<OutcomeRecord> lookups(int32_t rounds, int32_t batch, int32_t k, int32_t accepted,
-                                   bool hit) {
-  std::vector<OutcomeRecord> t;
-  for (int32_t r = 0; r < rounds; ++r)
-    for (int32_t s = 0; s < batch; ++s) {
-      OutcomeRecord o{.round = r, .seq = s, .k = k, .accepted = accepted, .bonus_rank = 0};
-      if (r + 1 < rounds) o.hit = hit;
-      o.prespec = true;
-      t.push_back(o);
-    }
-  return t;
-}
-
 TEST(Push, AHitPushedBeforeTheVerificationEndsCostsNoRoundTrip) {
   // Every round hits, and the 1B drafter's branches end well before the 70B verification: with
   // the push the target waits for no answer after round 0; without it every round waits for the
   // outcome to reach the drafter and the answer to come back (two link latencies at least).
   SimConfig c = h100_config();
   c.cluster.drafter_link = {"slow", 200e-6, 10e9};  // 200 us each way: visible per round
-  const std::vector<OutcomeRecord> t = lookups(20, 2, 4, 4, true);
+  const std::vector<OutcomeRecord> t = lookup_trace(20, 2, 4, 4, true);
   const SimResult pushed = simulate(SimMode::kSsd, c, &t);
   c.ssd.push = false;
   const SimResult answered = simulate(SimMode::kSsd, c, &t);
@@ -322,7 +307,7 @@ TEST(Push, EachChunkIsPushedAsItIsDrafted) {
   c.cluster.drafter_link = {"slow", 200e-6, 10e9};
   c.ssd.chunk = 2;
   c.ssd.fit_window = false;  // draft every chunk until the outcome, as before draft-what-fits
-  const std::vector<OutcomeRecord> t = lookups(20, 2, 4, 4, true);
+  const std::vector<OutcomeRecord> t = lookup_trace(20, 2, 4, 4, true);
   const SimResult pushed = simulate(SimMode::kSsd, c, &t);
   c.ssd.push = false;
   const SimResult answered = simulate(SimMode::kSsd, c, &t);
@@ -334,7 +319,7 @@ TEST(Push, EachChunkIsPushedAsItIsDrafted) {
 TEST(Push, AMissStillWaitsForTheAnswer) {
   // Every lookup misses: the push carries nothing the leader can use, so it changes nothing.
   SimConfig c = h100_config();
-  const std::vector<OutcomeRecord> t = lookups(12, 2, 4, 1, false);
+  const std::vector<OutcomeRecord> t = lookup_trace(12, 2, 4, 1, false);
   const SimResult on = simulate(SimMode::kSsd, c, &t);
   c.ssd.push = false;
   const SimResult off = simulate(SimMode::kSsd, c, &t);
@@ -350,7 +335,7 @@ TEST(FitWindow, ADrafterSlowerThanTheWindowStopsPreSpeculatingOnceItHasMeasured)
   c.cluster.drafter_device = device_preset("cpu");
   c.ssd.chunk = 2;
   c.ssd.miss_at_leader = false;
-  const std::vector<OutcomeRecord> t = lookups(16, 2, 4, 1, false);
+  const std::vector<OutcomeRecord> t = lookup_trace(16, 2, 4, 1, false);
   const SimResult fit = simulate(SimMode::kSsd, c, &t);
   c.ssd.fit_window = false;
   const SimResult all = simulate(SimMode::kSsd, c, &t);

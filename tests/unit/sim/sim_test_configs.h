@@ -1,9 +1,12 @@
 // The simulator tests' shared configurations: h100_config(), the SSD paper's setup (Llama-3.1-70B
 // at TP 4 on H100s over NVLink 4, Llama-3.2-1B drafting on a fifth, an n-gram backup), batch 4,
 // K = 4, a = 0.75; cpu_like_device(), a bare CPU-class device (15 GB/s, 200 GFLOP/s, no fixed
-// costs) for the calibration tests.
+// costs) for the calibration tests; lookup_trace(), an outcome trace of identical rounds.
 #pragma once
 
+#include <vector>
+
+#include "topology/sim/outcome_trace.h"
 #include "topology/sim/sim_config.h"
 
 namespace ssd::sim {
@@ -28,6 +31,22 @@ inline DeviceProfile cpu_like_device() {
   d.mem_bw_Bps = 15e9;
   d.peak_flops = {{"bf16", 200e9}};
   return d;
+}
+
+// `rounds` rounds of `batch` sequences, each offered k and accepting `accepted`, pre-speculation
+// on, every lookup a hit or every one a miss (the last round has none); no "leader" field, so the
+// simulator decides who drafts a miss.
+inline std::vector<OutcomeRecord> lookup_trace(int32_t rounds, int32_t batch, int32_t k,
+                                               int32_t accepted, bool hit) {
+  std::vector<OutcomeRecord> t;
+  for (int32_t r = 0; r < rounds; ++r)
+    for (int32_t s = 0; s < batch; ++s) {
+      OutcomeRecord o{.round = r, .seq = s, .k = k, .accepted = accepted, .bonus_rank = 0};
+      if (r + 1 < rounds) o.hit = hit;
+      o.prespec = true;
+      t.push_back(o);
+    }
+  return t;
 }
 
 }  // namespace ssd::sim
