@@ -79,12 +79,47 @@ void report_loss(const DrafterLoss& loss) {
   trace::instant(fmt::format("drafter rank {} lost", loss.rank).c_str(), "fault", loss.round, -1);
 }
 
+namespace {
+
+// The first of `ranks` whose process is in `state`, or -1.
+int rank_in_state(const std::vector<int>& ranks, const DrafterLossPolicy& policy,
+                  ProcessState state) {
+  for (int r : ranks)
+    if (policy.probe && policy.probe(r) == state) return r;
+  return -1;
+}
+
+// What a rank other than the awaited one (ranks[0]) is to the wait.
+std::string why(const std::vector<int>& ranks, int rank) {
+  return rank == ranks.front() ? "" : "; the drafter lead's answers wait for its share";
+}
+
+DrafterLost died(const std::vector<int>& ranks, int gone, const std::string& what) {
+  return DrafterLost(gone, true,
+                     fmt::format("died (its process is gone{}) while {}", why(ranks, gone), what));
+}
+
+}  // namespace
+
+DrafterLost lost_at_deadline(const std::vector<int>& ranks, double deadline_s,
+                             const DrafterLossPolicy& policy, const std::string& what,
+                             bool probe_gone) {
+  if (probe_gone)
+    if (const int gone = rank_in_state(ranks, policy, ProcessState::kGone); gone >= 0)
+      return died(ranks, gone, what);
+  const int stopped = rank_in_state(ranks, policy, ProcessState::kStopped);
+  const int lost = stopped >= 0 ? stopped : ranks.front();
+  return DrafterLost(lost, false,
+                     fmt::format("deadline of {:g} s expired while {}{}", deadline_s, what,
+                                 stopped >= 0
+                                     ? fmt::format(" (its process is stopped{})", why(ranks, lost))
+                                     : std::string()));
+}
+
 Envelope wait_for_drafter(Transport& world, int drafter, double deadline_s,
                           const DrafterLossPolicy& policy, const std::string& what) {
   using Clock = std::chrono::steady_clock;
   const auto total = std::chrono::milliseconds(static_cast<int64_t>(deadline_s * 1000));
-  // Abort policy: the caller's watchdog (armed for deadline_s, naming the wait) ends the job; the
-  // receive's own deadline only backs it up, later, so the watchdog's line always wins the race.
   // The next frame before `until`, past heartbeats (a TransportTimeout at `until`).
   const auto next_frame = [&](Clock::time_point until) {
     for (;;) {
@@ -94,22 +129,14 @@ Envelope wait_for_drafter(Transport& world, int drafter, double deadline_s,
       if (env.kind != MsgKind::kHeartbeat) return env;
     }
   };
+  // Abort policy: the caller's watchdog (armed for deadline_s, naming the wait) ends the job; the
+  // receive's own deadline only backs it up, later, so the watchdog's line always wins the race.
   if (!policy.continue_on_loss)
     return next_frame(Clock::now() + 2 * total + std::chrono::seconds(5));
   const Clock::time_point end = Clock::now() + total;
   std::vector<int> ranks = {drafter};
   for (int r : policy.ranks)
     if (r != drafter) ranks.push_back(r);
-  // The first rank of `ranks` whose process is in `state`, or -1.
-  const auto find = [&](ProcessState state) {
-    for (int r : ranks)
-      if (policy.probe && policy.probe(r) == state) return r;
-    return -1;
-  };
-  // What a rank other than the awaited one is to the wait.
-  const auto why = [&](int rank) {
-    return std::string(rank == drafter ? "" : "; the drafter lead's answers wait for its share");
-  };
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
     if (left.count() <= 0) break;
@@ -117,16 +144,10 @@ Envelope wait_for_drafter(Transport& world, int drafter, double deadline_s,
       return next_frame(Clock::now() + std::min(left, policy.slice));
     } catch (const TransportTimeout&) {
     }
-    if (const int gone = find(ProcessState::kGone); gone >= 0)
-      throw DrafterLost(gone, true,
-                        fmt::format("died (its process is gone{}) while {}", why(gone), what));
+    if (const int gone = rank_in_state(ranks, policy, ProcessState::kGone); gone >= 0)
+      throw died(ranks, gone, what);
   }
-  const int stopped = find(ProcessState::kStopped);
-  const int lost = stopped >= 0 ? stopped : drafter;
-  throw DrafterLost(lost, false,
-                    fmt::format("deadline of {:g} s expired while {}{}", deadline_s, what,
-                                stopped >= 0 ? fmt::format(" (its process is stopped{})", why(lost))
-                                             : std::string()));
+  throw lost_at_deadline(ranks, deadline_s, policy, what, /*probe_gone=*/false);
 }
 
 }  // namespace ssd

@@ -101,6 +101,13 @@ class DrafterLost : public Error {
   std::string cause;
 };
 
+// The loss that ends a wait for ranks[0] (and the ranks after it, whose shares its answer needs)
+// when nothing came within `deadline_s` while `what`: with probe_gone, the first rank whose
+// process is gone ("died ..."); else a stopped one, or ranks[0], named by the expired deadline.
+DrafterLost lost_at_deadline(const std::vector<int>& ranks, double deadline_s,
+                             const DrafterLossPolicy& policy, const std::string& what,
+                             bool probe_gone);
+
 // Waits up to `deadline_s` for the next frame on `world` while drafter rank `drafter` is the one
 // awaited (`what`: "waiting for the speculation of round 4"). Under an abort policy this is
 // world.recv (a TransportTimeout at the deadline). Under a continue policy it polls in slices and

@@ -141,16 +141,8 @@ void RemoteDecoder::check_drafter_heard(int64_t round) {
     fail(fmt::format("rank {} (target) timed out after {:g} s while {} (nothing from it for "
                      "{:.1f} s)",
                      layout_.rank, silence_.deadline_s(), what, *silent));
-  const ProcessState state =
-      loss_policy_.probe ? loss_policy_.probe(lead) : ProcessState::kUnknown;
-  lose_drafter(DrafterLost(lead, state == ProcessState::kGone,
-                           state == ProcessState::kGone
-                               ? fmt::format("died (its process is gone) while {}", what)
-                               : fmt::format("deadline of {:g} s expired while {}{}",
-                                             silence_.deadline_s(), what,
-                                             state == ProcessState::kStopped
-                                                 ? " (its process is stopped)"
-                                                 : "")),
+  lose_drafter(lost_at_deadline({lead}, silence_.deadline_s(), loss_policy_, what,
+                                /*probe_gone=*/true),
                round);
 }
 
