@@ -111,8 +111,15 @@ struct Candidate {
   double score = 0;
 };
 
+// How much a source's evidence must hold for a draft: the own text's any match; earlier
+// requests' (another question's text) a longer match, or a more frequent first token.
+struct Evidence {
+  int32_t sure_match = 0;        // a shorter match makes the first token unsure
+  int32_t unsure_min_count = 0;  // an unsure first token seen fewer times is not offered
+};
+
 Candidate grow(const std::vector<Cursor>& cursors, int32_t longest, const DraftRequest& r,
-               const SuffixDrafterOptions& opts_) {
+               const SuffixDrafterOptions& opts_, const Evidence& need) {
   Candidate c;
   if (cursors.empty() || r.k <= 0) return c;
   const int32_t depth_cap = std::min<int32_t>(
@@ -124,9 +131,12 @@ Candidate grow(const std::vector<Cursor>& cursors, int32_t longest, const DraftR
   for (size_t b = 0; b < first.size() && static_cast<int32_t>(b) < width; ++b) {
     double p = static_cast<double>(first[b].second) / first_total;
     if (p < opts_.min_prob) break;  // likeliest first: the rest are rarer still
-    // An unsure first token (the text also went on otherwise) is weak evidence for what
-    // follows it: the branch is cut (see the top).
-    const bool unsure = first[b].second < first_count && opts_.unsure_root_depth > 0;
+    // An unsure first token (the text also went on otherwise, or the match is too short for
+    // the source) is weak evidence for what follows it: the branch is cut, or not offered when
+    // it is also rare (see the top).
+    const bool split = first[b].second < first_count;
+    if (split && first[b].second < need.unsure_min_count) break;  // the rest are rarer still
+    const bool unsure = (split || longest < need.sure_match) && opts_.unsure_root_depth > 0;
     const int32_t branch_cap = unsure ? std::min(depth_cap, opts_.unsure_root_depth) : depth_cap;
     int32_t token = first[b].first;
     int32_t parent = c.tree.add(-1, token, one_hot(token));
@@ -160,6 +170,10 @@ SuffixDrafter::SuffixDrafter(const SuffixDrafterOptions& opts)
   SSD_CHECK(opts.max_match >= 1, "suffix drafter: max match {} must be >= 1", opts.max_match);
   SSD_CHECK(opts.unsure_root_depth >= 0, "suffix drafter: unsure-root depth {} must be >= 0",
             opts.unsure_root_depth);
+  SSD_CHECK(opts.earlier_sure_match >= 0 && opts.earlier_unsure_min_count >= 0,
+            "suffix drafter: earlier requests' sure match {} and unsure minimum count {} must be "
+            ">= 0",
+            opts.earlier_sure_match, opts.earlier_unsure_min_count);
 }
 
 SuffixCache& SuffixDrafter::cache_of(uint64_t scope) {
@@ -225,10 +239,11 @@ DraftTree SuffixDrafter::draft_one(const DraftRequest& r, const Sequence& s) con
     for (const auto& seg : mem->second.cache.segments()) earlier.push_back(&seg);
   int32_t longest = 0;
   const std::vector<Cursor> from_cache = longest_matches(earlier, 0, query, longest);
-  Candidate cached = grow(from_cache, longest, r, opts_);
+  Candidate cached = grow(from_cache, longest, r, opts_,
+                          Evidence{opts_.earlier_sure_match, opts_.earlier_unsure_min_count});
   const std::vector<Cursor> from_own =
       longest_matches({&s.own}, static_cast<int32_t>(earlier.size()), query, longest);
-  Candidate own = grow(from_own, longest, r, opts_);
+  Candidate own = grow(from_own, longest, r, opts_, Evidence{});
   return cached.score > own.score ? std::move(cached.tree) : std::move(own.tree);
 }
 

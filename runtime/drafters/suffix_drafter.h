@@ -53,6 +53,12 @@ struct SuffixDrafterOptions {
   // A branch whose first token is not the only continuation the text had is cut to this many
   // tokens (0: not cut).
   int32_t unsure_root_depth = 1;
+  // Earlier requests' text (another question's) needs more evidence than the own text's: a
+  // first token matched by fewer than earlier_sure_match tokens counts as unsure (cut as above),
+  // and an unsure one that followed the match fewer than earlier_unsure_min_count times is not
+  // offered at all (0: no such rule).
+  int32_t earlier_sure_match = 2;
+  int32_t earlier_unsure_min_count = 3;
 };
 
 class SuffixDrafter final : public Drafter {

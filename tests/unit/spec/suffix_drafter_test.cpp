@@ -11,6 +11,8 @@
 //     token is not the only continuation the text had is cut (to one token by default);
 //   - a draft comes from the sequence's own text or from earlier requests, whichever expects
 //     more accepted tokens (the own text on a tie);
+//   - earlier requests' text needs more evidence: a one-token match there is unsure (cut), and
+//     an unsure first token seen there fewer than 3 times is not offered;
 //   - bad options and unknown sequences are refused with a message.
 #include <gtest/gtest.h>
 
@@ -188,7 +190,63 @@ TEST(SuffixDrafter, TheBetterCandidateOfOwnTextAndEarlierRequestsWins) {
   EXPECT_EQ(draft(d, req(2, 1)).tokens, (Tokens{9}));
 }
 
+TEST(SuffixDrafter, AnEarlierRequestMatchedByOneTokenIsCut) {
+  // An earlier request went on "5 6 7 8 9" after 5; the new request ends in 5, matched by that
+  // one token alone: its first token is offered, the rest cut. Matched by two (4 5), it is not.
+  const Tokens earlier = {4, 5, 6, 7, 8, 9};
+  SuffixDrafter d({});
+  d.start(0, earlier);
+  d.finish(0);
+  d.start(1, Tokens{1, 5});
+  EXPECT_EQ(draft(d, req(1, 4)).tokens, (Tokens{6}));
+  d.start(2, Tokens{1, 4, 5});
+  EXPECT_EQ(draft(d, req(2, 4)).tokens, (Tokens{6, 7, 8, 9}));
+  // The same one-token match in the own text is not cut.
+  SuffixDrafter own({});
+  own.start(0, Tokens{4, 5, 6, 7, 8, 9, 1, 5});
+  EXPECT_EQ(draft(own, req(0, 4)).tokens, (Tokens{6, 7, 8, 9}));
+  // With the rule off (a sure match of 0 tokens), the earlier request's branch goes on.
+  SuffixDrafter off(SuffixDrafterOptions{.earlier_sure_match = 0});
+  off.start(0, earlier);
+  off.finish(0);
+  off.start(1, Tokens{1, 5});
+  EXPECT_EQ(draft(off, req(1, 4)).tokens, (Tokens{6, 7, 8, 9}));
+}
+
+TEST(SuffixDrafter, ARareUnsureFirstTokenOfEarlierRequestsIsNotOffered) {
+  // Earlier requests went on after "2 3" with 7 twice and 8 once: 7 is unsure and seen twice,
+  // under the 3 needed, so nothing is offered; once more (three times), 7 is offered alone.
+  SuffixDrafter d({});
+  int32_t seq = 0;
+  for (const Tokens& t : {Tokens{2, 3, 7, 1}, Tokens{2, 3, 7, 1}, Tokens{2, 3, 8, 1}}) {
+    d.start(seq, t);
+    d.finish(seq++);
+  }
+  d.start(seq, Tokens{9, 2, 3});
+  EXPECT_TRUE(draft(d, req(seq++, 3)).empty());
+  d.start(seq, Tokens{2, 3, 7, 1});
+  d.finish(seq++);
+  d.start(seq, Tokens{9, 2, 3});
+  EXPECT_EQ(draft(d, req(seq++, 3)).tokens, (Tokens{7}));
+  // The own text's unsure first token is offered at any count (after 3: 7 once, 8 once; the
+  // later one first).
+  SuffixDrafter own(SuffixDrafterOptions{.cache_tokens = 0});
+  own.start(0, Tokens{2, 3, 7, 1, 2, 3, 8, 1, 9, 2, 3});
+  EXPECT_EQ(draft(own, req(0, 3)).tokens, (Tokens{8}));
+  // With the rule off, the twice-seen 7 is offered (cut to one token: unsure).
+  SuffixDrafter off(SuffixDrafterOptions{.earlier_unsure_min_count = 0});
+  seq = 0;
+  for (const Tokens& t : {Tokens{2, 3, 7, 1}, Tokens{2, 3, 7, 1}, Tokens{2, 3, 8, 1}}) {
+    off.start(seq, t);
+    off.finish(seq++);
+  }
+  off.start(seq, Tokens{9, 2, 3});
+  EXPECT_EQ(draft(off, req(seq, 3)).tokens, (Tokens{7}));
+}
+
 TEST(SuffixDrafter, RefusesBadOptionsAndUnknownSequences) {
+  EXPECT_THROW(SuffixDrafter(SuffixDrafterOptions{.earlier_sure_match = -1}), Error);
+  EXPECT_THROW(SuffixDrafter(SuffixDrafterOptions{.earlier_unsure_min_count = -1}), Error);
   EXPECT_THROW(SuffixDrafter(SuffixDrafterOptions{.min_prob = 0}), Error);
   EXPECT_THROW(SuffixDrafter(SuffixDrafterOptions{.min_prob = 1.5}), Error);
   EXPECT_THROW(SuffixDrafter(SuffixDrafterOptions{.cache_tokens = -5}), Error);
