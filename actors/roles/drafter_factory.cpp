@@ -8,6 +8,7 @@
 #include "runtime/drafters/model_drafter.h"
 #include "runtime/drafters/ngram_drafter.h"
 #include "runtime/drafters/oracle_drafter.h"
+#include "runtime/drafters/spelling_classes.h"
 #include "runtime/drafters/suffix_drafter.h"
 
 namespace ssd {
@@ -109,8 +110,12 @@ std::unique_ptr<Drafter> make_drafter(const DrafterSpec& spec, ModelSession& tar
   SSD_CHECK(!opts.online_learning || spec.kind == "early-exit",
             "--online-learning applies to the early-exit drafter, not {}", spec.kind);
   if (spec.kind == "ngram") return make_ngram(spec, opts);
-  if (spec.kind == "suffix")
-    return std::make_unique<SuffixDrafter>(suffix_options(opts));
+  if (spec.kind == "suffix") {  // with the target's spellings, for the no-match fallback
+    SuffixDrafterOptions o = suffix_options(opts);
+    o.spelling_classes = std::make_shared<const std::vector<int32_t>>(
+        spelling_classes(target.tokenizer().spec().tokens));
+    return std::make_unique<SuffixDrafter>(o);
+  }
   if (spec.kind == "model") return make_model(spec, target);
   if (spec.kind == "early-exit") return make_early_exit(spec, target, opts);
   if (spec.kind == "oracle") return make_oracle(spec, target, opts);

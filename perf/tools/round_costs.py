@@ -97,8 +97,8 @@ def on_curve(rounds, a, b):
     agg = collections.defaultdict(lambda: [0, 0, 0, 0.0])  # rounds, rows, tokens, priced ms
     for r in rounds:
         if "emitted" not in r:
-            raise SystemExit("round_costs: --curve needs the rounds' emitted tokens (a --round-times "
-                             "file from an ssd that writes 'emitted')")
+            raise SystemExit("round_costs: --curve needs the rounds' emitted tokens (a "
+                             "--round-times file from an ssd that writes 'emitted')")
         x = agg[(r["category"], config(r))]
         x[0] += 1
         x[1] += r["rows"]
@@ -108,7 +108,8 @@ def on_curve(rounds, a, b):
           f"| S = tokens x {a:g} / that |")
     print("|---|---|---|---|---|---|---|")
     for (cat, cfg), (n, rows, tokens, ms) in sorted(agg.items()):
-        print(f"| {cat or '-'} | {cfg} | {n} | {rows} | {tokens} | {ms:.1f} | {tokens * a / ms:.3f} |")
+        print(f"| {cat or '-'} | {cfg} | {n} | {rows} | {tokens} | {ms:.1f} "
+              f"| {tokens * a / ms:.3f} |")
 
 
 def curve(text):
