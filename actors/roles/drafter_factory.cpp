@@ -102,7 +102,9 @@ SuffixDrafterOptions suffix_options(const DrafterOptions& opts) {
   return SuffixDrafterOptions{.cache_tokens = opts.suffix_cache_tokens,
                               .min_prob = opts.suffix_min_prob,
                               .depth_per_match = opts.suffix_depth_per_match,
-                              .unsure_root_depth = opts.suffix_unsure_root_depth};
+                              .unsure_root_depth = opts.suffix_unsure_root_depth,
+                              .earlier_sure_match = opts.suffix_earlier_sure_match,
+                              .earlier_unsure_min_share = opts.suffix_earlier_min_share};
 }
 
 std::unique_ptr<Drafter> make_drafter(const DrafterSpec& spec, ModelSession& target,
@@ -112,8 +114,9 @@ std::unique_ptr<Drafter> make_drafter(const DrafterSpec& spec, ModelSession& tar
   if (spec.kind == "ngram") return make_ngram(spec, opts);
   if (spec.kind == "suffix") {  // with the target's spellings, for the no-match fallback
     SuffixDrafterOptions o = suffix_options(opts);
-    o.spelling_classes = std::make_shared<const std::vector<int32_t>>(
-        spelling_classes(target.tokenizer().spec().tokens));
+    if (opts.suffix_spelling)
+      o.spelling_classes = std::make_shared<const std::vector<int32_t>>(
+          spelling_classes(target.tokenizer().spec().tokens));
     return std::make_unique<SuffixDrafter>(o);
   }
   if (spec.kind == "model") return make_model(spec, target);
