@@ -35,9 +35,10 @@
 // (docs/drafters-lookup.md). Earlier requests' text is another question's, so it needs more
 // evidence: a first token matched there by one token only counts as unsure, and an unsure one
 // that is not the continuation of at least half the matches there is not offered (such drafts
-// were rarely right on rag: docs/drafters-lookup.md). Nothing to offer from either source: with spelling classes
-// (spelling_classes.h), the token that followed the own text's latest spelling of the last
-// token (" the" for "The") is offered alone; else an empty draft (the round decodes one token).
+// were rarely right on rag, docs/drafters-lookup.md). Nothing to offer from either source: with
+// spelling classes (spelling_classes.h), the token that followed the own text's latest other
+// spelling of the last token (" the" for "The") is offered alone; else an empty draft (the
+// round decodes one token).
 // Every token is deterministic, so q is a one-hot and verification stays exact. With
 // DraftRequest::predict_top, each node's predicted list holds the empirical distribution at its
 // position (the likeliest predict_top tokens, renormalised).
@@ -65,8 +66,8 @@ struct SuffixDrafterOptions {
   // not offered at all (0: no such rule).
   int32_t earlier_sure_match = 2;
   double earlier_unsure_min_share = 0.5;
-  // [vocab] spelling classes (spelling_classes.h), or null: when nothing matches, the token that
-  // followed the own text's latest earlier spelling of the last token is offered alone.
+  // [vocab] spelling classes (spelling_classes.h), or null: when neither source has a draft, the
+  // token that followed the own text's latest other spelling of the last token is offered alone.
   std::shared_ptr<const std::vector<int32_t>> spelling_classes;
 };
 
