@@ -8,6 +8,7 @@
 #include "runtime/drafters/model_drafter.h"
 #include "runtime/drafters/ngram_drafter.h"
 #include "runtime/drafters/oracle_drafter.h"
+#include "runtime/drafters/spelling_classes.h"
 #include "runtime/drafters/suffix_drafter.h"
 
 namespace ssd {
@@ -101,7 +102,9 @@ SuffixDrafterOptions suffix_options(const DrafterOptions& opts) {
   return SuffixDrafterOptions{.cache_tokens = opts.suffix_cache_tokens,
                               .min_prob = opts.suffix_min_prob,
                               .depth_per_match = opts.suffix_depth_per_match,
-                              .unsure_root_depth = opts.suffix_unsure_root_depth};
+                              .unsure_root_depth = opts.suffix_unsure_root_depth,
+                              .earlier_sure_match = opts.suffix_earlier_sure_match,
+                              .earlier_unsure_min_share = opts.suffix_earlier_min_share};
 }
 
 std::unique_ptr<Drafter> make_drafter(const DrafterSpec& spec, ModelSession& target,
@@ -109,8 +112,13 @@ std::unique_ptr<Drafter> make_drafter(const DrafterSpec& spec, ModelSession& tar
   SSD_CHECK(!opts.online_learning || spec.kind == "early-exit",
             "--online-learning applies to the early-exit drafter, not {}", spec.kind);
   if (spec.kind == "ngram") return make_ngram(spec, opts);
-  if (spec.kind == "suffix")
-    return std::make_unique<SuffixDrafter>(suffix_options(opts));
+  if (spec.kind == "suffix") {  // with the target's spellings, for the no-match fallback
+    SuffixDrafterOptions o = suffix_options(opts);
+    if (opts.suffix_spelling)
+      o.spelling_classes = std::make_shared<const std::vector<int32_t>>(
+          spelling_classes(target.tokenizer().spec().tokens));
+    return std::make_unique<SuffixDrafter>(o);
+  }
   if (spec.kind == "model") return make_model(spec, target);
   if (spec.kind == "early-exit") return make_early_exit(spec, target, opts);
   if (spec.kind == "oracle") return make_oracle(spec, target, opts);

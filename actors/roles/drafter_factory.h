@@ -42,12 +42,16 @@ struct DrafterOptions {
   double suffix_min_prob = 0.1;                    // suffix: a branch stops below this
   double suffix_depth_per_match = 4.0;             // suffix: depth cap per matched token
   int32_t suffix_unsure_root_depth = 1;            // suffix: depth cap after an unsure first token
+  int32_t suffix_earlier_sure_match = 2;           // suffix: earlier requests' shorter match: unsure
+  double suffix_earlier_min_share = 0.5;           // suffix: earlier requests' rarer unsure: none
+  bool suffix_spelling = true;                     // suffix: the spelling fallback (primary only)
   double ngram_depth_per_match = 0.0;              // ngram: depth cap per matched token (0: k)
 };
 
 // The drafter for `spec` against the session's target. Drafter-owned models (model:, early-exit:)
 // get their own KV caches sized to the session's context.
-// The suffix drafter's options from the drafter flags (the primary's and SSD's backup alike).
+// The suffix drafter's options from the drafter flags (the primary's and SSD's backup alike; the
+// spelling classes, which need the target's vocabulary, are the primary's alone: make_drafter).
 SuffixDrafterOptions suffix_options(const DrafterOptions& opts);
 
 std::unique_ptr<Drafter> make_drafter(const DrafterSpec& spec, ModelSession& target,

@@ -62,8 +62,8 @@ struct BenchArgs : JobFlags {
       v(out_md, "out-md", "write the summary table as markdown here");
       v(round_times, "round-times",
         "write every SD round of a drafter in this process here (JSONL: category, drafter, k, "
-        "prompt, round, rows verified, draft and verify seconds), the times --k auto's cost "
-        "curves are fitted from (perf/tools/round_costs.py summarises them)");
+        "prompt, round, rows verified, draft and verify seconds, tokens emitted), the times --k "
+        "auto's cost curves are fitted from (perf/tools/round_costs.py summarises them)");
       v(modes, "modes",
         "comma-separated modes to run: ar, sd, ssd (sd and ssd on the drafter rank when there is "
         "one; ssd needs one)");
@@ -265,7 +265,8 @@ void write_round_times(BenchSetup& s, const std::string& category, size_t first,
     const nlohmann::json j = {{"category", category},        {"drafter", c.drafter->name()},
                               {"k", c.k.text()},             {"prompt", first},
                               {"round", r},                  {"rows", rounds[r].rows},
-                              {"draft_s", rounds[r].draft_s}, {"verify_s", rounds[r].verify_s}};
+                              {"draft_s", rounds[r].draft_s}, {"verify_s", rounds[r].verify_s},
+                              {"emitted", rounds[r].emitted}};
     s.round_times << j.dump() << "\n";
   }
   s.round_times.flush();

@@ -28,6 +28,9 @@ struct DrafterFlags {
   double suffix_min_prob = 0.1;
   double suffix_depth_per_match = 4.0;
   int32_t suffix_unsure_root_depth = 1;
+  int32_t suffix_earlier_sure_match = 2;
+  double suffix_earlier_min_share = 0.5;
+  std::string suffix_spelling = "on";
   double ngram_depth_per_match = 0.0;
   int32_t k_max = 8;
 
@@ -62,6 +65,18 @@ struct DrafterFlags {
       "suffix drafter: a draft whose first token is not the only continuation the matched text "
       "had stops after this many tokens; 0 = no such cut",
       {.min = 0, .max = 64});
+    v(suffix_earlier_sure_match, "suffix-earlier-sure-match",
+      "suffix drafter: a first token from earlier requests' text after a match of fewer tokens "
+      "than this counts as unsure (cut as --suffix-unsure-root-depth says); 0 = no such rule",
+      {.min = 0, .max = 64});
+    v(suffix_earlier_min_share, "suffix-earlier-min-share",
+      "suffix drafter: an unsure first token from earlier requests' text is not offered when it "
+      "followed less than this share of the matches there; 0 = always offered",
+      {.min = 0, .max = 1});
+    v(suffix_spelling, "suffix-spelling",
+      "suffix drafter: with nothing to offer, offer the token that followed the own text's latest "
+      "other spelling of the last token (a leading space and ASCII case ignored)",
+      {.choices = {"on", "off"}});
     v(ngram_depth_per_match, "ngram-depth-per-match",
       "ngram drafter: a draft after an n-token match is at most this many tokens per matched "
       "token; 0 = up to k",
@@ -97,6 +112,9 @@ struct DrafterFlags {
     o.suffix_min_prob = suffix_min_prob;
     o.suffix_depth_per_match = suffix_depth_per_match;
     o.suffix_unsure_root_depth = suffix_unsure_root_depth;
+    o.suffix_earlier_sure_match = suffix_earlier_sure_match;
+    o.suffix_earlier_min_share = suffix_earlier_min_share;
+    o.suffix_spelling = suffix_spelling == "on";
     o.ngram_depth_per_match = ngram_depth_per_match;
     return o;
   }

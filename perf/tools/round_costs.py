@@ -14,6 +14,12 @@ For each job it prints
      job's median per row count ("stall-free": what the choices of lengths cost without the
      stalls; every configuration emits the same tokens for greedy, so these compare the
      choices), and each against the configuration of the category that did best on it.
+With --curve A,B it prints instead, per category and configuration, the rounds priced on the
+fixed verify curve v(R) = A + B (R - 1) ms and the stall-free speedup over AR
+    S = tokens x v(1) / sum over rounds of v(rows)
+(tokens: the rounds' emitted tokens; AR would take one v(1) round for each). The curve takes no
+times from the file, so S depends only on the lengths chosen and the tokens they accepted: at a
+fixed k, not on the machine's load at all.
 """
 import argparse
 import collections
@@ -87,11 +93,43 @@ def by_category(rounds, med):
                   f"| {f / best_f:.3f} |")
 
 
+def on_curve(rounds, a, b):
+    agg = collections.defaultdict(lambda: [0, 0, 0, 0.0])  # rounds, rows, tokens, priced ms
+    for r in rounds:
+        if "emitted" not in r:
+            raise SystemExit("round_costs: --curve needs the rounds' emitted tokens (a "
+                             "--round-times file from an ssd that writes 'emitted')")
+        x = agg[(r["category"], config(r))]
+        x[0] += 1
+        x[1] += r["rows"]
+        x[2] += r["emitted"]
+        x[3] += a + b * (r["rows"] - 1)
+    print(f"| category | configuration | rounds | rows | tokens | v(rows) summed, ms "
+          f"| S = tokens x {a:g} / that |")
+    print("|---|---|---|---|---|---|---|")
+    for (cat, cfg), (n, rows, tokens, ms) in sorted(agg.items()):
+        print(f"| {cat or '-'} | {cfg} | {n} | {rows} | {tokens} | {ms:.1f} "
+              f"| {tokens * a / ms:.3f} |")
+
+
+def curve(text):
+    try:
+        a, b = (float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--curve {text!r}: expected A,B (ms), e.g. 2.35,0.235")
+    if a <= 0 or b < 0:
+        raise argparse.ArgumentTypeError(f"--curve {text!r}: needs A > 0 and B >= 0")
+    return a, b
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="+", help="--round-times files, one per job")
     ap.add_argument("--min-rounds", type=int, default=20,
                     help="leave out row counts with fewer rounds (table 1)")
+    ap.add_argument("--curve", type=curve, metavar="A,B",
+                    help="price every round at A + B (rows - 1) ms and print the stall-free "
+                         "speedup S per category and configuration instead")
     args = ap.parse_args()
     for path in args.files:
         rounds = load(path)
@@ -99,6 +137,11 @@ def main():
             raise SystemExit(f"round_costs: {path} holds no rounds")
         for r in rounds:
             r.setdefault("category", "")
+        if args.curve:
+            print(f"## {path}\n")
+            on_curve(rounds, *args.curve)
+            print()
+            continue
         by_rows = collections.defaultdict(list)
         for r in rounds:
             by_rows[r["rows"]].append(r["verify_s"])

@@ -111,8 +111,15 @@ struct Candidate {
   double score = 0;
 };
 
+// How much a source's evidence must hold for a draft: the own text's any match; earlier
+// requests' (another question's text) a longer match, or a more frequent first token.
+struct Evidence {
+  int32_t sure_match = 0;         // a shorter match makes the first token unsure
+  double unsure_min_share = 0;    // an unsure first token with a smaller share is not offered
+};
+
 Candidate grow(const std::vector<Cursor>& cursors, int32_t longest, const DraftRequest& r,
-               const SuffixDrafterOptions& opts_) {
+               const SuffixDrafterOptions& opts_, const Evidence& need) {
   Candidate c;
   if (cursors.empty() || r.k <= 0) return c;
   const int32_t depth_cap = std::min<int32_t>(
@@ -124,9 +131,12 @@ Candidate grow(const std::vector<Cursor>& cursors, int32_t longest, const DraftR
   for (size_t b = 0; b < first.size() && static_cast<int32_t>(b) < width; ++b) {
     double p = static_cast<double>(first[b].second) / first_total;
     if (p < opts_.min_prob) break;  // likeliest first: the rest are rarer still
-    // An unsure first token (the text also went on otherwise) is weak evidence for what
-    // follows it: the branch is cut (see the top).
-    const bool unsure = first[b].second < first_count && opts_.unsure_root_depth > 0;
+    // An unsure first token (the text also went on otherwise, or the match is too short for
+    // the source) is weak evidence for what follows it: the branch is cut, or not offered when
+    // it is also rare (see the top).
+    const bool split = first[b].second < first_count;
+    if (split && p < need.unsure_min_share) break;  // the rest are rarer still
+    const bool unsure = (split || longest < need.sure_match) && opts_.unsure_root_depth > 0;
     const int32_t branch_cap = unsure ? std::min(depth_cap, opts_.unsure_root_depth) : depth_cap;
     int32_t token = first[b].first;
     int32_t parent = c.tree.add(-1, token, one_hot(token));
@@ -160,6 +170,17 @@ SuffixDrafter::SuffixDrafter(const SuffixDrafterOptions& opts)
   SSD_CHECK(opts.max_match >= 1, "suffix drafter: max match {} must be >= 1", opts.max_match);
   SSD_CHECK(opts.unsure_root_depth >= 0, "suffix drafter: unsure-root depth {} must be >= 0",
             opts.unsure_root_depth);
+  if (opts.spelling_classes)
+    for (int32_t c : *opts.spelling_classes)
+      SSD_CHECK(c >= 0 && static_cast<size_t>(c) < opts.spelling_classes->size(),
+                "suffix drafter: spelling class {} outside the vocabulary of {}", c,
+                opts.spelling_classes->size());
+  SSD_CHECK(opts.earlier_sure_match >= 0,
+            "suffix drafter: earlier requests' sure match {} must be >= 0",
+            opts.earlier_sure_match);
+  SSD_CHECK(opts.earlier_unsure_min_share >= 0 && opts.earlier_unsure_min_share <= 1,
+            "suffix drafter: earlier requests' unsure minimum share {} must be in [0, 1]",
+            opts.earlier_unsure_min_share);
 }
 
 SuffixCache& SuffixDrafter::cache_of(uint64_t scope) {
@@ -225,11 +246,43 @@ DraftTree SuffixDrafter::draft_one(const DraftRequest& r, const Sequence& s) con
     for (const auto& seg : mem->second.cache.segments()) earlier.push_back(&seg);
   int32_t longest = 0;
   const std::vector<Cursor> from_cache = longest_matches(earlier, 0, query, longest);
-  Candidate cached = grow(from_cache, longest, r, opts_);
+  Candidate cached = grow(from_cache, longest, r, opts_,
+                          Evidence{opts_.earlier_sure_match, opts_.earlier_unsure_min_share});
   const std::vector<Cursor> from_own =
       longest_matches({&s.own}, static_cast<int32_t>(earlier.size()), query, longest);
-  Candidate own = grow(from_own, longest, r, opts_);
+  Candidate own = grow(from_own, longest, r, opts_, Evidence{});
+  if (cached.tree.empty() && own.tree.empty()) return spelling_fallback(r, s);
   return cached.score > own.score ? std::move(cached.tree) : std::move(own.tree);
+}
+
+DraftTree SuffixDrafter::spelling_fallback(const DraftRequest& r, const Sequence& s) const {
+  DraftTree t;
+  const std::vector<int32_t>* cls = opts_.spelling_classes.get();
+  if (cls == nullptr || r.k <= 0) return t;
+  // The text: context + suffix, read backwards from the token before the last.
+  const int64_t n_ctx = static_cast<int64_t>(s.context.size());
+  const int64_t n = n_ctx + static_cast<int64_t>(r.suffix.size());
+  auto at = [&](int64_t i) {
+    return i < n_ctx ? s.context[static_cast<size_t>(i)]
+                     : r.suffix[static_cast<size_t>(i - n_ctx)];
+  };
+  if (n < 2) return t;
+  auto class_of = [&](int32_t token) {  // -1 past the tokenizer's vocabulary (model padding)
+    return token >= 0 && static_cast<size_t>(token) < cls->size()
+               ? (*cls)[static_cast<size_t>(token)]
+               : -1;
+  };
+  const int32_t want = class_of(at(n - 1));
+  if (want < 0) return t;
+  const int64_t lowest = std::max<int64_t>(0, n - 1 - kSpellingScan);
+  for (int64_t i = n - 2; i >= lowest; --i)
+    if (class_of(at(i)) == want) {
+      const int32_t next = at(i + 1);
+      t.add(-1, next, one_hot(next));
+      if (r.predict_top > 0) t.predicted.push_back(one_hot(next));
+      break;
+    }
+  return t;
 }
 
 std::vector<DraftTree> SuffixDrafter::draft(std::span<const DraftRequest> requests) {

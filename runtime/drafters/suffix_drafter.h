@@ -32,13 +32,20 @@
 // after unsure_root_depth tokens (1): on perf/workloads' rag prompts such drafts had their first
 // token right 0.18 of the time against 0.64 after a sure one, yet were offered 4-5 tokens, and
 // the length policy, which tells drafts apart by their offered length, priced them as good ones
-// (docs/drafters-lookup.md). No match: an empty draft (the round decodes one token). Every token
-// is deterministic, so q is a one-hot and verification stays exact. With
+// (docs/drafters-lookup.md). Earlier requests' text is another question's, so it needs more
+// evidence: a first token matched there by one token only counts as unsure, and an unsure one
+// that is not the continuation of at least half the matches there is not offered (such drafts
+// were rarely right on rag, docs/drafters-lookup.md). Nothing to offer from either source: with
+// spelling classes (spelling_classes.h), the token that followed the own text's latest other
+// spelling of the last token (" the" for "The") is offered alone; else an empty draft (the
+// round decodes one token).
+// Every token is deterministic, so q is a one-hot and verification stays exact. With
 // DraftRequest::predict_top, each node's predicted list holds the empirical distribution at its
 // position (the likeliest predict_top tokens, renormalised).
 #pragma once
 
 #include <map>
+#include <memory>
 
 #include "runtime/drafters/suffix_cache.h"
 #include "runtime/spec/drafter.h"
@@ -53,6 +60,15 @@ struct SuffixDrafterOptions {
   // A branch whose first token is not the only continuation the text had is cut to this many
   // tokens (0: not cut).
   int32_t unsure_root_depth = 1;
+  // Earlier requests' text (another question's) needs more evidence than the own text's: a
+  // first token matched by fewer than earlier_sure_match tokens counts as unsure (cut as above),
+  // and an unsure one that took less than earlier_unsure_min_share of the continuations there is
+  // not offered at all (0: no such rule).
+  int32_t earlier_sure_match = 2;
+  double earlier_unsure_min_share = 0.5;
+  // [vocab] spelling classes (spelling_classes.h), or null: when neither source has a draft, the
+  // token that followed the own text's latest other spelling of the last token is offered alone.
+  std::shared_ptr<const std::vector<int32_t>> spelling_classes;
 };
 
 class SuffixDrafter final : public Drafter {
@@ -70,6 +86,7 @@ class SuffixDrafter final : public Drafter {
   // The current scope's memory of earlier requests.
   const SuffixCache& cache() const { return scopes_.at(scope_).cache; }
   static constexpr size_t kMaxScopes = 8;  // past it, the scope used least recently is dropped
+  static constexpr int64_t kSpellingScan = 4096;  // positions the spelling fallback looks back
 
  private:
   struct Sequence {
@@ -82,6 +99,7 @@ class SuffixDrafter final : public Drafter {
     int64_t last_used = 0;  // tick of the scope's last start
   };
   DraftTree draft_one(const DraftRequest& r, const Sequence& s) const;
+  DraftTree spelling_fallback(const DraftRequest& r, const Sequence& s) const;
   SuffixCache& cache_of(uint64_t scope);
 
   SuffixDrafterOptions opts_;

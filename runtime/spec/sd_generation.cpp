@@ -272,7 +272,9 @@ class SdBatchRun {
     int64_t rows = 0;
     for (const DraftTree& t : trees) rows += 1 + static_cast<int64_t>(t.size());
     length_->observe_verify(rows, verify_dt);
-    out_.round_times.push_back({rows, round_draft_s_, verify_dt});
+    out_.round_times.push_back({rows, round_draft_s_, verify_dt, 0});
+    int64_t before = 0;
+    for (size_t i : active) before += emitted(i);
     round_draft_s_ = 0;
     out_.stats.verify_s += verify_dt;
     out_.stats.target_forward_s += round.forward_s;
@@ -294,6 +296,9 @@ class SdBatchRun {
       hindsight_round_[i] = false;
       apply(i, trees[a], v, round.logits(a), round.seqs[a].features);
     }
+    int64_t after = 0;
+    for (size_t i : active) after += emitted(i);
+    out_.round_times.back().emitted = after - before;
   }
 
   // Request i's verification input, its tree checked against the vocabulary and its depth.

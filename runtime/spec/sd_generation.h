@@ -93,6 +93,8 @@ struct SdRoundTime {
   int64_t rows = 0;      // verified rows: the batch's sequences plus their draft nodes
   double draft_s = 0;    // the round's Drafter::draft call (0: no sequence drafted)
   double verify_s = 0;   // the target's forward and the verifier
+  int64_t emitted = 0;   // tokens the round emitted over the batch (a stop token or the budget
+                         // may end a sequence's early)
 };
 
 struct SdBatchResult {

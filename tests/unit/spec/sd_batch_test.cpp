@@ -264,15 +264,20 @@ TEST_P(SdBatchGreedy, EveryRequestEqualsItsArRun) {
     // times are the batch's, the draft times the rounds' draft calls.
     ASSERT_EQ(static_cast<int64_t>(res.round_times.size()), most);
     double verify_s = 0, draft_s = 0;
+    int64_t emitted = 0, decoded = 0;  // every token but each request's first (the prefill's)
+    for (const SdResult& r : res.requests) decoded += static_cast<int64_t>(r.gen.tokens.size()) - 1;
     for (int64_t round = 1; round <= most; ++round) {
       const SdRoundTime& t = res.round_times[round - 1];
       EXPECT_EQ(t.rows, static_cast<int64_t>(calls[round - 1].rows)) << "round " << round;
+      EXPECT_GE(t.emitted, 1) << "round " << round;
+      emitted += t.emitted;
       EXPECT_GE(t.draft_s, 0.0);
       EXPECT_GE(t.verify_s, 0.0);
       verify_s += t.verify_s;
       draft_s += t.draft_s;
     }
     EXPECT_DOUBLE_EQ(verify_s, res.stats.verify_s);
+    EXPECT_EQ(emitted, decoded);
     EXPECT_LE(draft_s, res.stats.draft_s - res.drafter_start_s + 1e-12);
     EXPECT_GE(res.drafter_start_s, 0.0);
     EXPECT_LE(res.drafter_start_s, res.stats.draft_s);

@@ -11,6 +11,10 @@
 //     token is not the only continuation the text had is cut (to one token by default);
 //   - a draft comes from the sequence's own text or from earlier requests, whichever expects
 //     more accepted tokens (the own text on a tie);
+//   - earlier requests' text needs more evidence: a one-token match there is unsure (cut), and
+//     an unsure first token with less than half the continuations there is not offered;
+//   - with nothing to offer, the token after the own text's latest other spelling of the last
+//     token is offered alone (with spelling classes);
 //   - bad options and unknown sequences are refused with a message.
 #include <gtest/gtest.h>
 
@@ -188,7 +192,97 @@ TEST(SuffixDrafter, TheBetterCandidateOfOwnTextAndEarlierRequestsWins) {
   EXPECT_EQ(draft(d, req(2, 1)).tokens, (Tokens{9}));
 }
 
+TEST(SuffixDrafter, AnEarlierRequestMatchedByOneTokenIsCut) {
+  // An earlier request went on "5 6 7 8 9" after 5; the new request ends in 5, matched by that
+  // one token alone: its first token is offered, the rest cut. Matched by two (4 5), it is not.
+  const Tokens earlier = {4, 5, 6, 7, 8, 9};
+  SuffixDrafter d({});
+  d.start(0, earlier);
+  d.finish(0);
+  d.start(1, Tokens{1, 5});
+  EXPECT_EQ(draft(d, req(1, 4)).tokens, (Tokens{6}));
+  d.start(2, Tokens{1, 4, 5});
+  EXPECT_EQ(draft(d, req(2, 4)).tokens, (Tokens{6, 7, 8, 9}));
+  // The same one-token match in the own text is not cut.
+  SuffixDrafter own({});
+  own.start(0, Tokens{4, 5, 6, 7, 8, 9, 1, 5});
+  EXPECT_EQ(draft(own, req(0, 4)).tokens, (Tokens{6, 7, 8, 9}));
+  // With the rule off (a sure match of 0 tokens), the earlier request's branch goes on.
+  SuffixDrafter off(SuffixDrafterOptions{.earlier_sure_match = 0});
+  off.start(0, earlier);
+  off.finish(0);
+  off.start(1, Tokens{1, 5});
+  EXPECT_EQ(draft(off, req(1, 4)).tokens, (Tokens{6, 7, 8, 9}));
+}
+
+TEST(SuffixDrafter, AMinorityFirstTokenOfEarlierRequestsIsNotOffered) {
+  // Earlier requests went on after "2 3" with 7, 8 and 9 once each: the likeliest, 9 (the
+  // latest), took a third of the continuations, under the half needed, so nothing is offered.
+  // Two more requests with 7 give it 3 of 5: 7 is offered, alone (unsure).
+  const std::vector<Tokens> three = {{2, 3, 7, 1}, {2, 3, 8, 1}, {2, 3, 9, 1}};
+  SuffixDrafter d({});
+  int32_t seq = 0;
+  for (const Tokens& t : three) {
+    d.start(seq, t);
+    d.finish(seq++);
+  }
+  d.start(seq, Tokens{4, 2, 3});
+  EXPECT_TRUE(draft(d, req(seq++, 3)).empty());
+  for (int i = 0; i < 2; ++i) {
+    d.start(seq, Tokens{2, 3, 7, 1});
+    d.finish(seq++);
+  }
+  d.start(seq, Tokens{4, 2, 3});
+  EXPECT_EQ(draft(d, req(seq++, 3)).tokens, (Tokens{7}));
+  // The own text's minority first token is offered (after 2 3: 7, 8, 9 once each; the latest).
+  SuffixDrafter own(SuffixDrafterOptions{.cache_tokens = 0});
+  own.start(0, Tokens{2, 3, 7, 1, 2, 3, 8, 1, 2, 3, 9, 1, 4, 2, 3});
+  EXPECT_EQ(draft(own, req(0, 3)).tokens, (Tokens{9}));
+  // With the rule off, the earlier requests' 9 is offered.
+  SuffixDrafter off(SuffixDrafterOptions{.earlier_unsure_min_share = 0});
+  seq = 0;
+  for (const Tokens& t : three) {
+    off.start(seq, t);
+    off.finish(seq++);
+  }
+  off.start(seq, Tokens{4, 2, 3});
+  EXPECT_EQ(draft(off, req(seq, 3)).tokens, (Tokens{9}));
+}
+
+TEST(SuffixDrafter, NothingToOfferFallsBackOnAnotherSpellingOfTheLastToken) {
+  // Tokens 5 and 6 spell one word ("the", "The"); 8 is a spelling of its own. The text ends in 6,
+  // which never occurred before: 5 did, twice, followed last by 9.
+  auto classes = std::make_shared<std::vector<int32_t>>(std::vector<int32_t>{0, 1, 2, 3, 4, 5, 5,
+                                                                             7, 8, 9});
+  const Tokens text = {5, 7, 1, 5, 9, 2, 6};
+  SuffixDrafter d(SuffixDrafterOptions{.spelling_classes = classes});
+  d.start(0, text);
+  DraftRequest r = req(0, 4);
+  r.predict_top = 2;
+  const DraftTree t = draft(d, r);
+  EXPECT_EQ(t.tokens, (Tokens{9})) << "the latest other spelling's successor, alone";
+  ASSERT_EQ(t.predicted.size(), 1u);
+  EXPECT_EQ(t.predicted[0].tokens[0].id, 9);
+  // Through the request's suffix: the text then ends in 5 (a match: no fallback needed) or 8.
+  EXPECT_EQ(draft(d, req(0, 1, 1, {2, 5})).tokens, (Tokens{9}));
+  EXPECT_TRUE(draft(d, req(0, 4, 1, {8})).empty()) << "8 has no other spelling";
+  // Without classes, nothing is offered; a token past the classes' vocabulary has no spelling.
+  SuffixDrafter plain({});
+  plain.start(0, text);
+  EXPECT_TRUE(draft(plain, req(0, 4)).empty());
+  d.start(1, Tokens{5, 7, 1, 42});
+  EXPECT_TRUE(draft(d, req(1, 4)).empty());
+  EXPECT_THROW(SuffixDrafter(SuffixDrafterOptions{
+                   .spelling_classes = std::make_shared<std::vector<int32_t>>(
+                       std::vector<int32_t>{0, 3})}),
+               Error)
+      << "a class outside the vocabulary";
+}
+
 TEST(SuffixDrafter, RefusesBadOptionsAndUnknownSequences) {
+  EXPECT_THROW(SuffixDrafter(SuffixDrafterOptions{.earlier_sure_match = -1}), Error);
+  EXPECT_THROW(SuffixDrafter(SuffixDrafterOptions{.earlier_unsure_min_share = -0.1}), Error);
+  EXPECT_THROW(SuffixDrafter(SuffixDrafterOptions{.earlier_unsure_min_share = 1.5}), Error);
   EXPECT_THROW(SuffixDrafter(SuffixDrafterOptions{.min_prob = 0}), Error);
   EXPECT_THROW(SuffixDrafter(SuffixDrafterOptions{.min_prob = 1.5}), Error);
   EXPECT_THROW(SuffixDrafter(SuffixDrafterOptions{.cache_tokens = -5}), Error);
