@@ -213,6 +213,29 @@ TEST(LazyStart, TheCatchUpOnThePromptIsNotFoldedIntoThePerCallCost) {
   EXPECT_GT(draft_seconds(m, fitted, 1, 3, 2, 160, false) / want, 1.2);
 }
 
+TEST(HeldBackToken, ADraftsFirstForwardTakesItInWithOneLogitsRowPerRequest) {
+  // model_draft_runner.h holds the last committed token back, so a draft's first forward takes
+  // in each request's suffix and that token, and asks one logits row per request; the next k - 1
+  // forwards one row per request. With nothing to draft (a start on the prompt) the call is the
+  // catch-up alone, with no logits.
+  const DeviceProfile dev = cpu_like_device();
+  SimDrafter m{model_preset("smollm2-135m")};
+  DeviceProfile d = dev;
+  d.drafter_fits["smollm2-135m"] =
+      DrafterFit{.mem_efficiency = 0.8, .peak_flops = 100e9, .forward_s = 0.5e-3, .call_s = 0.2e-3};
+  const DeviceProfile on = d.for_drafter("smollm2-135m");
+  const LinkProfile none{"none", 0, 1};
+  auto fwd = [&](ForwardWork w) { return forward_cost(m.shape, on, 1, none, w).total_s; };
+  double want = 0.2e-3 + fwd({.rows = 2 * 4, .seqs = 2, .context = 100, .logits_rows = 2});
+  for (int32_t i = 1; i < 4; ++i) want += fwd({.rows = 2, .seqs = 2, .context = 100 + 3.0 + i});
+  EXPECT_NEAR(draft_seconds(m, d, 2, 3, 4, 100, false), want, 1e-12);
+  EXPECT_NEAR(draft_seconds(m, d, 2, 40, 0, 0, false),
+              0.2e-3 + fwd({.rows = 80, .seqs = 2, .context = 0, .logits_rows = 0}), 1e-12);
+  // The head-less catch-up is cheaper than a forward of as many rows asking every logits row.
+  EXPECT_LT(draft_seconds(m, d, 2, 40, 0, 0, false),
+            0.2e-3 + fwd({.rows = 80, .seqs = 2, .context = 0}) - 1e-4);
+}
+
 }  // namespace
 }  // namespace ssd::sim
 
