@@ -17,10 +17,11 @@
 // Priced so, the start's forward (128 rows and more, past the 32 rows the target's forwards were
 // timed at) was an extrapolation the fit traded against the rounds' small forwards: the model
 // drafter's fit priced a 1-row forward at 2.7 ms where the target profile's own was 3.4 ms, and a
-// drafter rank's SD rounds 20-45% too fast. So the calibration now times the start itself (one
-// call over each batch's prompts, the runner's catch-up and its first logits row: `start_s`) and
-// a run's sample takes its measured share instead; the start calls join the fit as samples of
-// their own, so the simulator's start on a job's prompt is priced from a measured start.
+// drafter rank's SD drafting at k 2 and 7 30-42% below a job's (docs/simulator.md, sim10). So the
+// calibration now times the start itself (one call over each batch's prompts: the runner's
+// catch-up and its first logits row, `start_s`) and a run's sample takes its measured share
+// instead; the start calls join the fit as samples of their own, so the simulator's start on a
+// job's prompt is priced from a measured start.
 #pragma once
 
 #include <cstdint>
