@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -66,8 +67,9 @@ void print_fit(const std::string& spec, const sim::SimDrafter& sd,
              spec, sd.shape.name);
   for (size_t i = 0; i < samples.size(); ++i) {
     const double m = samples[i].seconds, p = cal.predicted_s[i];
-    const std::string what = rounds[i] < 0 ? fmt::format("{} branches", -rounds[i])
-                                           : fmt::format("{}", rounds[i]);
+    const std::string what = rounds[i] < 0    ? fmt::format("{} branches", -rounds[i])
+                             : rounds[i] == 0 ? std::string("start on the prompts")
+                                              : fmt::format("{}", rounds[i]);
     fmt::print("| {} | {} | {} | {:.3f} | {:.3f} | {:+.1f}% |\n", k_batch[i].first,
                k_batch[i].second, what, m * 1e3, p * 1e3, 100 * (p - m) / m);
   }
@@ -83,8 +85,9 @@ void print_fit(const std::string& spec, const sim::SimDrafter& sd,
 struct DrafterRun {
   sim::TargetSample target;  // an SD run's verification forwards (rows 0 for a branch batch)
   int32_t k = 0, batch = 0;
-  int64_t forwards = 0;     // rounds of an SD run; 0 for a branch batch
+  int64_t forwards = 0;     // rounds of an SD run; 0 for a branch batch or a start
   int32_t branches = 0;     // a branch batch: branches per sequence (0 for an SD run)
+  bool start = false;       // a model drafter's start on the batch's prompts (time_start)
   sim::DraftSample sample;
 };
 
@@ -156,8 +159,36 @@ std::vector<DrafterRun> time_branches(const CalibrateOptions& o, ModelSession& s
   return out;
 }
 
+// A lazily started drafter's start, timed alone: `b` sequences started on the SD runs' prompts,
+// then one draft call of 1 token each (the runner's catch-up over each prompt and one logits row
+// per sequence, as a run's first call begins). Median of 3 after a warm-up.
+DrafterRun time_start(const CalibrateOptions& o, ModelSession& session, Drafter& drafter,
+                      int32_t b) {
+  std::vector<double> t;
+  for (int rep = 0; rep < 4; ++rep) {
+    std::vector<DraftRequest> reqs(static_cast<size_t>(b));
+    for (int32_t i = 0; i < b; ++i) {
+      const std::vector<int32_t> p = prompt_tokens(session.tokenizer(), o.context, 11 * i);
+      drafter.start(2000 + i, p);
+      reqs[i].seq = 2000 + i;
+      reqs[i].k = 1;
+    }
+    const double t0 = monotonic_seconds();
+    drafter.draft(reqs);
+    if (rep > 0) t.push_back(monotonic_seconds() - t0);
+    for (int32_t i = 0; i < b; ++i) drafter.finish(2000 + i);
+  }
+  DrafterRun d{{}, 1, b, 0, 0, true, {}};
+  d.sample.n = b;
+  d.sample.suffix = static_cast<double>(o.context) - 1;  // + the token held back: the prompt
+  d.sample.k = 1;
+  d.sample.seconds = std::max(1e-9, median(t));
+  return d;
+}
+
 // Times `spec` in SD rounds at every (k, batch); adds the verifier's host cost of each run to
-// `host` as (rows per forward, seconds per forward).
+// `host` as (rows per forward, seconds per forward). A lazily started drafter's start is timed
+// alone at every batch (time_start) and its runs carry it as measured.
 std::vector<DrafterRun> time_drafter(const CalibrateOptions& o, ModelSession& session,
                                      const std::string& spec,
                                      std::vector<std::pair<double, double>>& host) {
@@ -176,6 +207,12 @@ std::vector<DrafterRun> time_drafter(const CalibrateOptions& o, ModelSession& se
   };
   run(o.ks.front(), o.batches.front());  // warm-up
   std::vector<DrafterRun> out;
+  std::map<int32_t, double> start_s;  // batch -> the start's seconds
+  if (lazy_start(spec))
+    for (int32_t b : o.batches) {
+      out.push_back(time_start(o, session, *drafter, b));
+      start_s[b] = out.back().sample.seconds;
+    }
   for (int32_t k : o.ks)
     for (int32_t b : o.batches) {
       // Greedy: every repeat makes the same rounds; only the times differ (their medians kept).
@@ -202,6 +239,7 @@ std::vector<DrafterRun> time_drafter(const CalibrateOptions& o, ModelSession& se
       d.sample.start_seqs = lazy_start(spec) ? b : 0;
       d.sample.start_prompt = o.context;
       d.sample.calls = fw;
+      if (start_s.count(b)) d.sample.start_s = start_s[b];
       d.target = {static_cast<double>(s.verified_rows) / fw, d.sample.n, o.context + 0.5 * o.tokens,
                   median(forward)};
       out.push_back(d);
@@ -278,7 +316,7 @@ nlohmann::json calibrate_drafters(const CalibrateOptions& o, sim::DeviceProfile&
     std::vector<int64_t> rounds;
     for (const DrafterRun& r : runs) {
       kb.emplace_back(r.k, r.batch);
-      rounds.push_back(r.branches > 0 ? -r.branches : r.forwards);
+      rounds.push_back(r.branches > 0 ? -r.branches : r.forwards);  // 0: a start
     }
     std::vector<sim::TargetSample> verifies;
     for (const DrafterRun& r : runs)
@@ -294,6 +332,8 @@ nlohmann::json calibrate_drafters(const CalibrateOptions& o, sim::DeviceProfile&
                             {"median_s", runs[i].sample.seconds},
                             {"fitted_s", cal.predicted_s[i]}};
       if (runs[i].branches > 0) row["branches"] = runs[i].branches;
+      if (runs[i].start) row["start"] = true;
+      if (runs[i].sample.start_s >= 0) row["start_s"] = runs[i].sample.start_s;
       if (runs[i].target.rows > 0) {
         row["verified_rows"] = runs[i].target.rows;
         row["target_forward_s"] = runs[i].target.seconds;
@@ -379,7 +419,9 @@ int run_refit(const std::filesystem::path& in, const std::string& model,
       s.k = r.at("k").get<int32_t>();
       s.seconds = r.at("median_s").get<double>();
       const int32_t branches = r.value("branches", 0);
-      if (branches > 0) {  // a pre-speculation call (time_branches)
+      if (r.value("start", false)) {  // a start on the prompts (time_start): cached context 0
+        s.context = 0;
+      } else if (branches > 0) {  // a pre-speculation call (time_branches)
         s.kv_seqs = r.at("batch").get<double>();
         s.predict_bonus = true;
         s.context = context + 1;
@@ -388,6 +430,7 @@ int run_refit(const std::filesystem::path& in, const std::string& model,
         s.start_seqs = lazy_start(m["spec"].get<std::string>()) ? r.at("batch").get<double>() : 0;
         s.start_prompt = context;
         s.calls = r.at("rounds").get<double>();
+        s.start_s = r.value("start_s", -1.0);  // profiles before the start was timed: priced
       }
       samples.push_back(s);
       kb.emplace_back(s.k, r.at("batch").get<int32_t>());

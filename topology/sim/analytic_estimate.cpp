@@ -39,9 +39,18 @@ double draft_seconds(const SimDrafter& drafter, const DeviceProfile& on, double 
                                .total_s;
     case DraftStyle::kAutoregressive: {
       const int32_t steps = k + (predict_bonus ? 1 : 0);
-      // The tokens drafted so far by each branch are read too (n x i of them at step i).
+      // Nothing to draft (a sequence's start on its prompt): its catch-up alone, no logits.
+      if (steps == 0)
+        return call + forward_cost(m, device, 1, none,
+                                   {.rows = n * suffix, .seqs = kv_seqs, .context = context,
+                                    .logits_rows = 0})
+                          .total_s;
+      // Step 0 forwards each request's new tokens and the committed token the runner held back
+      // (model_draft_runner.h: every draft forwards at least one token), and asks one logits row
+      // per request. The tokens drafted so far by each branch are read too (n x i at step i).
       double t = forward_cost(m, device, 1, none,
-                              {.rows = n * suffix, .seqs = kv_seqs, .context = context})
+                              {.rows = n * (suffix + 1), .seqs = kv_seqs, .context = context,
+                               .logits_rows = n})
                      .total_s;
       for (int32_t i = 1; i < steps; ++i)
         t += forward_cost(m, device, 1, none,

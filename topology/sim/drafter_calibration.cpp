@@ -85,10 +85,16 @@ void fill_errors(DrafterCalibration& c, const std::vector<DraftSample>& s) {
   c.fit.median_rel_err = e[e.size() / 2];
 }
 
-// The start's forward alone (no call cost: it rides in the run's first call), per call.
+bool has_priced_start(const SimDrafter& drafter, const DraftSample& s) {
+  return s.start_s < 0 && s.start_seqs > 0 && s.start_prompt > 0 &&
+         drafter.shape.style != DraftStyle::kLookup;
+}
+
+// The start's forward alone (no call cost: it rides in the run's first call), per call; a
+// measured start as measured.
 double start_share(const SimDrafter& drafter, const DeviceProfile& device, const DraftSample& s) {
-  if (s.start_seqs <= 0 || s.start_prompt <= 0 || drafter.shape.style == DraftStyle::kLookup)
-    return 0;
+  if (s.start_s >= 0) return s.start_s / std::max(1.0, s.calls);
+  if (!has_priced_start(drafter, s)) return 0;
   const DrafterFit* fit = device.drafter_fit(drafter.shape.name);
   const double call = fit ? fit->call_s : 0;
   return (draft_seconds(drafter, device, s.start_seqs, s.start_prompt, 0, 0, false) - call) /
@@ -144,7 +150,7 @@ DrafterCalibration fit_drafter(const SimDrafter& drafter, const DeviceProfile& d
       f[i] = drafter.shape.style == DraftStyle::kBlock
                  ? 0
                  : std::max(1, s.k + (s.predict_bonus ? 1 : 0)) +
-                       (s.start_seqs > 0 && s.start_prompt > 0 ? 1 / std::max(1.0, s.calls) : 0);
+                       (has_priced_start(drafter, s) ? 1 / std::max(1.0, s.calls) : 0);
     }
     struct Box {
       double lo, hi;

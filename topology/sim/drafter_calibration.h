@@ -14,6 +14,14 @@
 // drafting of a calibration run, so a sample carries it (start_seqs x start_prompt rows, spread
 // over the run's `calls`) and the fit prices it as the forward it is rather than folding it into
 // the per-call cost (which made a short run's rounds look ~60% dearer than a long run's).
+// Priced so, the start's forward (128 rows and more, past the 32 rows the target's forwards were
+// timed at) was an extrapolation the fit traded against the rounds' small forwards: the model
+// drafter's fit priced a 1-row forward at 2.7 ms where the target profile's own was 3.4 ms, and a
+// drafter rank's SD drafting at k 2 and 7 30-42% below a job's (docs/simulator.md, sim10). So the
+// calibration now times the start itself (one call over each batch's prompts: the runner's
+// catch-up and its first logits row, `start_s`) and a run's sample takes its measured share
+// instead; the start calls join the fit as samples of their own, so the simulator's start on a
+// job's prompt is priced from a measured start.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +43,8 @@ struct DraftSample {
   // The lazy start inside the timed drafting: one forward over start_seqs x start_prompt rows,
   // spread over `calls` calls (0 sequences: none; a lookup drafter indexes eagerly).
   double start_seqs = 0, start_prompt = 0, calls = 1;
+  // >= 0: the start's measured seconds (all of it, over the calls), priced as measured.
+  double start_s = -1;
   // Distinct sequences whose cached prefixes the call reads (-1: n). A pre-speculation call
   // drafts n branches of kv_seqs sequences as one tree-masked batch (round_sim.h).
   double kv_seqs = -1;

@@ -43,6 +43,12 @@ double ModelShape::total_weight_bytes() const {
   return weight_bytes > 0 ? weight_bytes : params() * weight_bytes_per_param;
 }
 
+double ModelShape::head_bytes() const {
+  if (head_weight_bytes > 0) return head_weight_bytes;
+  const double per_param = weight_bytes > 0 ? weight_bytes / params() : weight_bytes_per_param;
+  return head_params() * per_param;
+}
+
 double ModelShape::kv_bytes_per_token() const {
   return 2.0 * static_cast<double>(n_layers * n_kv_heads * head_dim) * kv_bytes_per_elem;
 }
@@ -116,6 +122,8 @@ ModelShape load_model_shape(const std::string& name_or_path) {
   const ModelFile f = ModelFile::open(name_or_path);
   ModelShape s = from_config(f.config(), fs::path(name_or_path).filename().string());
   s.weight_bytes = static_cast<double>(f.weight_bytes());
+  const TensorRef* head = f.weights().output ? f.weights().output : f.weights().token_embd;
+  if (head) s.head_weight_bytes = static_cast<double>(head->nbytes);
   s.kv_bytes_per_elem = 4;  // the CPU engine's KV cache
   s.validate();
   return s;

@@ -7,7 +7,9 @@
 // x 3; plus the LM head [vocab, dim] (a tied head is the embedding, counted once). A forward of
 // `rows` query tokens reads every weight once and each cached token's K and V in every layer, and
 // computes 2 x params x rows FLOPs in the matmuls plus 4 x rows x context x H hd x layers in
-// attention (QK^T and PV).
+// attention (QK^T and PV). The head runs only over the rows whose logits are asked
+// (Batch::logits_rows): a forward asking none (a drafter's catch-up) neither reads nor multiplies
+// it (runtime/model/transformer.cpp), see roofline.h.
 //
 // Drafting style: an autoregressive drafter (a small LM) needs one forward per drafted token; a
 // block drafter (Domino) drafts a whole block in ONE forward over [known tokens, MASK x k]; an
@@ -28,6 +30,7 @@ struct ModelShape {
   int64_t vocab = 0;
   double weight_bytes_per_param = 2;  // bf16 = 2; Q4_1 = 20 / 32; overridden by weight_bytes
   double weight_bytes = 0;            // > 0: the file's actual weight bytes (mixed types)
+  double head_weight_bytes = 0;       // > 0: the file's LM head bytes (a tied head: the embedding)
   double kv_bytes_per_elem = 2;       // KV cache element (bf16 / f16)
   double act_bytes_per_elem = 2;      // activations on the TP wire
   std::string compute_dtype = "bf16";  // which DeviceProfile peak the matmuls run at
@@ -36,6 +39,8 @@ struct ModelShape {
 
   double params() const;           // weights' elements (layers + LM head)
   double total_weight_bytes() const;
+  double head_params() const { return static_cast<double>(vocab * dim); }  // the LM head [vocab, dim]
+  double head_bytes() const;  // what a forward with no logits row does not read
   double kv_bytes_per_token() const;  // K + V over every layer
   double attn_width() const { return static_cast<double>(n_heads * head_dim); }
 

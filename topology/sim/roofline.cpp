@@ -14,11 +14,16 @@ ForwardCost forward_cost(const ModelShape& model, const DeviceProfile& device, i
             "a forward needs non-negative rows, sequences and context");
   const double t = tp;
   ForwardCost c;
+  SSD_CHECK(work.logits_rows <= work.rows, "a forward asks logits of {} rows of its {}",
+            work.logits_rows, work.rows);
+  const double logits = work.logits_rows < 0 ? work.rows : work.logits_rows;
   const double kv_tokens = work.seqs * work.context + work.rows;
-  c.bytes = (model.total_weight_bytes() + model.kv_bytes_per_token() * kv_tokens) / t;
+  const double weights = model.total_weight_bytes() - (logits > 0 ? 0 : model.head_bytes());
+  c.bytes = (weights + model.kv_bytes_per_token() * kv_tokens) / t;
   const double attn = 4.0 * work.rows * (work.context + 1) * model.attn_width() *
                       static_cast<double>(model.n_layers);
-  c.flops = (2.0 * model.params() * work.rows + attn) / t;
+  const double head = model.head_params();
+  c.flops = (2.0 * (model.params() - head) * work.rows + 2.0 * head * logits + attn) / t;
   c.memory_s = c.bytes / (device.mem_bw_Bps * device.mem_efficiency);
   c.compute_s = c.flops / device.peak(model.compute_dtype);
   c.overhead_s = device.overhead_s +
@@ -33,7 +38,7 @@ ForwardCost forward_cost(const ModelShape& model, const DeviceProfile& device, i
     const double act = work.rows * static_cast<double>(model.dim) * model.act_bytes_per_elem;
     c.comm_s = static_cast<double>(model.n_layers) * 2.0 * ring_all_reduce_s(tp_link, tp, act) +
                ring_all_gather_s(tp_link, tp,
-                                 work.rows * static_cast<double>(model.vocab) *
+                                 logits * static_cast<double>(model.vocab) *
                                      model.act_bytes_per_elem);
   }
   const double p = device.roofline_p;

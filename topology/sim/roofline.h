@@ -4,6 +4,9 @@
 //
 //   bytes  = weights / T + KV bytes per token x (cached + new tokens of every sequence) / T
 //   FLOPs  = (2 x params x rows + 4 x rows x context x H hd x layers) / T
+// where the LM head counts only for the rows whose logits are asked (ForwardWork::logits_rows):
+// 2 x (params - head) x rows + 2 x head x logits rows, and a forward asking none does not read
+// the head's bytes (runtime/model/transformer.cpp returns before it: a drafter's catch-up).
 //   time   = max(bytes / (bw x eff), FLOPs / (peak x eff)) + overhead
 //          + layers x (the per-layer overhead + (sequences - 1) x the per-sequence overhead)
 //          + layers x 2 ring all-reduces of rows x dim activations (after attention, after MLP)
@@ -21,11 +24,13 @@
 namespace ssd::sim {
 
 // One forward's work: `rows` query tokens over `seqs` sequences that have `context` cached tokens
-// each (mean).
+// each (mean); the LM head over `logits_rows` of them (-1: every row, as a verification, an AR
+// step and the calibration's timed forwards ask).
 struct ForwardWork {
   double rows = 1;
   double seqs = 1;
   double context = 0;
+  double logits_rows = -1;
 };
 
 struct ForwardCost {

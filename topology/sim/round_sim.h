@@ -120,6 +120,9 @@ double verify_host_seconds(const DeviceProfile& device, double rows);
 // one sequence share its prefix and one batched tree-masked forward reads it once for all of them.
 // When `device` carries a fit for this drafter (DeviceProfile::drafter_fits, keyed by its shape's
 // name), the call is priced with it: its roofline figures, per-forward and per-call costs.
+// An autoregressive drafter's first forward also takes in the committed token its runner held
+// back (n x (suffix + 1) rows, one logits row each request); with nothing to draft (k = 0, no
+// ranking: a start on the prompt) the call is that catch-up alone, n x suffix rows, no logits.
 double draft_seconds(const SimDrafter& drafter, const DeviceProfile& device, double n,
                      double suffix, int32_t k, double context, bool predict_bonus,
                      double kv_seqs = -1);

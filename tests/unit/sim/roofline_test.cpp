@@ -61,6 +61,31 @@ TEST(Roofline, EfficiencyScalesThePeaks) {
   EXPECT_NEAR(forward_cost(m, d, 1, none, {}).memory_s, 2 * full, 1e-12);
 }
 
+TEST(Roofline, TheHeadRunsOnlyOverTheRowsWhoseLogitsAreAsked) {
+  // A drafter's catch-up asks no logits (transformer.cpp returns before the LM head): it neither
+  // multiplies nor reads the head; a draft step asks one row per request.
+  const ModelShape m = model_preset("smollm2-135m");
+  const DeviceProfile d = round_device();
+  const LinkProfile none{"none", 0, 1};
+  const double head = 49152.0 * 576;
+  EXPECT_DOUBLE_EQ(m.head_params(), head);
+  EXPECT_NEAR(m.head_bytes(), head * 20 / 32, 1);  // Q4_1, as the preset's weights
+  const ForwardCost all = forward_cost(m, d, 1, none, {.rows = 128, .seqs = 1, .context = 0});
+  const ForwardCost zero =
+      forward_cost(m, d, 1, none, {.rows = 128, .seqs = 1, .context = 0, .logits_rows = 0});
+  const ForwardCost one =
+      forward_cost(m, d, 1, none, {.rows = 128, .seqs = 1, .context = 0, .logits_rows = 1});
+  EXPECT_NEAR(all.flops - zero.flops, 2 * head * 128, 1);
+  EXPECT_NEAR(one.flops - zero.flops, 2 * head, 1);
+  EXPECT_NEAR(all.bytes - zero.bytes, m.head_bytes(), 1);
+  EXPECT_DOUBLE_EQ(one.bytes, all.bytes);
+  // -1 (the default) is every row: a verification, an AR step, the calibration's forwards.
+  const ForwardCost every =
+      forward_cost(m, d, 1, none, {.rows = 128, .seqs = 1, .context = 0, .logits_rows = 128});
+  EXPECT_DOUBLE_EQ(every.total_s, all.total_s);
+  EXPECT_THROW(forward_cost(m, d, 1, none, {.rows = 2, .logits_rows = 3}), Error);
+}
+
 TEST(RingCollective, AllReduceFormula) {
   const LinkProfile l{"l", 5e-6, 100e9};
   // 2 (T - 1) / T x S / bw + 2 (T - 1) x latency: T = 4, S = 1 MB.

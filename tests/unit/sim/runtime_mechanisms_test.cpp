@@ -213,6 +213,63 @@ TEST(LazyStart, TheCatchUpOnThePromptIsNotFoldedIntoThePerCallCost) {
   EXPECT_GT(draft_seconds(m, fitted, 1, 3, 2, 160, false) / want, 1.2);
 }
 
+TEST(LazyStart, AMeasuredStartIsTakenAsMeasured) {
+  // The start's forward (128 rows) lies past the rows a profile times, and a roofline
+  // extrapolated there can price it dearer than it runs; a run's sample then has its rounds
+  // fitted too cheap. Here the start truly costs 60% of the truth's roofline price: with the
+  // start measured (start_s) the fit prices a round as the truth does; priced, it does not.
+  const DeviceProfile dev = cpu_like_device();
+  SimDrafter m{model_preset("smollm2-135m")};
+  DeviceProfile truth = dev;
+  truth.drafter_fits["smollm2-135m"] =
+      DrafterFit{.mem_efficiency = 0.8, .peak_flops = 100e9, .forward_s = 0.8e-3, .call_s = 0.2e-3};
+  std::vector<DraftSample> measured, priced;
+  for (int32_t k : {2, 4, 7})
+    for (double b : {1.0, 4.0}) {
+      DraftSample x{.n = b, .suffix = k + 0.9, .k = k, .context = 140, .start_seqs = b,
+                    .start_prompt = 128, .calls = 48.0 / (k + 1)};
+      const double start = 0.6 * (draft_seconds(m, truth, b, 128, 0, 0, false) - 0.2e-3);
+      DraftSample rounds = x;
+      rounds.start_seqs = 0;
+      x.seconds = sample_seconds(m, truth, rounds) + start / x.calls;
+      priced.push_back(x);
+      x.start_s = start;
+      measured.push_back(x);
+    }
+  const DrafterCalibration good = fit_drafter(m, dev, measured);
+  const DrafterCalibration bad = fit_drafter(m, dev, priced);
+  EXPECT_LT(good.fit.max_rel_err, 0.03);
+  DeviceProfile fitted = dev;
+  const double want = draft_seconds(m, truth, 1, 3, 2, 60, false);
+  fitted.drafter_fits["smollm2-135m"] = good.fit;
+  EXPECT_NEAR(draft_seconds(m, fitted, 1, 3, 2, 60, false) / want, 1, 0.05);
+  fitted.drafter_fits["smollm2-135m"] = bad.fit;
+  EXPECT_LT(draft_seconds(m, fitted, 1, 3, 2, 60, false) / want, 0.9);
+}
+
+TEST(HeldBackToken, ADraftsFirstForwardTakesItInWithOneLogitsRowPerRequest) {
+  // model_draft_runner.h holds the last committed token back, so a draft's first forward takes
+  // in each request's suffix and that token, and asks one logits row per request; the next k - 1
+  // forwards one row per request. With nothing to draft (a start on the prompt) the call is the
+  // catch-up alone, with no logits.
+  const DeviceProfile dev = cpu_like_device();
+  SimDrafter m{model_preset("smollm2-135m")};
+  DeviceProfile d = dev;
+  d.drafter_fits["smollm2-135m"] =
+      DrafterFit{.mem_efficiency = 0.8, .peak_flops = 100e9, .forward_s = 0.5e-3, .call_s = 0.2e-3};
+  const DeviceProfile on = d.for_drafter("smollm2-135m");
+  const LinkProfile none{"none", 0, 1};
+  auto fwd = [&](ForwardWork w) { return forward_cost(m.shape, on, 1, none, w).total_s; };
+  double want = 0.2e-3 + fwd({.rows = 2 * 4, .seqs = 2, .context = 100, .logits_rows = 2});
+  for (int32_t i = 1; i < 4; ++i) want += fwd({.rows = 2, .seqs = 2, .context = 100 + 3.0 + i});
+  EXPECT_NEAR(draft_seconds(m, d, 2, 3, 4, 100, false), want, 1e-12);
+  EXPECT_NEAR(draft_seconds(m, d, 2, 40, 0, 0, false),
+              0.2e-3 + fwd({.rows = 80, .seqs = 2, .context = 0, .logits_rows = 0}), 1e-12);
+  // The head-less catch-up is cheaper than a forward of as many rows asking every logits row.
+  EXPECT_LT(draft_seconds(m, d, 2, 40, 0, 0, false),
+            0.2e-3 + fwd({.rows = 80, .seqs = 2, .context = 0}) - 1e-4);
+}
+
 }  // namespace
 }  // namespace ssd::sim
 
