@@ -159,7 +159,12 @@ class Run {
   // process (colocated: one set of cores and caches), a verification pays the drafter fit's cost
   // per sequence beyond the first (target_seq_s) and, when the drafter drafted since the previous
   // target forward (`after_draft`), its target_switch_s. The calibration measures both in one
-  // process; a target on its own rank verifies on cores the drafter does not touch.
+  // process; a target on its own rank verifies on cores the drafter does not touch. A lookup
+  // drafter pays no switch: its microseconds of drafting leave the target's threads spinning
+  // and its caches as they were, and measured so (quiet, 2 threads: `ssd bench --round-times`
+  // verified n-gram SD's 3-row rounds in what the profile's back-to-back forward of 3 rows took;
+  // docs/simulator.md, "What is left"), where the calibration's short SD runs fit it at 0-0.95 ms
+  // from the difference of two timings.
   double target_forward(double start, double rows, double seqs, double context, const char* name,
                         bool verification = false, bool after_draft = false) {
     const SimCluster& c = cfg_.cluster;
@@ -168,8 +173,9 @@ class Run {
     const DrafterFit* fit = verification && c.colocated
                                 ? c.target_device.drafter_fit(cfg_.drafter.shape.name)
                                 : nullptr;
+    const bool switches = after_draft && cfg_.drafter.shape.style != DraftStyle::kLookup;
     const double host = verify_host_seconds(c.target_device, rows) +
-                        (fit && after_draft ? fit->target_switch_s : 0) +
+                        (fit && switches ? fit->target_switch_s : 0) +
                         (fit ? std::max(0.0, seqs - 1) * fit->target_seq_s : 0);
     res_.target_busy_s += f.total_s - f.comm_s + host;
     res_.comm_s += f.comm_s;

@@ -317,6 +317,34 @@ TEST(TargetSwitch, VerificationsAfterADraftPayWhatTheCalibrationMeasured) {
               1e-9);
 }
 
+TEST(TargetSwitch, ALookupDrafterPaysNoSwitch) {
+  // The same fitted switch: after a Domino draft every verification pays it; after an n-gram
+  // lookup (microseconds, no weights touched) none does.
+  SimConfig c = h100_config();
+  c.cluster.colocated = true;
+  c.work = {.batch = 1, .tokens = 32, .prompt = 100, .k = 4};
+  ModelShape ngram;
+  ngram.name = "ngram";
+  ngram.style = DraftStyle::kLookup;
+  for (const ModelShape& shape : {model_preset("smollm2-domino"), ngram}) {
+    c.drafter.shape = shape;
+    const std::string& name = shape.name;
+    // Drafting takes time (a lookup's 5 us per sequence too), so every round drafted.
+    DrafterFit fit{.call_s = 20e-6, .lookup_s = 5e-6};
+    c.cluster.target_device.drafter_fits[name] = fit;
+    const SimResult base = simulate(SimMode::kSd, c);
+    fit.target_switch_s = 0.5e-3;
+    c.cluster.target_device.drafter_fits[name] = fit;
+    const SimResult with = simulate(SimMode::kSd, c);
+    c.cluster.target_device.drafter_fits.clear();
+    ASSERT_EQ(with.rounds, base.rounds) << name;
+    const double want = c.drafter.shape.style == DraftStyle::kLookup
+                            ? 0
+                            : 0.5e-3 * static_cast<double>(with.rounds);
+    EXPECT_NEAR(with.target_busy_s - base.target_busy_s, want, 1e-9) << name;
+  }
+}
+
 TEST(TargetSwitch, AVerificationOfSeveralSequencesPaysPerSequenceBeyondTheFirst) {
   // Batch 4: every SD verification pays 3 x target_seq_s more; AR steps pay nothing of it.
   SimConfig c = h100_config();
