@@ -127,9 +127,14 @@ Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_pa
     }
   }
   // Quick and time-bounded (a fraction of the deadline): a slow but live peer costs samples,
-  // not the job.
+  // not the job. A peer silent for half the deadline is named (the frame waited for, and from
+  // whom) and ends the job, as in the handshake: returning would wait for it in MPI_Finalize.
   Watchdog::Scope probe(*dog_, "the start-up link probe", watchdog_s);
-  links_ = probe_links(*world_, tp_.get(), layout_, LinkProbeOptions::startup(watchdog_s));
+  try {
+    links_ = probe_links(*world_, tp_.get(), layout_, LinkProbeOptions::startup(watchdog_s));
+  } catch (const Error& e) {
+    abort(e.what());
+  }
   places_ = nlohmann::json::array();
   for (const std::string& p : gather_text(my_place(layout_.rank, placement_.device)))
     places_.push_back(nlohmann::json::parse(p));

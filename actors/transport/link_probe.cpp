@@ -11,7 +11,6 @@ namespace ssd {
 namespace {
 
 using Clock = LinkProbeOptions::Clock;
-constexpr auto kWait = std::chrono::seconds(60);
 constexpr int kBulkTries = 3;
 
 // The leader's view of time and budget: its clock (real or injected) and the deadline of the
@@ -37,8 +36,18 @@ class Timer {
   std::function<Clock::time_point()> clock_;
 };
 
-Envelope expect(Transport& t, MsgKind kind, const char* what) {
-  Envelope env = t.recv(kWait);
+// The next frame, within `wait_s`; past it the rank fails naming `what` it waited for.
+Envelope receive(Transport& t, const std::string& what, double wait_s) {
+  try {
+    return t.recv(std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1e3)));
+  } catch (const TransportTimeout&) {
+    throw Error(fmt::format("link probe: rank {} had no {} within {:.3g} s", t.rank(), what,
+                            wait_s));
+  }
+}
+
+Envelope expect(Transport& t, MsgKind kind, const std::string& what, double wait_s) {
+  Envelope env = receive(t, what, wait_s);
   SSD_CHECK(env.kind == kind, "link probe: {} from rank {} while waiting for {}",
             kind_name(env.kind), env.peer, what);
   return env;
@@ -64,7 +73,8 @@ double median(std::vector<double> v) {
 }
 
 // One bandwidth try of `reps` frames of `bytes`: GB/s.
-double bulk_try(Transport& t, int peer, const Timer& clock, int64_t bytes, int reps) {
+double bulk_try(Transport& t, int peer, const Timer& clock, int64_t bytes, int reps,
+                double wait_s) {
   const BulkAnnounce head{reps, static_cast<int32_t>(bytes >> 10)};
   std::vector<std::byte> small(sizeof head);
   std::memcpy(small.data(), &head, sizeof head);
@@ -72,11 +82,16 @@ double bulk_try(Transport& t, int peer, const Timer& clock, int64_t bytes, int r
   // The 8 B frame and its ack: the round trip the bulk transfer's time also holds.
   auto t0 = clock.now();
   t.send_raw(peer, MsgKind::kRawBytes, small);
-  expect(t, MsgKind::kPong, "the acknowledgement");
+  expect(t, MsgKind::kPong,
+         fmt::format("acknowledgement from rank {} of a {} KiB bandwidth try", peer, bytes >> 10),
+         wait_s);
   const double t_small = clock.since(t0);
   t0 = clock.now();
   for (int r = 0; r < reps; ++r) t.send_raw(peer, MsgKind::kRawBytes, buf);
-  expect(t, MsgKind::kPong, "the bulk acknowledgement");
+  expect(t, MsgKind::kPong,
+         fmt::format("acknowledgement from rank {} of {} frames of {} KiB", peer, reps,
+                     bytes >> 10),
+         wait_s);
   const double t_bulk = clock.since(t0);
   // The transfer is the bulk time less that round trip; floored at 5% of the bulk time so a
   // stalled small exchange cannot make the estimate absurd (it is then at most 20x bytes/t).
@@ -104,7 +119,7 @@ LinkFigures probe_peer(Transport& t, int peer, const LinkProbeOptions& o, const 
     }
     const auto t0 = clock.now();
     t.send(peer, Ping{static_cast<uint64_t>(i)});
-    expect(t, MsgKind::kPong, "a Pong");
+    expect(t, MsgKind::kPong, fmt::format("Pong from rank {} to ping {}", peer, i), o.wait_s);
     if (i >= warmups) rtts.push_back(clock.since(t0));
   }
   f.pings = static_cast<int>(rtts.size());
@@ -116,7 +131,7 @@ LinkFigures probe_peer(Transport& t, int peer, const LinkProbeOptions& o, const 
         cut_short = true;
         break;
       }
-      gbps.push_back(bulk_try(t, peer, clock, bytes, bulk_reps(bytes, o.quick)));
+      gbps.push_back(bulk_try(t, peer, clock, bytes, bulk_reps(bytes, o.quick), o.wait_s));
     }
     const double g = gbps.empty() ? 0 : median(gbps);
     if (bytes == (int64_t{1} << 20)) {
@@ -130,10 +145,14 @@ LinkFigures probe_peer(Transport& t, int peer, const LinkProbeOptions& o, const 
   return f;
 }
 
-// A drafter rank's part: answers the leader's Pings and bandwidth tries until the end Ping.
-void answer_leader(Transport& t, int leader) {
-  for (;;) {
-    Envelope env = t.recv(kWait);
+// A drafter rank's part: answers the leader's Pings and bandwidth tries until the end Ping. Its
+// first frame may come only after the leader has probed the drafter ranks before it, so that
+// wait is twice as long (the watchdog's deadline, at start-up); every later one is a step of an
+// exchange in progress.
+void answer_leader(Transport& t, int leader, double wait_s) {
+  for (bool first = true;; first = false) {
+    Envelope env = receive(t, fmt::format("Ping or bandwidth try from the leader (rank {})", leader),
+                           first ? 2 * wait_s : wait_s);
     if (env.kind == MsgKind::kPing) {
       const Ping p = decode<Ping>(env);
       if (p.id == kProbeEndId) return;
@@ -153,7 +172,10 @@ void answer_leader(Transport& t, int leader) {
     t.send(leader, Pong{0});
     const int64_t bytes = int64_t{head.kib} << 10;
     for (int r = 0; r < head.reps; ++r) {
-      const Envelope bulk = expect(t, MsgKind::kRawBytes, "a bulk frame");
+      const Envelope bulk = expect(
+          t, MsgKind::kRawBytes,
+          fmt::format("bulk frame {} of {} from the leader (rank {})", r + 1, head.reps, leader),
+          wait_s);
       SSD_CHECK(static_cast<int64_t>(bulk.bulk().size()) == bytes,
                 "link probe: a bulk frame of {} bytes, expected {}", bulk.bulk().size(), bytes);
     }
@@ -199,6 +221,7 @@ LinkProbeOptions LinkProbeOptions::startup(double watchdog_s) {
   LinkProbeOptions o;
   o.quick = true;
   o.budget_s = watchdog_s > 0 ? std::min(0.5, watchdog_s / 8) : 0.5;
+  if (watchdog_s > 0) o.wait_s = watchdog_s / 2;
   return o;
 }
 
@@ -225,7 +248,7 @@ LinkReport probe_links(Transport& world, Collective* tp, const RankLayout& layou
     for (int r : layout.drafter_ranks())
       rep.drafters.push_back(probe_peer(world, r, opts, clock, part_deadline(), rep.cut_short));
   } else if (!layout.is_target()) {
-    answer_leader(world, leader);
+    answer_leader(world, leader, opts.wait_s);
   }
   if (allreduce) {
     AllreduceFigures a = probe_allreduce(*tp, opts, clock, part_deadline(), rep.cut_short);

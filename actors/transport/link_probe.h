@@ -82,9 +82,13 @@ struct LinkProbeOptions {
   double budget_s = 0;
   // The clock the leader times and budgets with (null: steady_clock); tests inject one.
   std::function<Clock::time_point()> clock;
+  // The longest wait for one frame of a peer, in seconds. Past it the rank fails with an error
+  // naming the frame and the peer it waited for (the watchdog's line names only the phase).
+  double wait_s = 60;
 
   // The start-up probe of a job whose watchdog deadline is watchdog_s (<= 0: none): quick, with
-  // a budget of 0.5 s or an eighth of the deadline, whichever is less.
+  // a budget of 0.5 s or an eighth of the deadline, whichever is less, and a wait per frame of
+  // half the deadline (so a stuck exchange is named before the watchdog ends the job).
   static LinkProbeOptions startup(double watchdog_s);
 };
 

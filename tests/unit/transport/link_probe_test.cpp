@@ -4,7 +4,8 @@
 // time), with fewer samples than asked for (none for the parts that start past it), every rank
 // finishing; with no budget, or a fast clock, it
 // takes every sample (what `ssd probe-links` relies on); the TP all-reduce stops with the leader;
-// a drafter refuses a malformed bandwidth announcement, naming it.
+// a drafter refuses a malformed bandwidth announcement, naming it; a rank whose peer goes silent
+// fails after its wait, naming the frame and the peer it waited for.
 #include "actors/transport/link_probe.h"
 
 #include <gtest/gtest.h>
@@ -206,6 +207,41 @@ TEST(LinkProbe, StartUpBudgetIsHalfASecondOrAnEighthOfTheWatchdog) {
   EXPECT_DOUBLE_EQ(LinkProbeOptions::startup(2).budget_s, 0.25);
   EXPECT_DOUBLE_EQ(LinkProbeOptions::startup(0).budget_s, 0.5);
   EXPECT_TRUE(LinkProbeOptions::startup(8).quick);
+  // A frame is waited for half the watchdog's deadline, so the probe names a stuck exchange
+  // before the watchdog ends the job naming only its phase.
+  EXPECT_DOUBLE_EQ(LinkProbeOptions::startup(60).wait_s, 30);
+  EXPECT_DOUBLE_EQ(LinkProbeOptions::startup(0).wait_s, 60);
+}
+
+// What a rank that waits past wait_s says: which frame from which rank.
+std::string probe_error(int rank, const LinkProbeOptions& o) {
+  LoopbackHub hub(2);  // the other rank never takes part
+  try {
+    probe_links(hub.endpoint(rank), nullptr, RankLayout::make(2, rank, 1), o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(LinkProbe, ASilentDrafterIsNamedByTheFrameTheLeaderWaitedFor) {
+  LinkProbeOptions o;
+  o.wait_s = 0.05;
+  const std::string e = probe_error(0, o);
+  EXPECT_NE(e.find("link probe: rank 0 had no Pong from rank 1 to ping 0 within 0.05 s"),
+            std::string::npos)
+      << e;
+}
+
+TEST(LinkProbe, ASilentLeaderIsNamedByTheDrafterWaitingForIt) {
+  LinkProbeOptions o;
+  o.wait_s = 0.05;
+  const std::string e = probe_error(1, o);
+  // Its first frame may wait for the probes of the drafter ranks before it: twice the wait.
+  EXPECT_NE(e.find("link probe: rank 1 had no Ping or bandwidth try from the leader (rank 0) "
+                   "within 0.1 s"),
+            std::string::npos)
+      << e;
 }
 
 }  // namespace
