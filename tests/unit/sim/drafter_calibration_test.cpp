@@ -6,15 +6,14 @@
 #include "runtime/core/error.h"
 #include "topology/sim/drafter_calibration.h"
 #include "topology/sim/round_sim.h"
+#include "tests/unit/sim/sim_test_configs.h"
 
 namespace ssd::sim {
 namespace {
 
+// The shared CPU-class device with a fixed cost per layer.
 DeviceProfile cpu_like() {
-  DeviceProfile d;
-  d.name = "cpu-like";
-  d.mem_bw_Bps = 15e9;
-  d.peak_flops = {{"bf16", 200e9}};
+  DeviceProfile d = cpu_like_device();
   d.layer_overhead_s = 8e-6;
   return d;
 }

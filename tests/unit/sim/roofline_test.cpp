@@ -13,12 +13,8 @@ namespace {
 
 // A device with round numbers: 1 TB/s, 100 TFLOP/s bf16, 10 us per forward, no efficiency loss.
 DeviceProfile round_device() {
-  DeviceProfile d;
-  d.name = "round";
-  d.mem_bw_Bps = 1e12;
-  d.peak_flops = {{"bf16", 100e12}};
-  d.overhead_s = 10e-6;
-  return d;
+  return {.name = "round", .mem_bw_Bps = 1e12, .peak_flops = {{"bf16", 100e12}},
+          .overhead_s = 10e-6};
 }
 
 TEST(Roofline, ParamsOfLlama70BMatchItsPublishedSize) {
@@ -252,14 +248,8 @@ namespace {
 
 // The cache's attention per cached position (hw_profile.h, kv_*_pos_layer_s).
 DeviceProfile cpu_like() {
-  DeviceProfile d;
-  d.name = "cpu-like";
-  d.mem_bw_Bps = 30e9;
-  d.peak_flops = {{"bf16", 300e9}};
-  d.layer_overhead_s = 10e-6;
-  d.seq_layer_overhead_s = 5e-6;
-  d.roofline_p = 2;
-  return d;
+  return {.name = "cpu-like", .mem_bw_Bps = 30e9, .peak_flops = {{"bf16", 300e9}},
+          .layer_overhead_s = 10e-6, .seq_layer_overhead_s = 5e-6, .roofline_p = 2};
 }
 
 TEST(KvAttention, AForwardPaysEveryCachedPositionOfEachSequenceAndRow) {
