@@ -184,6 +184,10 @@ void RemoteEngine::round(std::span<Slot* const> slots) {
   double wait_s = 0;
   RoundSpeculations specs = take_speculations(active, wait_s);
   awaiting_ = false;
+  if (active.empty()) {  // every sequence left since the outcome: nothing to verify
+    if (!joining_.empty()) start_batch();
+    return;
+  }
 
   Watchdog::Scope scope(dog_, fmt::format("verifying round {}", round_), opts_.step_s);
   std::vector<DraftTree> trees(active.size());
