@@ -8,7 +8,8 @@ throughput (generated tokens / wall time of the level), TTFT and TPOT p50/p90/p9
 requests. Modes run one after the other (one server at a time: an idle drafter rank polls);
 --reps R repeats the whole sweep R times, alternating the modes, and the table gives the median
 of the repetitions' values (with their spread as min..max). --ssd may name several binaries
-(LABEL=PATH,LABEL=PATH: e.g. a commit before and after a change): every mode then runs with each,
+(LABEL=PATH,LABEL=PATH: e.g. a commit before and after a change; "LABEL=PATH FLAGS" adds flags to
+that server's command line): every mode then runs with each,
 alternated the same way, and the table's rows say which (`ssd (main)`). After each server of a
 speculative mode it prints the spec-decode counters of its /metrics (the cache's hits and misses,
 the hits taken from pushes, the misses the leader drafted, the target's wait).
@@ -57,10 +58,10 @@ def percentile(xs, p):
 class Server:
     """`ssd serve` on an ephemeral loopback port; stopped with SIGTERM to rank 0."""
 
-    def __init__(self, args, mode, binary=None):
+    def __init__(self, args, mode, binary=None, flags=()):
         self.dir = tempfile.mkdtemp(prefix="serve_bench_")
         port_file = os.path.join(self.dir, "port")
-        cmd = [binary or args.ssd, "serve", "-m", args.model, "--mode", mode, "--threads", str(args.threads),
+        cmd = [binary or args.ssd, "serve", *flags, "-m", args.model, "--mode", mode, "--threads", str(args.threads),
                "--max-batch", str(args.max_batch), "--port", "0", "--port-file", port_file]
         if mode != "ar":
             cmd += ["--drafter", args.drafter, "--k", str(args.k)]
@@ -186,11 +187,12 @@ def machine_state():
 
 
 def binaries(spec):
-    """--ssd PATH, or LABEL=PATH,LABEL=PATH: [(label or "", path)]."""
+    """--ssd PATH, or LABEL=PATH [FLAGS],...: [(label or "", path, [flags])]."""
     out = []
     for item in spec.split(","):
-        label, _, path = item.rpartition("=")
-        out.append((label, path))
+        label, _, rest = item.partition("=") if "=" in item.split(" ")[0] else ("", "", item)
+        path, *flags = rest.split()
+        out.append((label, path, flags))
     return out
 
 
@@ -210,14 +212,14 @@ def spec_counters(port):
 
 def sweep(args, prompts):
     bins = binaries(args.ssd)
-    modes = [(m, label, path) for m in args.modes.split(",") for label, path in bins]
+    modes = [(m, label, path, flags) for m in args.modes.split(",") for label, path, flags in bins]
     name = lambda m, label: f"{m} ({label})" if label else m
     levels = [int(c) for c in args.concurrency.split(",")]
     cells = {}  # (mode, C) -> list of per-rep dicts
     for rep in range(args.reps):
         order = modes if rep % 2 == 0 else list(reversed(modes))  # alternate across repetitions
-        for mode, label, path in order:
-            server = Server(args, mode, path)
+        for mode, label, path, flags in order:
+            server = Server(args, mode, path, flags)
             try:
                 # A warm-up request (not measured): first-use costs stay out of the table.
                 stream_request(server.port, prompts[0], 8)
@@ -232,7 +234,7 @@ def sweep(args, prompts):
                           file=sys.stderr)
             finally:
                 server.stop()
-    modes = [name(m, label) for m, label, _ in modes]
+    modes = [name(m, label) for m, label, _, _ in modes]
     print(f"\n| mode | C | requests (failed) | tok/s | TTFT p50 / p90 / p99 (ms) | "
           f"TPOT p50 / p90 / p99 (ms) |")
     print("| --- | --- | --- | --- | --- | --- |")
