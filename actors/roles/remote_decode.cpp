@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
-#include <thread>
 
 #include "actors/roles/drafter_wire.h"
 #include "actors/roles/round_speculations.h"

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include "actors/roles/round_speculations.h"
-#include "actors/transport/frame.h"
 #include "runtime/core/error.h"
 #include "runtime/generate/token_picker.h"
 #include "runtime/saguaro/speculation.h"
