@@ -7,7 +7,12 @@ then for each concurrency C runs C clients that each send streamed chat requests
 throughput (generated tokens / wall time of the level), TTFT and TPOT p50/p90/p99, and failed
 requests. Modes run one after the other (one server at a time: an idle drafter rank polls);
 --reps R repeats the whole sweep R times, alternating the modes, and the table gives the median
-of the repetitions' values (with their spread as min..max).
+of the repetitions' values (with their spread as min..max). --ssd may name several binaries
+(LABEL=PATH,LABEL=PATH: e.g. a commit before and after a change; "LABEL=PATH FLAGS" adds flags to
+that server's command line): every mode then runs with each,
+alternated the same way, and the table's rows say which (`ssd (main)`). After each server of a
+speculative mode it prints the spec-decode counters of its /metrics (the cache's hits and misses,
+the hits taken from pushes, the misses the leader drafted, the target's wait).
 
 --soak SECONDS instead runs one mode at one concurrency for that long, sampling the resident set
 size of every server process each --rss-every seconds, and reports failed requests and RSS.
@@ -16,6 +21,7 @@ Every figure it prints was measured in that run; it says on what (model, mode, t
 load) in its header. Examples:
   perf/serve_bench.py --ssd build/bin/ssd -m MODEL --modes ar,sd,ssd --concurrency 1,2,4,8
   perf/serve_bench.py --ssd build/bin/ssd -m MODEL --modes ar --concurrency 8 --soak 300
+  perf/serve_bench.py --ssd main=OLD/ssd,new=build/bin/ssd -m MODEL --modes ssd --reps 3
 """
 import argparse
 import json
@@ -52,10 +58,10 @@ def percentile(xs, p):
 class Server:
     """`ssd serve` on an ephemeral loopback port; stopped with SIGTERM to rank 0."""
 
-    def __init__(self, args, mode):
+    def __init__(self, args, mode, binary=None, flags=()):
         self.dir = tempfile.mkdtemp(prefix="serve_bench_")
         port_file = os.path.join(self.dir, "port")
-        cmd = [args.ssd, "serve", "-m", args.model, "--mode", mode, "--threads", str(args.threads),
+        cmd = [binary or args.ssd, "serve", *flags, "-m", args.model, "--mode", mode, "--threads", str(args.threads),
                "--max-batch", str(args.max_batch), "--port", "0", "--port-file", port_file]
         if mode != "ar":
             cmd += ["--drafter", args.drafter, "--k", str(args.k)]
@@ -180,25 +186,55 @@ def machine_state():
             f"at start")
 
 
+def binaries(spec):
+    """--ssd PATH, or LABEL=PATH [FLAGS],...: [(label or "", path, [flags])]."""
+    out = []
+    for item in spec.split(","):
+        label, _, rest = item.partition("=") if "=" in item.split(" ")[0] else ("", "", item)
+        path, *flags = rest.split()
+        out.append((label, path, flags))
+    return out
+
+
+SPEC_COUNTERS = ["ssd:spec_decode_cache_hits_total", "ssd:spec_decode_cache_misses_total",
+                 "ssd:spec_decode_pushed_hits_total", "ssd:spec_decode_leader_drafted_misses_total",
+                 "ssd:spec_decode_target_wait_seconds_total"]
+
+
+def spec_counters(port):
+    """The spec-decode counters of the server's /metrics (those it exports)."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60).read().decode()
+    values = {l.split("{")[0]: l.split()[-1] for l in text.splitlines()
+              if l and not l.startswith("#")}
+    return ", ".join(f"{n.split(':')[1].replace('spec_decode_', '')} {values[n]}"
+                     for n in SPEC_COUNTERS if n in values)
+
+
 def sweep(args, prompts):
-    modes = args.modes.split(",")
+    bins = binaries(args.ssd)
+    modes = [(m, label, path, flags) for m in args.modes.split(",") for label, path, flags in bins]
+    name = lambda m, label: f"{m} ({label})" if label else m
     levels = [int(c) for c in args.concurrency.split(",")]
     cells = {}  # (mode, C) -> list of per-rep dicts
     for rep in range(args.reps):
         order = modes if rep % 2 == 0 else list(reversed(modes))  # alternate across repetitions
-        for mode in order:
-            server = Server(args, mode)
+        for mode, label, path, flags in order:
+            server = Server(args, mode, path, flags)
             try:
                 # A warm-up request (not measured): first-use costs stay out of the table.
                 stream_request(server.port, prompts[0], 8)
                 for c in levels:
                     r = run_level(server.port, prompts, c, args.requests_per_client * c,
                                   args.max_tokens)
-                    cells.setdefault((mode, c), []).append(r)
-                    print(f"rep {rep + 1} {mode} C={c}: {r['requests']} ok, {r['failed']} failed, "
-                          f"{r['tok_s']:.1f} tok/s", file=sys.stderr)
+                    cells.setdefault((name(mode, label), c), []).append(r)
+                    print(f"rep {rep + 1} {name(mode, label)} C={c}: {r['requests']} ok, "
+                          f"{r['failed']} failed, {r['tok_s']:.1f} tok/s", file=sys.stderr)
+                if mode != "ar":
+                    print(f"rep {rep + 1} {name(mode, label)} /metrics: {spec_counters(server.port)}",
+                          file=sys.stderr)
             finally:
                 server.stop()
+    modes = [name(m, label) for m, label, _, _ in modes]
     print(f"\n| mode | C | requests (failed) | tok/s | TTFT p50 / p90 / p99 (ms) | "
           f"TPOT p50 / p90 / p99 (ms) |")
     print("| --- | --- | --- | --- | --- | --- |")

@@ -321,7 +321,7 @@ class DrafterActor {
     });
     // How the next misses would be answered (the leader may draft lookups itself): told with the
     // answer, else with the round's pushes, else, when it changed, in a push of no entries (only
-    // to a leader that asked for pushes: the server's leader takes none).
+    // to a leader that asked for pushes, StartSeqs::push).
     if (prespeculate_ && layout_.is_drafter_lead())
       miss_lookup_ = static_cast<uint8_t>(core_->miss_lookup(static_cast<int32_t>(next.size())));
     msg.miss_lookup = miss_lookup_;

@@ -89,16 +89,6 @@ std::unique_ptr<Drafter> make_backup(const JobSpec& spec) {
   return std::make_unique<NgramDrafter>(NgramOptions{});
 }
 
-// --miss-at leader: the leader's copies of the drafter rank's lookup drafters (leader_lookup.h):
-// its primary when that is a lookup (built as the drafter rank builds it), and its backup.
-std::unique_ptr<LeaderLookup> make_leader_lookup(const JobSpec& spec, ModelSession& session) {
-  const DrafterSpec d = parse_drafter_spec(spec.drafter);
-  std::unique_ptr<Drafter> primary;
-  if (d.kind == "ngram" || d.kind == "suffix")
-    primary = make_drafter(d, session, spec.drafter_options);
-  return std::make_unique<LeaderLookup>(std::move(primary), make_backup(spec));
-}
-
 }  // namespace
 
 int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec) {
@@ -191,14 +181,12 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
     }
     const DrafterReady ready = decode<DrafterReady>(env);
     remote_features_ = ready.feature_layers;
+    prespec_.adaptive = spec.dist.prespec_switch == "auto" &&
+                        targets_share_cores_with_drafters(cluster.rank_places(), layout);
     remote_ = std::make_unique<RemoteDecoder>(target(), world, layout, ready.feature_layers,
                                               spec.k, cluster.dog(), spec.dist.watchdog_s,
-                                              spec.auto_k, std::vector<int32_t>{},
-                                              PrespecSwitchOptions{
-                                                  .adaptive = spec.dist.prespec_switch == "auto" &&
-                                                              targets_share_cores_with_drafters(
-                                                                  cluster.rank_places(), layout)});
-    if (spec.dist.miss_at == "leader") remote_->set_leader_lookup(make_leader_lookup(spec, session));
+                                              spec.auto_k, std::vector<int32_t>{}, prespec_);
+    remote_->set_leader_lookup(make_leader_lookup());
     remote_->set_loss_policy(loss_policy_);
     remote_->set_faults(&cluster.faults());
     heartbeat_ = std::make_unique<HeartbeatSender>(world, layout.drafter_lead(),
@@ -206,6 +194,17 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
   } else if (spec.mode == "sd") {
     drafter_ = make_drafter(parse_drafter_spec(spec.drafter), session, spec.drafter_options);
   }
+}
+
+// --miss-at leader: the leader's copies of the drafter rank's lookup drafters (leader_lookup.h):
+// its primary when that is a lookup (built as the drafter rank builds it), and its backup.
+std::unique_ptr<LeaderLookup> LeaderJob::make_leader_lookup() const {
+  if (spec_.dist.miss_at != "leader") return nullptr;
+  const DrafterSpec d = parse_drafter_spec(spec_.drafter);
+  std::unique_ptr<Drafter> primary;
+  if (d.kind == "ngram" || d.kind == "suffix")
+    primary = make_drafter(d, session_, spec_.drafter_options);
+  return std::make_unique<LeaderLookup>(std::move(primary), make_backup(spec_));
 }
 
 void LeaderJob::warm_up(WarmupPlan plan, int64_t prefill_chunk,

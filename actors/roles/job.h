@@ -85,6 +85,12 @@ class LeaderJob {
   // The policy for a lost drafter rank (--on-drafter-loss and the liveness probe), for an engine
   // of this job's own that waits for the drafter lead (the server's).
   const DrafterLossPolicy& loss_policy() const { return loss_policy_; }
+  // --miss-at leader: new copies of the drafter rank's lookup drafters for an engine of this
+  // job's own that drafts misses on the leader (the server's); null under --miss-at drafter.
+  std::unique_ptr<LeaderLookup> make_leader_lookup() const;
+  // The pre-speculation switch's options (--prespec-switch, and whether target and drafter
+  // ranks share cores), as remote() runs it.
+  const PrespecSwitchOptions& prespec_switch_options() const { return prespec_; }
   // The target layers the remote drafter conditions on (its kDrafterReady).
   const std::vector<int32_t>& remote_feature_layers() const { return remote_features_; }
   void finish();  // the same as the destructor, but errors surface
@@ -107,6 +113,7 @@ class LeaderJob {
   std::unique_ptr<Drafter> drafter_;
   std::unique_ptr<RemoteDecoder> remote_;
   DrafterLossPolicy loss_policy_;
+  PrespecSwitchOptions prespec_;
   std::optional<DrafterLoss> load_loss_;  // lost before it said it was ready
   std::unique_ptr<HeartbeatSender> heartbeat_;  // to the drafter lead while the job lives
   bool finished_ = false;

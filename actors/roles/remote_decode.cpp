@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
-#include <thread>
 
 #include "actors/roles/drafter_wire.h"
 #include "actors/roles/round_speculations.h"
@@ -30,138 +29,14 @@ RemoteDecoder::RemoteDecoder(TargetModel& target, Transport& world, const RankLa
       ssd_off_length_(SpecLengthOptions{.k_max = k, .automatic = auto_k, .cycle = length_cycle}),
       prespec_(prespec),
       dog_(dog),
-      step_s_(step_s) {
+      step_s_(step_s),
+      link_(world, layout, dog, step_s) {
   SSD_CHECK(layout.n_drafters() > 0, "a remote drafter needs a drafter rank ({})",
             layout.summary());
   for (int32_t l : feature_layers_)
     SSD_CHECK(l >= 0 && l < target.config().n_layers,
               "the drafter asks for target layer {}, but the target has layers 0..{}", l,
               target.config().n_layers - 1);
-}
-
-// Only to the drafter lead: it relays sequence starts and finishes to the other drafter ranks
-// itself, in order with its own pre-speculation work (drafter_actor.h, Ordering), which messages
-// from two senders could not guarantee.
-template <class T>
-void RemoteDecoder::send_drafter_lead(const T& msg, std::span<const std::byte> bulk) {
-  std::vector<std::byte> frame = encode_frame(msg, bulk);
-  bytes_ += static_cast<int64_t>(frame.size());
-  world_.send_frame(layout_.drafter_lead(), std::move(frame));
-}
-
-Envelope RemoteDecoder::receive(MsgKind kind, const std::string& waiting_for) {
-  // Under a continue policy the wait's own deadline decides (a DrafterLost the rounds catch);
-  // the watchdog only backs it up, later, so the two never race.
-  Watchdog::Scope scope(dog_, waiting_for,
-                        loss_policy_.continue_on_loss ? 2 * step_s_ + 5 : step_s_);
-  for (;;) {
-    Envelope env;
-    if (!held_.empty()) {
-      env = std::move(held_.front());
-      held_.pop_front();
-    } else {
-      std::optional<Envelope> got = spin_for_frame();
-      env = got ? std::move(*got)
-                : wait_for_drafter(world_, layout_.drafter_lead(), step_s_, loss_policy_,
-                                   waiting_for);
-      bytes_ += static_cast<int64_t>(env.bytes.size());
-      heard_from(env);
-    }
-    if (env.kind == MsgKind::kHeartbeat) continue;
-    if (env.kind == MsgKind::kPrespecPush) {  // a push that came late: dropped (protocol.h)
-      keep_push(env);
-      continue;
-    }
-    if (env.kind == kind) return env;
-    if (env.kind == MsgKind::kError) {
-      const auto e = decode<ErrorMsg>(env);
-      fail(fmt::format("rank {} ({}) failed: {}", e.rank, role_name(e.role), e.what));
-    }
-    fail(fmt::format("target leader: {} from rank {} while {}", kind_name(env.kind), env.peer,
-                     waiting_for));
-  }
-}
-
-// The leader has nothing to do while it waits for the drafter, and its core is its own: it polls
-// without sleeping (yielding the core to anything runnable) for up to kSpinS, since a sleeping
-// waiter wakes up tens of microseconds late (the timer's slack) in every round that waits. Longer
-// waits (a slow drafter) fall back to the sleeping poll.
-std::optional<Envelope> RemoteDecoder::spin_for_frame() {
-  const double end = monotonic_seconds() + kSpinS;
-  do {
-    if (std::optional<Envelope> env = world_.try_recv()) return env;
-    std::this_thread::yield();
-  } while (monotonic_seconds() < end);
-  return std::nullopt;
-}
-
-// A round's pre-speculation comes in several pushes, one per chunk as it is drafted (protocol.h,
-// PrespecPush): those of one round add up, and another round's replaces them (frames of one
-// peer arrive in order, so that is a newer round, or a new batch's once a late push of the
-// previous batch is replaced: rounds count from 0 again).
-void RemoteDecoder::keep_push(const Envelope& env) {
-  SSD_CHECK(env.peer == layout_.drafter_lead(), "target leader: a PrespecPush from rank {}",
-            env.peer);
-  PrespecPush p = decode<PrespecPush>(env);
-  miss_lookup_ = static_cast<MissLookup>(p.miss_lookup);
-  if (push_ && p.round == push_->round) {
-    std::move(p.entries.begin(), p.entries.end(), std::back_inserter(push_->entries));
-    return;
-  }
-  push_ = std::move(p);
-}
-
-void RemoteDecoder::poll_pushes() {
-  while (std::optional<Envelope> env = world_.try_recv()) {
-    bytes_ += static_cast<int64_t>(env->bytes.size());
-    heard_from(*env);
-    if (env->kind == MsgKind::kHeartbeat) continue;
-    if (env->kind == MsgKind::kPrespecPush)
-      keep_push(*env);
-    else
-      held_.push_back(std::move(*env));  // for receive(), in order
-  }
-}
-
-void RemoteDecoder::heard_from(const Envelope& env) {
-  if (env.peer == layout_.drafter_lead()) silence_.heard(monotonic_seconds());
-}
-
-// Pushed hits and misses drafted here let rounds go by without an answer, so no wait's deadline
-// would see the drafter lead hang or die; its heartbeats do (heartbeat.h). Called once per round
-// after reading every frame that arrived, so a lead that is alive has been heard within a quarter
-// of the step.
-void RemoteDecoder::check_drafter_heard(int64_t round) {
-  const std::optional<double> silent = silence_.overdue(monotonic_seconds());
-  if (!silent || loss_) return;
-  const int lead = layout_.drafter_lead();
-  const std::string what =
-      fmt::format("waiting for a heartbeat from the drafter (rank {}) in round {}", lead, round);
-  if (!loss_policy_.continue_on_loss)
-    fail(fmt::format("rank {} (target) timed out after {:g} s while {} (nothing from it for "
-                     "{:.1f} s)",
-                     layout_.rank, silence_.deadline_s(), what, *silent));
-  lose_drafter(lost_at_deadline({lead}, silence_.deadline_s(), loss_policy_, what,
-                                /*probe_gone=*/true),
-               round);
-}
-
-const PushedSpec* RemoteDecoder::find_pushed(int64_t round, int32_t seq, int32_t k,
-                                             int32_t bonus) const {
-  if (!push_ || push_->round != round) return nullptr;
-  for (const PushedSpec& e : push_->entries)  // the first of equal keys, as the drafter's cache
-    if (e.seq == seq && e.k == k && e.bonus == bonus) return &e;
-  return nullptr;
-}
-
-void RemoteDecoder::lose_drafter(const DrafterLost& e, int64_t round) {
-  if (loss_) return;
-  loss_ = DrafterLoss{e.rank, round, e.died, e.cause, "plain decoding"};
-  report_loss(*loss_);
-}
-
-void RemoteDecoder::note_loss(const DrafterLoss& loss) {
-  if (!loss_) loss_ = loss;
 }
 
 // One run's state on the leader: the requests, their results so far, and each sequence's place.
@@ -236,7 +111,7 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
   for (SdStats& s : run.out.sd) size_stats(s, k_);
   run.feature_dim = static_cast<int64_t>(target_.config().dim) *
                     static_cast<int64_t>(feature_layers_.size());
-  const int64_t bytes0 = bytes_;
+  const int64_t bytes0 = link_.bytes();
   run.prespeculate = prespeculate;
   run.memory_scope = memory_scope;
   run.prespec_on = !prespeculate || prespec_.on();
@@ -259,8 +134,8 @@ RemoteDecodeResult RemoteDecoder::run(std::span<const GenerationRequest> reqs, b
     verify_round_and_answer(run, active, round);
     if (prespeculate) prespec_.observe_round(run.emitted() - emitted0, monotonic_seconds() - t0);
   }
-  run.out.split.bytes_exchanged = bytes_ - bytes0;
-  run.out.drafter_loss = loss_;
+  run.out.split.bytes_exchanged = link_.bytes() - bytes0;
+  run.out.drafter_loss = link_.loss();
   return std::move(run.out);
 }
 
@@ -272,9 +147,7 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
   start.feature_dim = run.feature_dim;
   start.prespeculate = prespeculate;
   start.memory_scope = run.memory_scope;
-  start.push = prespeculate && push_enabled_;
-  push_.reset();
-  if (lookup_) lookup_->set_memory_scope(run.memory_scope);
+  link_.set_memory_scope(run.memory_scope);
   for (size_t i = 0; i < run.reqs.size(); ++i) {
     const GenerationRequest& req = run.reqs[i];
     Watchdog::Scope scope(dog_, fmt::format("prefilling request {}", i), step_s_);
@@ -297,7 +170,7 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
       run.tseqs.release(s.kv);
       continue;
     }
-    if (lookup_) lookup_->start(s.id, req.prompt, std::span<const int32_t>(&s.root, 1));
+    link_.started(s.id, req.prompt, std::span<const int32_t>(&s.root, 1));
     start.seqs.push_back(s.id);
     start.prompts.push_back(req.prompt);
     start.emitted.push_back({s.root});
@@ -311,10 +184,8 @@ void RemoteDecoder::start_sequences(Run& run, bool prespeculate) {
   run.choose(started);
   for (size_t i : started) start.first_k.push_back(run.chosen[i]);
   run.t_decode = monotonic_seconds();
-  if (start.seqs.empty() || loss_) return;
-  send_drafter_lead(start, std::as_bytes(std::span<const float>(features)));
-  if (start.push) silence_.expect(monotonic_seconds());  // its heartbeats start with this batch
-  else silence_.forget();
+  if (start.seqs.empty() || link_.loss()) return;
+  link_.start_batch(start, std::as_bytes(std::span<const float>(features)));
 }
 
 // Receives round `round`'s speculations (answered from the cache in --mode ssd when it hit) and
@@ -340,17 +211,15 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
   trace::Span wait("wait for speculation", "target", round,
                    std::count_if(run.seqs.begin(), run.seqs.end(),
                                  [](const Run::Seq& s) { return s.running; }));
-  std::optional<Envelope> got;
-  if (!loss_) {
+  std::optional<SpeculationMsg> answer;
+  if (!link_.loss()) {
     try {
-      got = receive(MsgKind::kSpeculation, fmt::format("waiting for the speculation of round {} "
-                                                       "from the drafter (rank {})",
-                                                       round, layout_.drafter_lead()));
+      answer = link_.receive_answer(round);
     } catch (const DrafterLost& e) {
-      lose_drafter(e, round);
+      link_.lose(e, round);
     }
   }
-  if (loss_) {  // no drafter: every running sequence verifies an empty speculation
+  if (link_.loss()) {  // no drafter: every running sequence verifies an empty speculation
     specs.take_none();
     for (size_t i = 0; i < run.seqs.size(); ++i)
       if (run.seqs[i].running) run.chosen[i] = 0;
@@ -359,9 +228,7 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
   const double wait_dt = monotonic_seconds() - tw;
   run.out.split.target_wait_s += wait_dt;
   run.length().observe_draft(specs.asked(), wait_dt);
-  SpeculationMsg answer = decode<SpeculationMsg>(*got);
-  miss_lookup_ = static_cast<MissLookup>(answer.miss_lookup);
-  specs.take(std::move(answer));
+  specs.take(std::move(*answer));
 }
 
 // The verification input of active sequence i: its speculation cut to the length asked for it
@@ -435,7 +302,7 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
     if (run.prespeculate && run.last_record[i] >= 0 && source != SpecSource::kDecodeStep)
       run.out.outcomes[static_cast<size_t>(run.last_record[i])].hit = source == SpecSource::kCache;
     run.last_record[i] = static_cast<int64_t>(run.out.outcomes.size());
-    // "leader" (ssd): false until draft_misses() drafts this outcome's next speculation here.
+    // "leader" (ssd): false until take_ahead() drafts this outcome's next speculation here.
     run.out.outcomes.push_back({round, static_cast<int32_t>(i), static_cast<int32_t>(trees[a].size()),
                                 static_cast<int32_t>(v.path.size()), -1, std::nullopt,
                                 run.prespeculate ? std::optional<bool>(run.prespec_on)
@@ -454,65 +321,38 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
   }
   run.choose(still);  // the next round's lengths, from every round verified so far
   for (size_t j = 0; j < still.size(); ++j) outcome.seqs[j].next_k = run.chosen[still[j]];
-  if (run.prespeculate && push_enabled_ && !loss_) {
-    poll_pushes();
-    check_drafter_heard(round);
+  try {
+    link_.poll(round);  // the round's pushes, and the lead's heartbeats
+  } catch (const DrafterLost& e) {
+    link_.lose(e, round);
   }
-  if (loss_) return;  // nobody to tell
-  take_pushed(run, round, still, outcome);
-  draft_misses(run, still, outcome);
-  if (!finished.seqs.empty()) send_drafter_lead(finished);
+  if (link_.loss()) return;  // nobody to tell
+  take_ahead(run, round, still, outcome);
+  if (!finished.seqs.empty()) link_.send(finished);
   if (!outcome.seqs.empty())
-    send_drafter_lead(outcome, std::as_bytes(std::span<const float>(round_features)));
+    link_.send(outcome, std::as_bytes(std::span<const float>(round_features)));
   if (faults_)
     faults_->at(FaultPhase::kRound, round,
                 fmt::format("after sending the outcome of round {}", round));
 }
 
-// The outcomes of `still` found in the push of `round` (the pre-speculation after the
-// speculations just verified) become their next speculations at once: no wait for the answer.
-void RemoteDecoder::take_pushed(Run& run, int64_t round, const std::vector<size_t>& still,
-                                Outcome& outcome) {
-  if (!run.prespeculate || !push_enabled_) return;  // the round's pushes were read just before
+// The outcomes of `still` whose next speculation is here before the answer (pushed hits, misses
+// drafted by the leader) become their next speculations at once: no wait for the answer.
+void RemoteDecoder::take_ahead(Run& run, int64_t round, const std::vector<size_t>& still,
+                               Outcome& outcome) {
   for (size_t j = 0; j < still.size(); ++j) {
     const size_t i = still[j];
     SeqOutcome& o = outcome.seqs[j];
-    if (run.chosen[i] == 0) continue;  // a decode step next: nothing to take
-    const PushedSpec* e = find_pushed(round, o.seq, o.accepted, o.emitted.back());
-
-    if (!e) continue;
-    run.seqs[i].ready =
-        SeqSpeculation{o.seq, static_cast<uint8_t>(SpecSource::kCache), e->tokens, e->q};
-    o.pushed = true;
-    ++run.out.split.pushed;
-  }
-}
-
-// A miss the drafter would answer with a lookup costs it microseconds and the leader a round
-// trip: drafted here instead (leader_lookup.h), with the copy of the lookup the drafter named,
-// and sent with the outcome so the drafter adopts it and pre-speculates after it.
-void RemoteDecoder::draft_misses(Run& run, const std::vector<size_t>& still, Outcome& outcome) {
-  // The drafter tells a change of how it answers misses in a push when no answer comes: a leader
-  // that takes no pushes could go on with a stale choice, so it waits for every answer instead.
-  if (!run.prespeculate || !push_enabled_ || !lookup_) return;
-  if (!lookup_->can_draft(miss_lookup_)) return;
-  for (size_t j = 0; j < still.size(); ++j) {
-    const size_t i = still[j];
-    Run::Seq& s = run.seqs[i];
-    SeqOutcome& o = outcome.seqs[j];
-    if (run.chosen[i] == 0 || s.ready) continue;  // a decode step, or a pushed hit
-    const GenerationRequest& req = run.reqs[i];
-    std::optional<SeqSpeculation> d =
-        lookup_->draft(miss_lookup_, s.id, run.chosen[i], req.sampler, req.stream,
-                       static_cast<uint32_t>(run.out.gen[i].tokens.size()));
-    if (!d) continue;
+    std::optional<SeqSpeculation> next = link_.ahead(
+        round, o, run.reqs[i], static_cast<uint32_t>(run.out.gen[i].tokens.size()));
+    if (!next) continue;
+    run.seqs[i].ready = std::move(next);
+    if (o.pushed) ++run.out.split.pushed;
+    if (!o.leader_drafted) continue;
+    ++run.out.split.leader_drafted;
     // The outcome trace: this round's record (its "hit" comes with the next round: a miss).
     if (run.last_record[i] >= 0)
       run.out.outcomes[static_cast<size_t>(run.last_record[i])].leader = true;
-    o.leader_drafted = true;
-    o.drafted = *d;
-    s.ready = std::move(*d);
-    ++run.out.split.leader_drafted;
   }
 }
 
@@ -548,10 +388,10 @@ std::optional<SeqOutcome> RemoteDecoder::apply_verification(Run& run, size_t i,
   s.root_pos += accepted + 1;
   if (!running) {
     run.finish(i);
-    if (lookup_) lookup_->finish(s.id);  // as the drafter's: without the round's tokens
+    link_.finished(s.id);  // as the drafter's: without the round's tokens
     return std::nullopt;
   }
-  if (lookup_) lookup_->commit(s.id, o.emitted);
+  link_.committed(s.id, o.emitted);
   return o;
 }
 
@@ -611,26 +451,26 @@ DrafterStatsMsg since(const DrafterStatsMsg& after, const DrafterStatsMsg& befor
 }
 
 DrafterStatsMsg RemoteDecoder::drafter_stats() {
-  if (loss_) return last_stats_;
-  world_.send(layout_.drafter_lead(), DrafterStatsAsk{});
-  bytes_ += static_cast<int64_t>(sizeof(WireHeader));
+  if (link_.loss()) return last_stats_;
+  link_.send(DrafterStatsAsk{});
   try {
     last_stats_ = decode<DrafterStatsMsg>(
-        receive(MsgKind::kDrafterStats, "asking the drafter's figures"));
+        link_.receive(MsgKind::kDrafterStats, "asking the drafter's figures"));
   } catch (const DrafterLost& e) {
-    lose_drafter(e, -1);
+    link_.lose(e, -1);
   }
   return last_stats_;
 }
 
 void RemoteDecoder::shutdown_drafters() {
-  if (!loss_) {
+  const std::optional<DrafterLoss>& loss = link_.loss();
+  if (!loss) {
     world_.send(layout_.drafter_lead(), DrafterShutdown{});
     return;
   }
   // The lead relays the shutdown; without it the leader tells the other drafter ranks itself.
   for (int r : layout_.drafter_ranks())
-    if (r != loss_->rank) world_.send(r, DrafterShutdown{});
+    if (r != loss->rank) world_.send(r, DrafterShutdown{});
 }
 
 }  // namespace ssd

@@ -30,6 +30,8 @@
 // SpeculationMsg/PrespecPush::miss_lookup), the leader drafts the next speculation itself with its
 // copy of that lookup (leader_lookup.h) and sends it with the outcome (SeqOutcome::leader_drafted):
 // no wait for an answer. The copies see every sequence's start, tokens and finish, in sd as in ssd.
+// Pushes, misses drafted here, the frames and the heartbeats are the DrafterLeadLink's
+// (drafter_lead_link.h), which the server's RemoteEngine shares.
 //
 // Figures: the SD statistics of every request, plus what only a split run has: target_wait_s
 // (the leader's time from sending an outcome to having the next speculation, i.e. drafting that
@@ -42,11 +44,11 @@
 // result records the loss.
 #pragma once
 
-#include <deque>
 #include <optional>
 #include <span>
 #include <vector>
 
+#include "actors/roles/drafter_lead_link.h"
 #include "actors/roles/drafter_loss.h"
 #include "actors/roles/fault_injection.h"
 #include "actors/roles/heartbeat.h"
@@ -134,20 +136,22 @@ class RemoteDecoder {
   // relays it, or after a loss every drafter rank but the lost one.
   void shutdown_drafters();
   // What to do when the drafter lead dies or misses a deadline (default: abort the job).
-  void set_loss_policy(DrafterLossPolicy policy) { loss_policy_ = std::move(policy); }
-  const std::optional<DrafterLoss>& loss() const { return loss_; }
+  void set_loss_policy(DrafterLossPolicy policy) { link_.set_loss_policy(std::move(policy)); }
+  const std::optional<DrafterLoss>& loss() const { return link_.loss(); }
   // A loss another engine of this job found (the server's RemoteEngine), already reported: kept
   // as this decoder's (the first one stays), so shutdown_drafters() and the job know of it.
-  void note_loss(const DrafterLoss& loss);
+  void note_loss(const DrafterLoss& loss) { link_.note_loss(loss); }
   // The leader's fault points (fault_injection.h): prefill, round and prespec; none by default.
   void set_faults(const FaultInjector* faults) { faults_ = faults; }
   // ssd: ask the drafter to push each pre-speculation (PrespecPush) and take hits from it
   // (default on); off: every speculation comes in the drafter's answer.
-  void set_push(bool on) { push_enabled_ = on; }
+  void set_push(bool on) { link_.set_push(on); }
   // ssd, --miss-at leader: draft the misses the drafter would answer with a lookup here, with
   // these copies of its lookup drafters (leader_lookup.h); null (the default): --miss-at drafter.
   // Set before the first run(): the copies must see every sequence the drafter rank sees.
-  void set_leader_lookup(std::unique_ptr<LeaderLookup> lookup) { lookup_ = std::move(lookup); }
+  void set_leader_lookup(std::unique_ptr<LeaderLookup> lookup) {
+    link_.set_leader_lookup(std::move(lookup));
+  }
 
  private:
   struct Run;  // one run's requests, results and sequences (remote_decode.cpp)
@@ -156,24 +160,9 @@ class RemoteDecoder {
   VerifyInput verify_input(Run& run, size_t i, DraftTree& tree) const;
   void verify_round_and_answer(Run& run, const std::vector<size_t>& active, int64_t round);
   std::optional<SeqOutcome> apply_verification(Run& run, size_t i, const VerifyResult& v);
-  Envelope receive(MsgKind kind, const std::string& waiting_for);
-  // Pushed pre-speculation: keep the latest, read every message that has arrived (the others are
-  // held for receive()), and find an outcome's entry in the push of `round`.
-  void keep_push(const Envelope& env);
-  static constexpr double kSpinS = 0.02;  // see spin_for_frame()
-  std::optional<Envelope> spin_for_frame();
-  void poll_pushes();
-  const PushedSpec* find_pushed(int64_t round, int32_t seq, int32_t k, int32_t bonus) const;
-  void take_pushed(Run& run, int64_t round, const std::vector<size_t>& still, Outcome& outcome);
-  // --miss-at leader: the outcomes of `still` not answered by a push, drafted here when the
-  // drafter answers misses with a lookup (miss_lookup_).
-  void draft_misses(Run& run, const std::vector<size_t>& still, Outcome& outcome);
-  void lose_drafter(const DrafterLost& e, int64_t round);  // records and prints the loss, once
-  // Rounds that wait for no answer: a drafter lead silent past its heartbeats' deadline
-  // (heartbeat.h, DrafterSilence) ends the job, or under a continue policy is lost.
-  void check_drafter_heard(int64_t round);
-  void heard_from(const Envelope& env);  // a frame arrived: the drafter lead's sign of life
-  template <class T> void send_drafter_lead(const T& msg, std::span<const std::byte> bulk = {});
+  // The outcomes of `still` whose next speculation needs no answer: found in the round's push,
+  // or drafted here (--miss-at leader; DrafterLeadLink::ahead).
+  void take_ahead(Run& run, int64_t round, const std::vector<size_t>& still, Outcome& outcome);
 
   TargetModel& target_;
   Transport& world_;
@@ -185,18 +174,10 @@ class RemoteDecoder {
   PrespecSwitch prespec_;
   Watchdog& dog_;
   double step_s_;
-  DrafterSilence silence_{2 * step_s_};  // twice the step, as the drafter's LeaderWatch
-  int64_t bytes_ = 0;
+  DrafterLeadLink link_;  // frames, pushes, misses drafted here, the loss
   int32_t next_seq_id_ = 0;
-  DrafterLossPolicy loss_policy_;
-  std::optional<DrafterLoss> loss_;
   DrafterStatsMsg last_stats_;  // the drafter's figures as last fetched (kept after a loss)
   const FaultInjector* faults_ = nullptr;
-  bool push_enabled_ = true;
-  std::optional<PrespecPush> push_;  // the latest pre-speculation the drafter pushed
-  std::unique_ptr<LeaderLookup> lookup_;           // --miss-at leader; null: drafter
-  MissLookup miss_lookup_ = MissLookup::kNone;     // as the drafter last said
-  std::deque<Envelope> held_;        // messages read while looking for a push, not yet received
 };
 
 }  // namespace ssd

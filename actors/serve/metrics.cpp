@@ -97,6 +97,12 @@ void ServeMetrics::add_speculations(int64_t hits, int64_t misses, double target_
   target_wait_s_ += target_wait_s;
 }
 
+void ServeMetrics::add_ahead(int64_t pushed, int64_t leader_drafted) {
+  std::lock_guard lk(mu_);
+  pushed_ += pushed;
+  leader_drafted_ += leader_drafted;
+}
+
 void ServeMetrics::add_request(int64_t prompt_tokens, int64_t completion_tokens, double ttft_s,
                                double e2e_s, const std::string& finish_reason) {
   std::lock_guard lk(mu_);
@@ -164,6 +170,14 @@ std::string ServeMetrics::prometheus_text() const {
          hits_ + misses_ ? double(hits_) / double(hits_ + misses_) : 0.0);
   sample(o, "ssd:spec_decode_target_wait_seconds_total",
          "Time the target leader waited for the drafter's answer.", "counter", l, target_wait_s_);
+  sample(o, "ssd:spec_decode_pushed_hits_total",
+         "SSD: cache hits the target leader found in the drafter's pushed pre-speculation and "
+         "verified without waiting for its answer.",
+         "counter", l, pushed_);
+  sample(o, "ssd:spec_decode_leader_drafted_misses_total",
+         "SSD, --miss-at leader: misses the target leader drafted itself with its copy of the "
+         "drafter's lookup, without waiting for its answer.",
+         "counter", l, leader_drafted_);
   header(o, "ssd:drafter_lost",
          "1 once a drafter rank was lost (label rank): the target decodes alone since, its "
          "output unchanged, slower.",

@@ -2,10 +2,12 @@
 // dashboards built for it read them: spec-decode counters (drafts, draft tokens, accepted tokens,
 // accepted tokens per draft position), the SSD drafter's speculation-cache hits and misses and
 // the time the target waited for the drafter, queue length and running requests, and histograms
-// of time to first token, time per output token and end-to-end latency. One name has no vLLM
+// of time to first token, time per output token and end-to-end latency. Names with no vLLM
 // counterpart: ssd:spec_length_chosen, the histogram of the speculation lengths the length
-// policy chose per sequence-round (runtime/spec/spec_length.h; --k auto); and ssd:drafter_lost,
-// 1 (with the rank) once a drafter rank was lost under recovery mode (docs/faults.md).
+// policy chose per sequence-round (runtime/spec/spec_length.h; --k auto); ssd:drafter_lost,
+// 1 (with the rank) once a drafter rank was lost under recovery mode (docs/faults.md); and
+// ssd:spec_decode_pushed_hits_total / ssd:spec_decode_leader_drafted_misses_total, the next
+// speculations the leader had without waiting for the drafter's answer (drafter_lead_link.h).
 //
 // Thread-safe: the engine thread adds, the HTTP threads read (one mutex; every call is short).
 #pragma once
@@ -50,6 +52,10 @@ class ServeMetrics {
   // SSD with drafter ranks: where sequence-rounds' speculations came from, and the time the target
   // leader waited for the drafter's answer.
   void add_speculations(int64_t hits, int64_t misses, double target_wait_s);
+  // SSD with drafter ranks: next speculations the target leader had without waiting for the
+  // drafter's answer: hits found in its pushed pre-speculation, misses drafted on the leader
+  // (--miss-at leader).
+  void add_ahead(int64_t pushed, int64_t leader_drafted);
   // A finished request: tokens in and out, its times (seconds), and why it ended
   // (stop | length | abort | error).
   void add_request(int64_t prompt_tokens, int64_t completion_tokens, double ttft_s,
@@ -70,6 +76,7 @@ class ServeMetrics {
   std::vector<int64_t> accepted_per_pos_;  // [k]
   int64_t hits_ = 0, misses_ = 0;
   double target_wait_s_ = 0;
+  int64_t pushed_ = 0, leader_drafted_ = 0;
   int64_t waiting_ = 0, running_ = 0, rejected_ = 0;
   int lost_rank_ = -1;  // the lost drafter rank, -1: none
   int64_t prompt_tokens_ = 0, generation_tokens_ = 0;

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include "actors/roles/round_speculations.h"
-#include "actors/transport/frame.h"
 #include "runtime/core/error.h"
 #include "runtime/generate/token_picker.h"
 #include "runtime/saguaro/speculation.h"
@@ -16,64 +14,42 @@ namespace ssd {
 RemoteEngine::RemoteEngine(TargetModel& target, Transport& world, const RankLayout& layout,
                            Watchdog& dog, const RemoteEngineOptions& opts, ServeMetrics& metrics)
     : target_(target),
-      world_(world),
-      layout_(layout),
       dog_(dog),
       opts_(opts),
       metrics_(metrics),
+      link_(world, layout, dog, opts.step_s),
       length_(SpecLengthOptions{.k_max = opts.k, .automatic = opts.auto_k}),
+      off_length_(SpecLengthOptions{.k_max = opts.k, .automatic = opts.auto_k}),
+      prespec_(opts.prespec),
       dim_(static_cast<int64_t>(target.config().dim) *
            static_cast<int64_t>(opts.feature_layers.size())) {
   SSD_CHECK(layout.n_drafters() > 0, "a remote drafter needs a drafter rank ({})",
             layout.summary());
   SSD_CHECK(opts.k >= 1 && opts.k <= 32, "--k {} must be between 1 and 32", opts.k);
-}
-
-// Only to the drafter lead, which relays starts, joins and finishes to the other drafter ranks
-// in order with its own work (drafter_actor.h).
-template <class T>
-void RemoteEngine::send(const T& msg, std::span<const float> bulk) {
-  if (loss_) return;  // nobody to tell
-  world_.send_frame(layout_.drafter_lead(), encode_frame(msg, std::as_bytes(bulk)));
-}
-
-Envelope RemoteEngine::receive(MsgKind kind, const std::string& waiting_for) {
-  // Under a continue policy the wait's own deadline decides (DrafterLost); the watchdog only
-  // backs it up, later (as in RemoteDecoder::receive).
-  const DrafterLossPolicy& policy = opts_.loss_policy;
-  Watchdog::Scope scope(dog_, waiting_for,
-                        policy.continue_on_loss ? 2 * opts_.step_s + 5 : opts_.step_s);
-  Envelope env =
-      wait_for_drafter(world_, layout_.drafter_lead(), opts_.step_s, policy, waiting_for);
-  if (env.kind == kind) return env;
-  if (env.kind == MsgKind::kError) {
-    const auto e = decode<ErrorMsg>(env);
-    fail(fmt::format("rank {} ({}) failed: {}", e.rank, role_name(e.role), e.what));
-  }
-  fail(fmt::format("target leader: {} from rank {} while {}", kind_name(env.kind), env.peer,
-                   waiting_for));
+  link_.set_loss_policy(opts.loss_policy);
+  link_.set_push(opts.push);
 }
 
 void RemoteEngine::lose_drafter(const DrafterLost& e) {
-  loss_ = DrafterLoss{e.rank, round_, e.died, e.cause, "plain decoding"};
-  report_loss(*loss_);
-  metrics_.set_drafter_lost(e.rank);
+  if (link_.lose(e, round_)) metrics_.set_drafter_lost(e.rank);
 }
 
 std::vector<int32_t> RemoteEngine::choose(const std::vector<int32_t>& ids,
                                           const std::vector<int32_t>& limit) {
   // Without a drafter every sequence runs plain decode steps.
   std::vector<int32_t> ks =
-      loss_ ? std::vector<int32_t>(ids.size(), 0) : length_.choose(ids, limit);
+      link_.loss() ? std::vector<int32_t>(ids.size(), 0) : length().choose(ids, limit);
   for (size_t i = 0; i < ids.size(); ++i) chosen_[ids[i]] = ks[i];
   return ks;
 }
 
+// The joiners as the drafter ranks learn of them; the leader's lookup copies start them too.
 template <class M>
 M RemoteEngine::joiners_message() {
   M m;
   m.feature_dim = dim_;
   for (Joiner& j : joining_) {
+    link_.started(j.seq, j.prompt, std::span<const int32_t>(&j.first, 1));
     m.seqs.push_back(j.seq);
     m.prompts.push_back(std::move(j.prompt));
     m.emitted.push_back({j.first});
@@ -82,6 +58,13 @@ M RemoteEngine::joiners_message() {
     known_[j.seq] = true;
   }
   return m;
+}
+
+std::vector<float> RemoteEngine::joiners_features() const {
+  std::vector<float> features;
+  for (const Joiner& j : joining_)
+    features.insert(features.end(), j.features.begin(), j.features.end());
+  return features;
 }
 
 void RemoteEngine::admit(std::span<Slot* const> slots) {
@@ -117,71 +100,97 @@ void RemoteEngine::release(Slot& s) {
   s.drafter_live = false;
   const int32_t id = dseq(s);
   length_.finish(id);
+  off_length_.finish(id);
   chosen_.erase(id);
+  ahead_.erase(id);  // its pushed or leader-drafted speculation: dropped
   const auto j = std::find_if(joining_.begin(), joining_.end(),
                               [&](const Joiner& x) { return x.seq == id; });
   if (j != joining_.end()) {
     joining_.erase(j);  // never told to the drafter
   } else if (known_.erase(id)) {
-    send(FinishSeqs{{id}});
+    link_.finished(id);  // as the drafter's: without the tokens of a round it ended in
+    link_.send(FinishSeqs{{id}});
   }
 }
 
-void RemoteEngine::round(std::span<Slot* const> slots) {
-  auto start_batch = [&] {
-    std::vector<float> features;
-    for (const Joiner& j : joining_) features.insert(features.end(), j.features.begin(), j.features.end());
-    std::vector<int32_t> ids, limit;
-    for (const Joiner& j : joining_) {
-      ids.push_back(j.seq);
-      limit.push_back(j.limit);
-    }
-    StartSeqs m = joiners_message<StartSeqs>();
-    m.prespeculate = opts_.prespeculate;
-    m.first_k = choose(ids, limit);
-    joining_.clear();
-    send(m, features);
-    round_ = 0;
-    awaiting_ = true;
-  };
-  if (!awaiting_ && !joining_.empty()) start_batch();
-  if (!awaiting_) return;
+// Nothing runs: the joiners start a new batch (rounds count from 0 again).
+void RemoteEngine::start_batch() {
+  const std::vector<float> features = joiners_features();
+  std::vector<int32_t> ids, limit;
+  for (const Joiner& j : joining_) {
+    ids.push_back(j.seq);
+    limit.push_back(j.limit);
+  }
+  prespec_on_ = !opts_.prespeculate || prespec_.on();
+  StartSeqs m = joiners_message<StartSeqs>();
+  m.prespeculate = opts_.prespeculate;
+  m.first_k = choose(ids, limit);
+  joining_.clear();
+  link_.start_batch(m, std::as_bytes(std::span<const float>(features)));
+  round_ = 0;
+  awaiting_ = true;
+  answer_due_ = !link_.loss() && std::any_of(m.first_k.begin(), m.first_k.end(),
+                                             [](int32_t k) { return k > 0; });
+}
 
-  std::vector<Slot*> active;
-  for (Slot* s : slots)
-    if (s->running && known_.count(dseq(*s))) active.push_back(s);
-  // The round's speculations, taken as RemoteDecoder takes them (round_speculations.h): the
-  // policy's draft cost is the wait for the tokens asked.
+// The round's speculations, taken as RemoteDecoder takes them (round_speculations.h): those held
+// since the last outcome, then the answer when one is due. The policy's draft cost is the wait
+// for the tokens asked.
+RoundSpeculations RemoteEngine::take_speculations(const std::vector<Slot*>& active,
+                                                  double& wait_s) {
   RoundSpeculations specs(round_, opts_.k, static_cast<int32_t>(target_.config().vocab));
-  for (const Slot* s : active) specs.ask(dseq(*s), chosen_[dseq(*s)]);
-  double wait_s = 0;
-  std::optional<Envelope> env;
-  if (specs.answer_comes() && !loss_) {
+  for (const Slot* s : active) {
+    const int32_t id = dseq(*s);
+    specs.ask(id, chosen_[id]);
+    const auto a = ahead_.find(id);
+    if (a == ahead_.end()) continue;
+    specs.give(id, std::move(a->second));
+    ahead_.erase(a);
+  }
+  std::optional<SpeculationMsg> answer;
+  if (answer_due_ && !link_.loss()) {
     const double tw = monotonic_seconds();
     try {
-      env = receive(MsgKind::kSpeculation,
-                    fmt::format("waiting for the speculation of round {} from the drafter "
-                                "(rank {})",
-                                round_, layout_.drafter_lead()));
+      answer = link_.receive_answer(round_);
     } catch (const DrafterLost& e) {
       lose_drafter(e);
     }
     wait_s = monotonic_seconds() - tw;
   }
-  if (env) {
+  answer_due_ = false;
+  if (answer) {
     // Sequences released since their speculation was asked: theirs is dropped.
-    specs.take(decode<SpeculationMsg>(*env), /*drop_unasked=*/true);
-  } else if (loss_) {  // no answer will come: this round's sequences take plain decode steps
+    specs.take(std::move(*answer), /*drop_unasked=*/true);
+  } else if (link_.loss()) {  // no answer will come: this round's sequences take decode steps
     specs.take_none();
     for (const Slot* s : active) chosen_[dseq(*s)] = 0;
   }
+  length().observe_draft(specs.asked(), wait_s);
+  return specs;
+}
+
+void RemoteEngine::round(std::span<Slot* const> slots) {
+  if (!awaiting_ && !joining_.empty()) start_batch();
+  if (!awaiting_) return;
+  const double t0 = monotonic_seconds();
+  // ssd: the regime of this round's outcome, and the length policy that measures it.
+  prespec_on_ = !opts_.prespeculate || prespec_.on();
+
+  std::vector<Slot*> active;
+  for (Slot* s : slots)
+    if (s->running && known_.count(dseq(*s))) active.push_back(s);
+  double wait_s = 0;
+  RoundSpeculations specs = take_speculations(active, wait_s);
   awaiting_ = false;
+  if (active.empty()) {  // every sequence left since the outcome: nothing to verify
+    if (!joining_.empty()) start_batch();
+    return;
+  }
 
   Watchdog::Scope scope(dog_, fmt::format("verifying round {}", round_), opts_.step_s);
   std::vector<DraftTree> trees(active.size());
   std::vector<VerifyInput> inputs(active.size());
   std::vector<SpecSource> sources(active.size());
-  length_.observe_draft(specs.asked(), wait_s);
   for (size_t a = 0; a < active.size(); ++a) {
     Slot& s = *active[a];
     metrics_.add_chosen_length(chosen_[dseq(s)]);
@@ -196,14 +205,15 @@ void RemoteEngine::round(std::span<Slot* const> slots) {
   const double verify_dt = monotonic_seconds() - tv;
   int64_t rows = 0;
   for (const DraftTree& t : trees) rows += 1 + static_cast<int64_t>(t.size());
-  length_.observe_verify(rows, verify_dt);
+  length().observe_verify(rows, verify_dt);
 
   Outcome outcome;
   outcome.round = round_ + 1;
   outcome.feature_dim = dim_;
   outcome.verify_s = verify_dt;
+  outcome.prespeculate = prespec_on_;
   std::vector<float> round_features;
-  int64_t hits = 0, misses = 0;
+  int64_t hits = 0, misses = 0, emitted = 0;
   std::vector<Slot*> still;  // the sequences of outcome.seqs, in order
   for (size_t a = 0; a < active.size(); ++a) {
     Slot& s = *active[a];
@@ -211,7 +221,8 @@ void RemoteEngine::round(std::span<Slot* const> slots) {
     const int32_t accepted = static_cast<int32_t>(v.path.size());
     s.gen.forwards++;
     metrics_.add_round(static_cast<int64_t>(trees[a].size()), accepted);
-    length_.observe_outcome(dseq(s), static_cast<int32_t>(trees[a].size()), accepted);
+    for (SpecLengthController* l : {&length_, &off_length_})  // acceptance: in any regime
+      l->observe_outcome(dseq(s), static_cast<int32_t>(trees[a].size()), accepted);
     const SpecSource source = sources[a];
     if (source == SpecSource::kCache) ++hits;
     else if (source != SpecSource::kInitial && source != SpecSource::kDecodeStep) ++misses;
@@ -222,6 +233,7 @@ void RemoteEngine::round(std::span<Slot* const> slots) {
     o.feature_rows = dim_ > 0 ? 1 + accepted : 0;
     for (int32_t tok : v.emitted) {
       o.emitted.push_back(tok);
+      ++emitted;
       s.running = emit_slot_token(s, tok);
       if (!s.running) break;
     }
@@ -231,6 +243,7 @@ void RemoteEngine::round(std::span<Slot* const> slots) {
       release(s);  // FinishSeqs before the Outcome
       continue;
     }
+    link_.committed(o.seq, o.emitted);
     if (dim_ > 0)
       round_features.insert(round_features.end(), vr.seqs[a].features.begin(),
                             vr.seqs[a].features.end());
@@ -238,10 +251,13 @@ void RemoteEngine::round(std::span<Slot* const> slots) {
     still.push_back(&s);
   }
   metrics_.add_speculations(hits, misses, wait_s);
-  if (outcome.seqs.empty()) {
-    if (!joining_.empty()) start_batch();
-    return;
-  }
+  if (!outcome.seqs.empty()) send_outcome(outcome, still, round_features);
+  if (opts_.prespeculate) prespec_.observe_round(emitted, monotonic_seconds() - t0);
+  if (outcome.seqs.empty() && !joining_.empty()) start_batch();
+}
+
+void RemoteEngine::send_outcome(Outcome& outcome, const std::vector<Slot*>& still,
+                                std::span<const float> features) {
   // The next round's lengths of every sequence in it (the running ones and the joiners), chosen
   // together from every round verified so far.
   std::vector<int32_t> ids, limit;
@@ -256,15 +272,40 @@ void RemoteEngine::round(std::span<Slot* const> slots) {
   }
   const std::vector<int32_t> next = choose(ids, limit);
   for (size_t j = 0; j < still.size(); ++j) outcome.seqs[j].next_k = next[j];
+  // The round's pushes, and the lead's heartbeats (a batch that takes pushes).
+  try {
+    link_.poll(round_);
+  } catch (const DrafterLost& e) {
+    lose_drafter(e);
+  }
+  // Next speculations here before the answer: pushed hits, misses drafted here.
+  answer_due_ = false;
+  int64_t pushed = 0, drafted = 0;
+  for (size_t j = 0; j < still.size(); ++j) {
+    SeqOutcome& o = outcome.seqs[j];
+    const Slot& s = *still[j];
+    std::optional<SeqSpeculation> ahead =
+        link_.ahead(round_, o, s.req, static_cast<uint32_t>(s.gen.tokens.size()));
+    if (!ahead) {
+      answer_due_ = answer_due_ || o.next_k > 0;
+      continue;
+    }
+    ahead_[o.seq] = std::move(*ahead);
+    pushed += o.pushed ? 1 : 0;
+    drafted += o.leader_drafted ? 1 : 0;
+  }
+  metrics_.add_ahead(pushed, drafted);
   if (!joining_.empty()) {
-    std::vector<float> features;
-    for (const Joiner& j : joining_) features.insert(features.end(), j.features.begin(), j.features.end());
+    const std::vector<float> joiner_features = joiners_features();
     JoinSeqs m = joiners_message<JoinSeqs>();
     m.first_k.assign(next.begin() + static_cast<std::ptrdiff_t>(still.size()), next.end());
+    answer_due_ = answer_due_ || std::any_of(m.first_k.begin(), m.first_k.end(),
+                                             [](int32_t k) { return k > 0; });
     joining_.clear();
-    send(m, features);
+    link_.send(m, std::as_bytes(std::span<const float>(joiner_features)));
   }
-  send(outcome, round_features);
+  link_.send(outcome, std::as_bytes(features));
+  if (link_.loss()) answer_due_ = false;  // nothing was sent: no answer comes
   round_++;
   awaiting_ = true;
 }

@@ -18,18 +18,41 @@
 // and sent with the outcome (SeqOutcome::next_k); a sequence's first one with StartSeqs::first_k
 // or JoinSeqs::first_k. The policy lives as long as the engine: its costs carry over requests.
 //
+// --mode ssd takes what RemoteDecoder takes, through the same DrafterLeadLink
+// (actors/roles/drafter_lead_link.h): the drafter's pushed pre-speculation (an outcome found in
+// the push is verified next without waiting for the answer) and, under --miss-at leader with a
+// lookup drafter, misses drafted on the leader with its copies of the lookup (sent with the
+// outcome). A round whose running sequences all have their speculation so gets an answer only
+// for the sequences joining it. The leader's lookup copies see every start (StartSeqs, JoinSeqs),
+// token and finish; a sequence that leaves while a pushed or leader-drafted speculation for it
+// is held, or its entry in a push or an answer is on its way, has it dropped. The pre-speculation
+// switch (runtime/saguaro/prespec_switch.h) runs as in RemoteDecoder: rounds in blocks with
+// pre-speculation on or off (Outcome::prespeculate), each regime with its own length policy; its
+// rate is tokens per second of the rounds, whatever the batch held (sequences join and leave).
+// /metrics counts the pushed hits and the misses drafted here (ServeMetrics::add_ahead).
+//
+// An answer is due after an Outcome (or StartSeqs) exactly when one of its sequences was asked
+// for tokens and got none ahead (pushed, drafted here) or one joined asking for tokens; the
+// engine reads it in the next round even when every sequence it was for has left since (its
+// entries are then dropped), so it never meets a stale answer later.
+//
 // A lost drafter rank (actors/roles/drafter_loss.h, under --on-drafter-loss continue): the wait
-// for an answer names the loss (the lead's or another drafter rank's process gone, or the
-// deadline expired); the engine prints the one line, sets ssd:drafter_lost in the metrics, and
-// from then on sends the drafter nothing and runs every sequence, in flight or admitted later,
-// as a plain decode step (length 0): the target's tokens, slower. loss() hands it to the job.
+// for an answer, or a lead that sends no heartbeats while the rounds take pushes, names the loss
+// (the lead's or another drafter rank's process gone, or the deadline expired); the engine prints
+// the one line, sets ssd:drafter_lost in the metrics, and from then on sends the drafter nothing
+// and runs every sequence, in flight or admitted later, as a plain decode step (length 0): the
+// target's tokens, slower. loss() hands it to the job.
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
+#include "actors/roles/drafter_lead_link.h"
 #include "actors/roles/drafter_loss.h"
+#include "actors/roles/leader_lookup.h"
+#include "actors/roles/round_speculations.h"
 #include "actors/serve/decode_engine.h"
 #include "actors/serve/metrics.h"
 #include "actors/transport/protocol.h"
@@ -37,6 +60,7 @@
 #include "actors/transport/transport.h"
 #include "actors/transport/watchdog.h"
 #include "runtime/model/target_model.h"
+#include "runtime/saguaro/prespec_switch.h"
 #include "runtime/spec/spec_length.h"
 
 namespace ssd {
@@ -46,6 +70,8 @@ struct RemoteEngineOptions {
   int32_t k = 4;         // the speculation length, or with auto_k the top of its range
   bool auto_k = false;   // --k auto: each sequence's length chosen per round
   bool prespeculate = true;  // ssd; false: sd (the drafter drafts after each outcome)
+  bool push = true;          // ssd: take the drafter's pushed pre-speculation (PrespecPush)
+  PrespecSwitchOptions prespec;  // ssd: the pre-speculation switch (--prespec-switch)
   double step_s = 120;       // watchdog deadline of one wait
   DrafterLossPolicy loss_policy;  // what a lost drafter rank does (default: ends the job)
 };
@@ -55,6 +81,11 @@ class RemoteEngine final : public DecodeEngine {
   RemoteEngine(TargetModel& target, Transport& world, const RankLayout& layout, Watchdog& dog,
                const RemoteEngineOptions& opts, ServeMetrics& metrics);
 
+  // ssd, --miss-at leader: copies of the drafter rank's lookup drafters (leader_lookup.h); null
+  // (the default): --miss-at drafter. Set before the first admit().
+  void set_leader_lookup(std::unique_ptr<LeaderLookup> lookup) {
+    link_.set_leader_lookup(std::move(lookup));
+  }
   void admit(std::span<Slot* const> slots) override;
   void round(std::span<Slot* const> slots) override;
   void release(Slot& slot) override;
@@ -62,7 +93,8 @@ class RemoteEngine final : public DecodeEngine {
   int32_t k() const override { return opts_.k; }
   bool recoverable() const override { return false; }
   // The drafter rank lost under a continue policy (the rounds since are plain decode steps).
-  const std::optional<DrafterLoss>& loss() const { return loss_; }
+  const std::optional<DrafterLoss>& loss() const { return link_.loss(); }
+  const PrespecSwitch& prespec_switch() const { return prespec_; }
 
  private:
   struct Joiner {
@@ -73,29 +105,40 @@ class RemoteEngine final : public DecodeEngine {
     std::vector<float> features;  // [prompt, dim]
     int32_t limit = 0;            // the most tokens its first speculation may offer
   };
-  Envelope receive(MsgKind kind, const std::string& waiting_for);
   void lose_drafter(const DrafterLost& e);  // records the loss, says so once, sets the metric
-  template <class T> void send(const T& msg, std::span<const float> bulk = {});
+  void start_batch();
   template <class M> M joiners_message();  // StartSeqs or JoinSeqs of joining_ (then cleared)
+  std::vector<float> joiners_features() const;
   int32_t dseq(const Slot& s) const { return static_cast<int32_t>(s.id & 0x7fffffff); }
+  // The length policy of the current pre-speculation regime (ssd: one per regime).
+  SpecLengthController& length() { return prespec_on_ ? length_ : off_length_; }
   // The next speculation's length of each sequence (ids, with the most tokens each may offer),
   // chosen together and kept in chosen_.
   std::vector<int32_t> choose(const std::vector<int32_t>& ids, const std::vector<int32_t>& limit);
+  // The round's speculations: those held (pushed, drafted here), the answer when one is due.
+  RoundSpeculations take_speculations(const std::vector<Slot*>& active, double& wait_s);
+  // Sends the outcome (and the joiners before it); next speculations that need no answer are
+  // taken ahead. `still`: the slots of outcome.seqs, in order.
+  void send_outcome(Outcome& outcome, const std::vector<Slot*>& still,
+                    std::span<const float> features);
 
   TargetModel& target_;
-  Transport& world_;
-  const RankLayout& layout_;
   Watchdog& dog_;
   RemoteEngineOptions opts_;
   ServeMetrics& metrics_;
+  DrafterLeadLink link_;
   SpecLengthController length_;
+  SpecLengthController off_length_;  // ssd rounds with pre-speculation off
+  PrespecSwitch prespec_;
+  bool prespec_on_ = true;           // this round's regime
   std::map<int32_t, int32_t> chosen_;  // sequence -> the length asked of its next speculation
+  std::map<int32_t, SeqSpeculation> ahead_;  // next speculations held before the answer
   int64_t dim_ = 0;                 // floats of one position's features
   std::vector<Joiner> joining_;     // admitted, not yet told to the drafter
   std::map<int32_t, bool> known_;   // sequences the drafter speculates for
-  bool awaiting_ = false;           // an answer (StartSeqs' or Outcome's) is on its way
+  bool awaiting_ = false;           // a round is due: StartSeqs or an Outcome was sent
+  bool answer_due_ = false;         // and the drafter answers it
   int64_t round_ = 0;               // the round that answer is for
-  std::optional<DrafterLoss> loss_;  // set: the drafter is gone, nothing is sent to it
 };
 
 }  // namespace ssd

@@ -141,10 +141,12 @@ int run_serve(const ServeArgs& args, Cluster& cluster) {
     ro.k = kc.k;
     ro.auto_k = kc.automatic;
     ro.prespeculate = args.run.mode == "ssd";
+    ro.prespec = job.prespec_switch_options();
     ro.step_s = args.dist.watchdog_s;
     ro.loss_policy = job.loss_policy();
     auto re = std::make_unique<RemoteEngine>(job.target(), *cluster.world(), layout,
                                              cluster.dog(), ro, metrics);
+    re->set_leader_lookup(job.make_leader_lookup());  // --miss-at leader
     remote = re.get();
     engine = std::move(re);
   } else {

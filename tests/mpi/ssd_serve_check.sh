@@ -5,7 +5,8 @@
 # starts `mpirun -n RANKS ssd serve --mode MODE` on loopback (ephemeral port) and sends the three
 # greedy requests at once, then a fourth while they run (it joins the running batch: JoinSeqs),
 # requiring every response's tokens to equal the reference; checks the spec-decode counters of
-# /metrics; then SIGTERM to rank 0, and every rank must exit 0 (mpirun's status). Skips (exit 77)
+# /metrics (in --mode ssd with the n-gram drafter: misses drafted by the leader, --miss-at leader
+# being the default); then SIGTERM to rank 0, and every rank must exit 0 (mpirun's status). Skips (exit 77)
 # without the default model (SSD_MODEL). Every wait is bounded.
 set -euo pipefail
 BIN=$1 RANKS=$2 MODE=$3 DRAFTER=$4 K=$5
@@ -34,9 +35,10 @@ start_server "$OUT/port" "$OUT/serve.err" "$MPIRUN" "${ROOT[@]}" --oversubscribe
   -n "$RANKS" "$BIN" serve -m "$SSD_MODEL" --mode "$MODE" --drafter "$DRAFTER" --k "$K" \
   --threads 1 --max-batch 4 --watchdog-s 60 --port 0 --port-file "$OUT/port" ||
   { cat "$OUT/serve.err"; exit 1; }
-python3 - "$PORT" "$OUT" "$N" "$MODE" "${PROMPTS[@]}" <<'PY' || { cat "$OUT/serve.err"; exit 1; }
+python3 - "$PORT" "$OUT" "$N" "$MODE" "$DRAFTER" "${PROMPTS[@]}" <<'PY' || { cat "$OUT/serve.err"; exit 1; }
 import json, sys, threading, time, urllib.request
-port, out, n, mode, prompts = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+port, out, n, mode, drafter = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+prompts = sys.argv[6:]
 def call(prompt):
     body = json.dumps({"prompt": prompt, "max_tokens": n, "temperature": 0, "ignore_eos": True,
                        "return_token_ids": True}).encode()
@@ -73,6 +75,13 @@ print(f"chosen lengths: {values['ssd:spec_length_chosen_count']:.0f} sequence-ro
 assert values["ssd:spec_length_chosen_count"] >= values["ssd:spec_decode_num_drafts_total"]
 if mode == "ssd":
     assert values["ssd:spec_decode_cache_hits_total"] + values["ssd:spec_decode_cache_misses_total"] > 0
+    # Next speculations the leader had without waiting for the drafter's answer: hits from its
+    # pushed pre-speculation, misses it drafted itself (--miss-at leader, a lookup drafter).
+    pushed = values["ssd:spec_decode_pushed_hits_total"]
+    drafted = values["ssd:spec_decode_leader_drafted_misses_total"]
+    print(f"pushed hits {pushed:.0f}, misses drafted by the leader {drafted:.0f}")
+    if drafter == "ngram":
+        assert drafted > 0, "an n-gram drafter's misses were not drafted on the leader"
 sys.exit(1 if bad else 0)
 PY
 stop_server

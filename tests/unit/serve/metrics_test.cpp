@@ -17,6 +17,8 @@ TEST(ServeMetrics, SpecDecodeCounters) {
   m.add_round(2, 2);
   m.add_round(0, 0);  // an AR step: not a draft
   m.add_speculations(3, 1, 0.25);
+  m.add_ahead(2, 1);
+  m.add_ahead(0, 3);
   const std::string t = m.prometheus_text();
   EXPECT_EQ(metric(t, "ssd:spec_decode_num_drafts_total"), 3);
   EXPECT_EQ(metric(t, "ssd:spec_decode_num_draft_tokens_total"), 8);
@@ -27,6 +29,14 @@ TEST(ServeMetrics, SpecDecodeCounters) {
   EXPECT_DOUBLE_EQ(metric(t, "ssd:spec_decode_cache_hit_rate"), 0.75);
   EXPECT_DOUBLE_EQ(metric(t, "ssd:spec_decode_target_wait_seconds_total"), 0.25);
   EXPECT_NE(t.find("# TYPE ssd:spec_decode_num_drafts_total counter"), std::string::npos);
+  // The next speculations the leader did not wait for.
+  EXPECT_EQ(metric(t, "ssd:spec_decode_pushed_hits_total"), 2);
+  EXPECT_EQ(metric(t, "ssd:spec_decode_leader_drafted_misses_total"), 4);
+  for (const char* name :
+       {"ssd:spec_decode_pushed_hits_total", "ssd:spec_decode_leader_drafted_misses_total"}) {
+    EXPECT_NE(t.find(std::string("# TYPE ") + name + " counter"), std::string::npos) << name;
+    EXPECT_NE(t.find(std::string("# HELP ") + name + " "), std::string::npos) << name;
+  }
 }
 
 TEST(ServeMetrics, ChosenSpeculationLengthHistogram) {

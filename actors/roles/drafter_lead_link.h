@@ -1,0 +1,130 @@
+// The target leader's end of its exchange with the drafter lead, round by round, as both leaders
+// of a split run use it: RemoteDecoder (remote_decode.h: `ssd generate` and `ssd bench` with
+// drafter ranks) and the server's RemoteEngine (actors/serve/remote_engine.h). One
+// implementation, so the two cannot drift apart on how a round's next speculations arrive:
+//
+//   - frames to the lead go through send() (counted in bytes(); none once the drafter is lost);
+//   - frames from it through receive(): heartbeats are noted and passed over, pushed
+//     pre-speculation (PrespecPush) is kept, anything else is returned in order (a frame read
+//     while looking for pushes is held for the next receive());
+//   - after each verification, poll() reads every frame that has arrived (so the round's pushes
+//     are in) and checks that the lead was heard from within its heartbeats' deadline (rounds
+//     that take pushes or draft misses here wait for no answer, so no answer's deadline would
+//     see the lead hang: heartbeat.h, DrafterSilence);
+//   - ahead() decides, per outcome, where its next speculation comes from: the round's push when
+//     the outcome is in it (a hit, SeqOutcome::pushed), else, under --miss-at leader, drafted
+//     here with the leader's copy of the lookup the drafter said answers its misses
+//     (leader_lookup.h, SeqOutcome::leader_drafted), else nothing: the drafter's answer brings it;
+//   - the leader's lookup copies see every sequence's start, tokens and finish (started(),
+//     committed(), finished()), as the drafter ranks' lookups do.
+//
+// Pushes and leader-drafted misses are taken only in a batch that asked for pushes
+// (StartSeqs::push, set by start_batch() for ssd with pushes on): the drafter tells a change of
+// how it answers misses in a push when no answer comes, so a leader that takes no pushes could
+// draft with a stale choice, and waits for every answer instead. A sequence that ends while its
+// pushed or leader-drafted speculation is on its way is simply never looked up again: the
+// caller drops what it holds for it, and the lead drops it on the FinishSeqs.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "actors/roles/drafter_loss.h"
+#include "actors/roles/heartbeat.h"
+#include "actors/roles/leader_lookup.h"
+#include "actors/transport/frame.h"
+#include "actors/transport/protocol.h"
+#include "actors/transport/rank_layout.h"
+#include "actors/transport/transport.h"
+#include "actors/transport/watchdog.h"
+#include "runtime/generate/generation.h"
+
+namespace ssd {
+
+class DrafterLeadLink {
+ public:
+  // step_s: the deadline of one wait (--watchdog-s); the lead's heartbeats are due twice as often.
+  DrafterLeadLink(Transport& world, const RankLayout& layout, Watchdog& dog, double step_s);
+
+  // What to do when the drafter lead dies or misses a deadline (default: end the job).
+  void set_loss_policy(DrafterLossPolicy policy) { policy_ = std::move(policy); }
+  const DrafterLossPolicy& loss_policy() const { return policy_; }
+  // ssd: ask the drafter to push its pre-speculation and take hits from it (default on).
+  void set_push(bool on) { push_enabled_ = on; }
+  // --miss-at leader: copies of the drafter rank's lookups; null: --miss-at drafter. Set before
+  // the first batch: the copies must see every sequence the drafter ranks see.
+  void set_leader_lookup(std::unique_ptr<LeaderLookup> lookup) { lookup_ = std::move(lookup); }
+
+  // ---- sending (to the lead only: it relays starts, joins and finishes to the other drafter
+  // ranks in order with its own work, which messages from two senders could not guarantee)
+  template <class T>
+  void send(const T& msg, std::span<const std::byte> bulk = {}) {
+    if (loss_) return;  // nobody to tell
+    std::vector<std::byte> frame = encode_frame(msg, bulk);
+    bytes_ += static_cast<int64_t>(frame.size());
+    world_.send_frame(layout_.drafter_lead(), std::move(frame));
+  }
+  // A new batch: sets m.push (ssd with pushes on), sends m, forgets the last batch's push, and
+  // expects the lead's heartbeats from now when it pushes.
+  void start_batch(StartSeqs& m, std::span<const std::byte> bulk);
+  int64_t bytes() const { return bytes_; }  // drafter-link frames sent and received
+
+  // ---- receiving
+  // The next frame of `kind` from the lead, waited for under the step deadline and the loss
+  // policy (throws DrafterLost under a continue policy); another rank's error ends the job.
+  Envelope receive(MsgKind kind, const std::string& waiting_for);
+  // Round `round`'s answer (SpeculationMsg); notes how the drafter answers misses.
+  SpeculationMsg receive_answer(int64_t round);
+  // After round `round`'s verification, in a batch that takes pushes: reads what has arrived and
+  // checks the lead's heartbeats (fails the job, or throws DrafterLost under a continue policy).
+  void poll(int64_t round);
+
+  // ---- the next speculation of an outcome, when no answer is needed for it
+  // Sequence o.seq's outcome of round `round` (its next length o.next_k already chosen), of
+  // request `req` that has emitted `position` tokens: its next speculation from the round's push
+  // (o.pushed set) or drafted here (o.leader_drafted and o.drafted set), or nothing.
+  std::optional<SeqSpeculation> ahead(int64_t round, SeqOutcome& o, const GenerationRequest& req,
+                                      uint32_t position);
+
+  // ---- the leader's lookup copies (no-ops under --miss-at drafter)
+  void set_memory_scope(uint64_t scope);
+  void started(int32_t seq, std::span<const int32_t> prompt, std::span<const int32_t> emitted);
+  void committed(int32_t seq, std::span<const int32_t> tokens);
+  void finished(int32_t seq);
+
+  // ---- a lost drafter rank
+  const std::optional<DrafterLoss>& loss() const { return loss_; }
+  // Records the loss in round `round` and prints its line; false when one was already recorded.
+  bool lose(const DrafterLost& e, int64_t round);
+  void note_loss(const DrafterLoss& loss) {  // found elsewhere, already reported
+    if (!loss_) loss_ = loss;
+  }
+
+ private:
+  static constexpr double kSpinS = 0.02;  // see spin_for_frame()
+  std::optional<Envelope> spin_for_frame();
+  void heard_from(const Envelope& env);
+  void keep_push(const Envelope& env);
+  const PushedSpec* find_pushed(int64_t round, int32_t seq, int32_t k, int32_t bonus) const;
+
+  Transport& world_;
+  const RankLayout& layout_;
+  Watchdog& dog_;
+  double step_s_;
+  DrafterLossPolicy policy_;
+  DrafterSilence silence_{2 * step_s_};  // twice the step, as the drafter's LeaderWatch
+  int64_t bytes_ = 0;
+  bool push_enabled_ = true;
+  bool batch_push_ = false;          // this batch asked for pushes
+  std::optional<PrespecPush> push_;  // the latest pre-speculation the drafter pushed
+  std::unique_ptr<LeaderLookup> lookup_;        // --miss-at leader; null: drafter
+  MissLookup miss_lookup_ = MissLookup::kNone;  // as the drafter last said
+  std::deque<Envelope> held_;  // frames read while looking for pushes, not yet received
+  std::optional<DrafterLoss> loss_;
+};
+
+}  // namespace ssd
