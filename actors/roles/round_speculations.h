@@ -51,8 +51,8 @@ class RoundSpeculations {
   // `drop_unasked`, dropped: the server ends a sequence whose client left while its speculation
   // was on its way.
   void take(SpeculationMsg&& answer, bool drop_unasked = false);
-  // No answer will come (the drafter is lost): every sequence verifies an empty speculation, and
-  // asked() is 0.
+  // No answer will come (the drafter is lost, and the leader has no lookup copy to draft with):
+  // every sequence verifies an empty speculation, and asked() is 0.
   void take_none();
 
   // Sequence `seq`'s speculation as the tree to verify, cut to the length asked and to `left - 1`
