@@ -163,11 +163,11 @@ TEST_P(RemoteEngineLoss, RequestsInFlightAndAfterFinishWithTheTargetsTokens) {
         << loss.line();
     // The rounds after the loss: speculations drafted here with the lookup, or none at all.
     const std::string end = metrics.prometheus_text();
-    const double drafted_after =
-        test::metric(end, "ssd:spec_decode_num_draft_tokens_total") -
-        test::metric(at_loss, "ssd:spec_decode_num_draft_tokens_total");
-    const double leader_after = test::metric(end, "ssd:spec_decode_leader_drafted_misses_total") -
-                                test::metric(at_loss, "ssd:spec_decode_leader_drafted_misses_total");
+    const auto grown = [&](const char* name) {
+      return test::metric(end, name) - test::metric(at_loss, name);
+    };
+    const double drafted_after = grown("ssd:spec_decode_num_draft_tokens_total");
+    const double leader_after = grown("ssd:spec_decode_leader_drafted_misses_total");
     if (with_lookup) {
       EXPECT_GT(drafted_after, 0) << "no tokens drafted after the loss";
       EXPECT_GT(leader_after, 0) << "no speculation drafted by the leader after the loss";
