@@ -52,7 +52,7 @@ bool RoundSpeculations::awaits(int32_t seq) const {
 void RoundSpeculations::give(int32_t seq, SeqSpeculation&& spec) {
   Entry& e = entry(seq);
   SSD_CHECK(e.length > 0 && !e.taken,
-            "round {}: a speculation given ahead for sequence {}, which has one or is a decode step",
+            "round {}: speculation given ahead for sequence {}, which has one or is a decode step",
             round_, seq);
   e.spec = std::move(spec);
   e.spec.seq = seq;
