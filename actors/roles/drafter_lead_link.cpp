@@ -138,7 +138,15 @@ const PushedSpec* DrafterLeadLink::find_pushed(int64_t round, int32_t seq, int32
 std::optional<SeqSpeculation> DrafterLeadLink::ahead(int64_t round, SeqOutcome& o,
                                                      const GenerationRequest& req,
                                                      uint32_t position) {
-  if (!batch_push_ || loss_ || o.next_k == 0) return std::nullopt;  // 0: a decode step next
+  if (o.next_k == 0) return std::nullopt;  // a decode step next
+  if (loss_) {  // no drafter: the leader's own lookup, if it has one
+    std::optional<SeqSpeculation> d = draft_here(o.seq, o.next_k, req, position);
+    if (!d) return std::nullopt;
+    o.leader_drafted = true;
+    o.drafted = *d;
+    return d;
+  }
+  if (!batch_push_) return std::nullopt;
   if (const PushedSpec* e = find_pushed(round, o.seq, o.accepted, o.emitted.back())) {
     o.pushed = true;
     return SeqSpeculation{o.seq, static_cast<uint8_t>(SpecSource::kCache), e->tokens, e->q};
@@ -150,6 +158,17 @@ std::optional<SeqSpeculation> DrafterLeadLink::ahead(int64_t round, SeqOutcome& 
   o.leader_drafted = true;
   o.drafted = *d;
   return d;
+}
+
+bool DrafterLeadLink::drafts_after_loss() const {
+  return lookup_ && lookup_->own_choice() != MissLookup::kNone;
+}
+
+std::optional<SeqSpeculation> DrafterLeadLink::draft_here(int32_t seq, int32_t k,
+                                                          const GenerationRequest& req,
+                                                          uint32_t position) {
+  if (!drafts_after_loss()) return std::nullopt;
+  return lookup_->draft(lookup_->own_choice(), seq, k, req.sampler, req.stream, position);
 }
 
 void DrafterLeadLink::set_memory_scope(uint64_t scope) {
@@ -171,7 +190,11 @@ void DrafterLeadLink::finished(int32_t seq) {
 
 bool DrafterLeadLink::lose(const DrafterLost& e, int64_t round) {
   if (loss_) return false;
-  loss_ = DrafterLoss{e.rank, round, e.died, e.cause, "plain decoding"};
+  const std::string fallback =
+      drafts_after_loss()
+          ? fmt::format("the leader's {} drafts", lookup_->kind(lookup_->own_choice()))
+          : std::string(kPlainDecoding);
+  loss_ = DrafterLoss{e.rank, round, e.died, e.cause, fallback};
   report_loss(*loss_);
   return true;
 }

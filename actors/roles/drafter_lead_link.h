@@ -16,7 +16,11 @@
 //     here with the leader's copy of the lookup the drafter said answers its misses
 //     (leader_lookup.h, SeqOutcome::leader_drafted), else nothing: the drafter's answer brings it;
 //   - the leader's lookup copies see every sequence's start, tokens and finish (started(),
-//     committed(), finished()), as the drafter ranks' lookups do.
+//     committed(), finished()), as the drafter ranks' lookups do;
+//   - after a lost drafter rank (lose()), it decides for both leaders how the run goes on: with a
+//     lookup copy (--miss-at leader) every later speculation is drafted here with it (ahead(),
+//     draft_here(): the primary's copy if there is one, else the backup's), SD in the target's
+//     process; without one, plain decoding (lengths 0). Its one loss line says which.
 //
 // Pushes and leader-drafted misses are taken only in a batch that asked for pushes
 // (StartSeqs::push, set by start_batch() for ssd with pushes on): the drafter tells a change of
@@ -86,9 +90,18 @@ class DrafterLeadLink {
   // ---- the next speculation of an outcome, when no answer is needed for it
   // Sequence o.seq's outcome of round `round` (its next length o.next_k already chosen), of
   // request `req` that has emitted `position` tokens: its next speculation from the round's push
-  // (o.pushed set) or drafted here (o.leader_drafted and o.drafted set), or nothing.
+  // (o.pushed set) or drafted here (o.leader_drafted and o.drafted set), or nothing. After a
+  // loss: drafted here whenever a lookup copy can (draft_here()), in any batch.
   std::optional<SeqSpeculation> ahead(int64_t round, SeqOutcome& o, const GenerationRequest& req,
                                       uint32_t position);
+
+  // ---- after a loss
+  // Whether the leader drafts every later speculation with its lookup copy (else plain decoding).
+  bool drafts_after_loss() const;
+  // Sequence `seq`'s speculation of up to k tokens (k >= 1) drafted with that copy, its first
+  // token at output index `position` of the request; nothing when there is no copy.
+  std::optional<SeqSpeculation> draft_here(int32_t seq, int32_t k, const GenerationRequest& req,
+                                           uint32_t position);
 
   // ---- the leader's lookup copies (no-ops under --miss-at drafter)
   void set_memory_scope(uint64_t scope);
@@ -98,7 +111,8 @@ class DrafterLeadLink {
 
   // ---- a lost drafter rank
   const std::optional<DrafterLoss>& loss() const { return loss_; }
-  // Records the loss in round `round` and prints its line; false when one was already recorded.
+  // Records the loss in round `round` and prints its line (which says what the leader finishes
+  // with: its lookup's drafts or plain decoding); false when one was already recorded.
   bool lose(const DrafterLost& e, int64_t round);
   void note_loss(const DrafterLoss& loss) {  // found elsewhere, already reported
     if (!loss_) loss_ = loss;

@@ -64,8 +64,8 @@ ProcessState RankLiveness::state(int rank) const {
 
 std::string DrafterLoss::line() const {
   return fmt::format("ssd: lost drafter rank {}: {}; the target finishes every sequence with {} "
-                     "(output unchanged, slower)",
-                     rank, cause, fallback);
+                     "(output unchanged{})",
+                     rank, cause, fallback, fallback == kPlainDecoding ? ", slower" : "");
 }
 
 nlohmann::json DrafterLoss::to_json() const {

@@ -14,16 +14,20 @@
 //             slices; between slices it looks at the drafter's process when the two share a host
 //             (RankLiveness: gone -> "died" at once). At the step deadline (--watchdog-s) it gives
 //             up on a silent drafter ("deadline expired while ..."). Either way it prints ONE line
-//             (DrafterLoss::line) and verifies every later round with an empty speculation: a
-//             plain target decoding step (SD with no draft), so the output stays the target's
-//             token for token (sampled: its distribution), only slower. Once the command has
+//             (DrafterLoss::line) and finishes every sequence without the drafter ranks: under
+//             --miss-at leader its copy of the drafter's lookup (leader_lookup.h: the primary's
+//             when it is n-gram or suffix, else the backup speculator's) drafts every later
+//             speculation, SD with a lookup drafter in the target's process; without one
+//             (--miss-at drafter) every later round verifies an empty speculation, a plain
+//             target decoding step. Either way the output stays the target's token for token
+//             (sampled: its distribution); plain decoding is slower. Once the command has
 //             written everything, the job ends with MPI_Abort(0) (Cluster::end_past_lost_rank):
 //             Open MPI 4.1's MPI_Finalize can wait forever for the lost rank.
 //
 // A secondary drafter rank (ranks past the lead, draft-compute scaling) is lost the same way: the
 // lead's answers wait for every rank's pre-speculation share (drafter_actor.h), so one lost rank
 // stalls them all. The wait probes every drafter rank (DrafterLossPolicy::ranks), names the one
-// that is gone or stopped, and the leader falls back to plain decoding as for a lost lead. (The
+// that is gone or stopped, and the leader falls back as for a lost lead. (The
 // lead carrying on with fewer ranks would need it to learn of the loss and re-split the branch
 // plan mid-round; the fallback is simpler, and the output is the target's either way.)
 #pragma once
@@ -74,13 +78,18 @@ struct DrafterLossPolicy {
   std::chrono::milliseconds slice{100};  // how often the wait looks at the drafter's process
 };
 
+// What the leader finishes with when it has no lookup copy to draft with.
+inline constexpr const char* kPlainDecoding = "plain decoding";
+
 // One loss, as the leader reports it (the one stderr line, --stats-json "drafter_loss").
 struct DrafterLoss {
   int rank = -1;
   int64_t round = -1;     // the round the leader was waiting for (-1: outside a round)
   bool died = false;      // its process is gone (else: the deadline expired)
   std::string cause;      // "died" / "deadline of 3 s expired while waiting for ..."
-  std::string fallback;   // what the leader finishes with
+  // What the leader finishes with: kPlainDecoding, or "the leader's n-gram drafts" (its lookup
+  // copy, DrafterLeadLink::drafts_after_loss).
+  std::string fallback;
 
   std::string line() const;
   nlohmann::json to_json() const;

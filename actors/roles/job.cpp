@@ -171,7 +171,7 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
       env = wait_for_drafter(world, layout.drafter_lead(), spec.dist.watchdog_s, loss_policy_,
                              what);
     } catch (const DrafterLost& e) {
-      load_loss_ = DrafterLoss{e.rank, -1, e.died, e.cause, "plain decoding"};
+      load_loss_ = DrafterLoss{e.rank, -1, e.died, e.cause, kPlainDecoding};
       report_loss(*load_loss_);
       return;
     }

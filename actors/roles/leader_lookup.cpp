@@ -20,6 +20,19 @@ Drafter* LeaderLookup::drafter(MissLookup which) const {
   return nullptr;
 }
 
+MissLookup LeaderLookup::own_choice() const {
+  if (primary_) return MissLookup::kPrimary;
+  return backup_ ? MissLookup::kBackup : MissLookup::kNone;
+}
+
+std::string LeaderLookup::kind(MissLookup which) const {
+  const Drafter* d = drafter(which);
+  if (!d) return "";
+  const std::string name = d->name();  // "ngram:1-3", "suffix"
+  const std::string base = name.substr(0, name.find(':'));
+  return base == "ngram" ? "n-gram" : base;
+}
+
 void LeaderLookup::set_memory_scope(uint64_t scope) {
   for (Drafter* d : {primary_.get(), backup_.get()})
     if (d) d->set_memory_scope(scope);

@@ -14,12 +14,17 @@
 // emitted tokens, finish and memory scope exactly as the drafter rank's do (a suffix drafter's
 // memory of earlier requests then matches too). Drafts are exact: lookup drafts are deterministic,
 // their q one-hot, so verification of the leader's draft is as lossless as of the drafter's.
+//
+// After a lost drafter rank (drafter_loss.h) the same copies draft every later speculation: the
+// leader's own choice then (own_choice(): the primary's copy when there is one, else the
+// backup's), so the run goes on as SD with a lookup drafter in the target's process.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 
 #include "actors/transport/protocol.h"
 #include "runtime/spec/drafter.h"
@@ -37,6 +42,11 @@ class LeaderLookup {
   void finish(int32_t seq);
   // Whether a miss the drafter answers with `which` can be drafted here.
   bool can_draft(MissLookup which) const { return drafter(which) != nullptr; }
+  // The copy the leader drafts with once the drafter ranks are lost: the primary's when there is
+  // one, else the backup's; kNone without either.
+  MissLookup own_choice() const;
+  // What kind of lookup `which` is, for people: "n-gram", "suffix" ("" when absent).
+  std::string kind(MissLookup which) const;
   // Sequence `seq`'s next speculation of up to k tokens (k >= 1) with the drafter `which` names,
   // its first token at output index `position` of Philox stream `stream` (as the drafter rank
   // would draft it); nothing when `which` is kNone or that copy is absent.

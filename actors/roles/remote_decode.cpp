@@ -219,16 +219,43 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
       link_.lose(e, round);
     }
   }
-  if (link_.loss()) {  // no drafter: every running sequence verifies an empty speculation
-    specs.take_none();
-    for (size_t i = 0; i < run.seqs.size(); ++i)
-      if (run.seqs[i].running) run.chosen[i] = 0;
+  if (link_.loss()) {
+    speculate_without_drafter(run, specs);
     return;
   }
   const double wait_dt = monotonic_seconds() - tw;
   run.out.split.target_wait_s += wait_dt;
   run.length().observe_draft(specs.asked(), wait_dt);
   specs.take(std::move(*answer));
+}
+
+// No answer comes (the drafter is lost): every running sequence still awaiting its speculation
+// has it drafted here with the leader's lookup copy (DrafterLeadLink::draft_here), or, without
+// one, every sequence verifies an empty speculation (a plain decode step).
+void RemoteDecoder::speculate_without_drafter(Run& run, RoundSpeculations& specs) {
+  if (!link_.drafts_after_loss()) {
+    specs.take_none();
+    for (size_t i = 0; i < run.seqs.size(); ++i)
+      if (run.seqs[i].running) run.chosen[i] = 0;
+    return;
+  }
+  for (size_t i = 0; i < run.seqs.size(); ++i) {
+    const Run::Seq& s = run.seqs[i];
+    if (!s.running || !specs.awaits(s.id)) continue;
+    std::optional<SeqSpeculation> d = link_.draft_here(
+        s.id, run.chosen[i], run.reqs[i], static_cast<uint32_t>(run.out.gen[i].tokens.size()));
+    SSD_CHECK(d.has_value(), "the target leader has no lookup to draft sequence {} with", s.id);
+    specs.give(s.id, std::move(*d));
+    note_leader_drafted(run, i);
+  }
+  run.length().observe_draft(specs.asked(), 0.0);  // a lookup's draft costs no wait
+}
+
+void RemoteDecoder::note_leader_drafted(Run& run, size_t i) {
+  ++run.out.split.leader_drafted;
+  // The outcome trace: the latest round's record (its "hit" comes with the next round: a miss).
+  if (run.prespeculate && run.last_record[i] >= 0)
+    run.out.outcomes[static_cast<size_t>(run.last_record[i])].leader = true;
 }
 
 // The verification input of active sequence i: its speculation cut to the length asked for it
@@ -326,8 +353,8 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
   } catch (const DrafterLost& e) {
     link_.lose(e, round);
   }
-  if (link_.loss()) return;  // nobody to tell
-  take_ahead(run, round, still, outcome);
+  take_ahead(run, round, still, outcome);  // after a loss: drafted here, or nothing
+  if (link_.loss()) return;                  // nobody to tell
   if (!finished.seqs.empty()) link_.send(finished);
   if (!outcome.seqs.empty())
     link_.send(outcome, std::as_bytes(std::span<const float>(round_features)));
@@ -337,7 +364,8 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
 }
 
 // The outcomes of `still` whose next speculation is here before the answer (pushed hits, misses
-// drafted by the leader) become their next speculations at once: no wait for the answer.
+// drafted by the leader; after a loss, every one its lookup copy drafts) become their next
+// speculations at once: no wait for the answer.
 void RemoteDecoder::take_ahead(Run& run, int64_t round, const std::vector<size_t>& still,
                                Outcome& outcome) {
   for (size_t j = 0; j < still.size(); ++j) {
@@ -348,11 +376,7 @@ void RemoteDecoder::take_ahead(Run& run, int64_t round, const std::vector<size_t
     if (!next) continue;
     run.seqs[i].ready = std::move(next);
     if (o.pushed) ++run.out.split.pushed;
-    if (!o.leader_drafted) continue;
-    ++run.out.split.leader_drafted;
-    // The outcome trace: this round's record (its "hit" comes with the next round: a miss).
-    if (run.last_record[i] >= 0)
-      run.out.outcomes[static_cast<size_t>(run.last_record[i])].leader = true;
+    if (o.leader_drafted) note_leader_drafted(run, i);
   }
 }
 

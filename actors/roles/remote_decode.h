@@ -39,8 +39,10 @@
 // rate, acceptance after hits and misses, its busy time, the fan-out it used) fetched at the end.
 //
 // A lost drafter rank, the lead or another (drafter_loss.h): under a continue policy the leader
-// stops talking to the drafter ranks, prints one line, and verifies every later round with an
-// empty speculation (a plain target step), so the run finishes with the target's output; the
+// stops talking to the drafter ranks, prints one line, and finishes the run with the target's
+// output: under --miss-at leader every later speculation is drafted here with its lookup copy
+// (DrafterLeadLink::draft_here, at the length the policy chooses), SD in the target's process;
+// without a copy every later round verifies an empty speculation (a plain target step). The
 // result records the loss.
 #pragma once
 
@@ -53,6 +55,7 @@
 #include "actors/roles/fault_injection.h"
 #include "actors/roles/heartbeat.h"
 #include "actors/roles/leader_lookup.h"
+#include "actors/roles/round_speculations.h"
 #include "actors/transport/protocol.h"
 #include "actors/transport/rank_layout.h"
 #include "actors/transport/transport.h"
@@ -157,6 +160,9 @@ class RemoteDecoder {
   struct Run;  // one run's requests, results and sequences (remote_decode.cpp)
   void start_sequences(Run& run, bool prespeculate);
   void take_speculations(Run& run, int64_t round);
+  void speculate_without_drafter(Run& run, RoundSpeculations& specs);
+  // Request i's next speculation was drafted here: counted, and marked in the outcome trace.
+  void note_leader_drafted(Run& run, size_t i);
   VerifyInput verify_input(Run& run, size_t i, DraftTree& tree) const;
   void verify_round_and_answer(Run& run, const std::vector<size_t>& active, int64_t round);
   std::optional<SeqOutcome> apply_verification(Run& run, size_t i, const VerifyResult& v);

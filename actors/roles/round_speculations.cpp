@@ -44,10 +44,15 @@ void RoundSpeculations::take(SpeculationMsg&& answer, bool drop_unasked) {
   }
 }
 
+bool RoundSpeculations::awaits(int32_t seq) const {
+  const auto it = seqs_.find(seq);
+  return it != seqs_.end() && it->second.length > 0 && !it->second.taken;
+}
+
 void RoundSpeculations::give(int32_t seq, SeqSpeculation&& spec) {
   Entry& e = entry(seq);
   SSD_CHECK(e.length > 0 && !e.taken,
-            "round {}: a pushed speculation for sequence {}, which is a decode step or has one",
+            "round {}: speculation given ahead for sequence {}, which has one or is a decode step",
             round_, seq);
   e.spec = std::move(spec);
   e.spec.seq = seq;

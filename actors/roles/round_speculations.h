@@ -39,16 +39,20 @@ class RoundSpeculations {
   // Whether the drafter answers this round: it does not when every length is 0, nor when every
   // sequence asked for tokens already has its speculation from the drafter's push (give()).
   bool answer_comes() const { return awaited_ > 0; }
+  // Whether sequence `seq` was asked for tokens and has no speculation yet.
+  bool awaits(int32_t seq) const;
   // Sequence `seq`'s speculation arrived ahead of the answer (a pushed pre-speculation that hit:
-  // PrespecPush in protocol.h); the drafter leaves it out of its answer. Asked first, length > 0.
+  // PrespecPush in protocol.h), or the leader drafted it (its lookup copy: a miss under --miss-at
+  // leader, or any speculation once the drafter is lost); the drafter leaves it out of its
+  // answer. Asked first, length > 0.
   void give(int32_t seq, SeqSpeculation&& spec);
 
   // Takes the drafter's answer. An entry for a sequence not asked is an error, or, with
   // `drop_unasked`, dropped: the server ends a sequence whose client left while its speculation
   // was on its way.
   void take(SpeculationMsg&& answer, bool drop_unasked = false);
-  // No answer will come (the drafter is lost): every sequence verifies an empty speculation, and
-  // asked() is 0.
+  // No answer will come (the drafter is lost, and the leader has no lookup copy to draft with):
+  // every sequence verifies an empty speculation, and asked() is 0.
   void take_none();
 
   // Sequence `seq`'s speculation as the tree to verify, cut to the length asked and to `left - 1`

@@ -36,9 +36,10 @@ void RemoteEngine::lose_drafter(const DrafterLost& e) {
 
 std::vector<int32_t> RemoteEngine::choose(const std::vector<int32_t>& ids,
                                           const std::vector<int32_t>& limit) {
-  // Without a drafter every sequence runs plain decode steps.
-  std::vector<int32_t> ks =
-      link_.loss() ? std::vector<int32_t>(ids.size(), 0) : length().choose(ids, limit);
+  // Without a drafter and a lookup copy to draft here, every sequence runs plain decode steps.
+  std::vector<int32_t> ks = link_.loss() && !link_.drafts_after_loss()
+                                ? std::vector<int32_t>(ids.size(), 0)
+                                : length().choose(ids, limit);
   for (size_t i = 0; i < ids.size(); ++i) chosen_[ids[i]] = ks[i];
   return ks;
 }
@@ -161,12 +162,34 @@ RoundSpeculations RemoteEngine::take_speculations(const std::vector<Slot*>& acti
   if (answer) {
     // Sequences released since their speculation was asked: theirs is dropped.
     specs.take(std::move(*answer), /*drop_unasked=*/true);
-  } else if (link_.loss()) {  // no answer will come: this round's sequences take decode steps
-    specs.take_none();
-    for (const Slot* s : active) chosen_[dseq(*s)] = 0;
+  } else if (link_.loss()) {  // no answer will come: drafted here, or decode steps
+    speculate_without_drafter(active, specs);
   }
   length().observe_draft(specs.asked(), wait_s);
   return specs;
+}
+
+// After a loss, as RemoteDecoder: the sequences still awaiting their speculation have it drafted
+// here with the leader's lookup copy (DrafterLeadLink::draft_here); without one, every sequence
+// of the round takes a decode step.
+void RemoteEngine::speculate_without_drafter(const std::vector<Slot*>& active,
+                                             RoundSpeculations& specs) {
+  if (!link_.drafts_after_loss()) {
+    specs.take_none();
+    for (const Slot* s : active) chosen_[dseq(*s)] = 0;
+    return;
+  }
+  int64_t drafted = 0;
+  for (const Slot* s : active) {
+    const int32_t id = dseq(*s);
+    if (!specs.awaits(id)) continue;
+    std::optional<SeqSpeculation> d =
+        link_.draft_here(id, chosen_[id], s->req, static_cast<uint32_t>(s->gen.tokens.size()));
+    SSD_CHECK(d.has_value(), "the target leader has no lookup to draft sequence {} with", id);
+    specs.give(id, std::move(*d));
+    ++drafted;
+  }
+  metrics_.add_ahead(0, drafted);
 }
 
 void RemoteEngine::round(std::span<Slot* const> slots) {

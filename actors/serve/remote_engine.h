@@ -39,9 +39,11 @@
 // A lost drafter rank (actors/roles/drafter_loss.h, under --on-drafter-loss continue): the wait
 // for an answer, or a lead that sends no heartbeats while the rounds take pushes, names the loss
 // (the lead's or another drafter rank's process gone, or the deadline expired); the engine prints
-// the one line, sets ssd:drafter_lost in the metrics, and from then on sends the drafter nothing
-// and runs every sequence, in flight or admitted later, as a plain decode step (length 0): the
-// target's tokens, slower. loss() hands it to the job.
+// the one line, sets ssd:drafter_lost in the metrics, and from then on sends the drafter nothing.
+// Every sequence, in flight or admitted later, goes on as RemoteDecoder's do (the link decides):
+// under --miss-at leader each speculation is drafted here with the leader's lookup copy, at the
+// length the policy chooses (counted as leader-drafted); without a copy each round is a plain
+// decode step (length 0). The target's tokens either way. loss() hands it to the job.
 #pragma once
 
 #include <map>
@@ -92,7 +94,8 @@ class RemoteEngine final : public DecodeEngine {
   int64_t extra_positions() const override { return opts_.k; }
   int32_t k() const override { return opts_.k; }
   bool recoverable() const override { return false; }
-  // The drafter rank lost under a continue policy (the rounds since are plain decode steps).
+  // The drafter rank lost under a continue policy (the rounds since are drafted by the leader's
+  // lookup copy, or plain decode steps without one).
   const std::optional<DrafterLoss>& loss() const { return link_.loss(); }
   const PrespecSwitch& prespec_switch() const { return prespec_; }
 
@@ -117,6 +120,7 @@ class RemoteEngine final : public DecodeEngine {
   std::vector<int32_t> choose(const std::vector<int32_t>& ids, const std::vector<int32_t>& limit);
   // The round's speculations: those held (pushed, drafted here), the answer when one is due.
   RoundSpeculations take_speculations(const std::vector<Slot*>& active, double& wait_s);
+  void speculate_without_drafter(const std::vector<Slot*>& active, RoundSpeculations& specs);
   // Sends the outcome (and the joiners before it); next speculations that need no answer are
   // taken ahead. `still`: the slots of outcome.seqs, in order.
   void send_outcome(Outcome& outcome, const std::vector<Slot*>& still,

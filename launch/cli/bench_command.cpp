@@ -457,7 +457,8 @@ int run_bench(const BenchArgs& args, Cluster& cluster) {
       args.workloads ? fmt::format(" in {} categories", sets.size()) : std::string(),
       args.decode.n_predict, args.batch, args.decode.temp, args.target.threads, layout.summary(),
       session.file().summary(), build_description());
-  // A drafter rank lost mid-run (recovery mode): the ssd/sd rows after it are plain decoding.
+  // A drafter rank lost mid-run (recovery mode): the ssd/sd rows after it are the leader's lookup
+  // drafts or plain decoding (DrafterLoss::fallback), not the drafter ranks'.
   const std::optional<DrafterLoss> loss = job.drafter_loss();
   report(args, context, sets, measured,
          {{"links", cluster.links().to_json()},

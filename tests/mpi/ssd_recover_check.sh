@@ -12,6 +12,10 @@
 #               whose hits it takes from pushes: it waits for no answer, so it notices the hang
 #               from the drafter lead's missing heartbeats (two step deadlines: --watchdog-s 5,
 #               10 s) in the middle of a 3000-token run, and finishes it alone.
+#               In all three the leader goes on drafting with its copy of the n-gram lookup
+#               (--miss-at leader, the default: the backup speculator's copy under a model
+#               drafter, the primary's under ngram), and its line says so (a drafter lost while
+#               it loads leaves plain decoding: no rounds have started).
 #               All three end the job with MPI_Abort(0) once the output is written (MPI_Finalize
 #               may wait for the lost rank forever), with no rank left behind.
 #   kill-abort  no recovery mode, the drafter SIGKILLed: the job ends with a non-zero status in
@@ -85,12 +89,19 @@ else
     grep -q "^ssd: lost drafter rank $LEAD: deadline of 10 s expired while waiting for a heartbeat from the drafter (rank $LEAD) in round" "$DIR/log" ||
       fail "the line does not name the missing heartbeats"
   fi
-  python3 - "$DIR/ar.json" "$DIR/run.json" "$LEAD" "$N" <<'PY' || fail "the output differs from AR's"
+  python3 - "$DIR/ar.json" "$DIR/run.json" "$LEAD" "$N" "$DIR/log" <<'PY' || fail "the output differs from AR's, or the loss is misreported"
 import json, sys
 ar, run = (json.load(open(p)) for p in sys.argv[1:3])
 assert run["status"] == "ok", run["status"]
 loss = run["drafter_loss"]
-assert loss and loss["rank"] == int(sys.argv[3]) and loss["fallback"] == "plain decoding", loss
+assert loss and loss["rank"] == int(sys.argv[3]), loss
+# The leader's n-gram copy finishes the run; plain decoding only if the drafter never loaded.
+plain = "waiting for the drafter to load" in loss["cause"]
+want = "plain decoding" if plain else "the leader's n-gram drafts"
+assert loss["fallback"] == want, loss
+line = next(l for l in open(sys.argv[5]) if l.startswith("ssd: lost drafter rank"))
+tail = f"; the target finishes every sequence with {want} (output unchanged{', slower' if plain else ''})"
+assert line.rstrip("\n").endswith(tail), f"the loss line {line!r} does not end with {tail!r}"
 a, b = ar["output_token_ids"], run["output_token_ids"]
 assert len(a) == int(sys.argv[4]), len(a)
 if a != b:

@@ -94,7 +94,7 @@ lost, died = int(sys.argv[4]), not sys.argv[5].endswith("-stop")
 assert run["status"] == "ok", run["status"]
 loss = run["drafter_loss"]
 assert loss and loss["rank"] == lost and loss["died"] == died, loss
-assert loss["fallback"] == "plain decoding", loss
+assert loss["fallback"] == "the leader's n-gram drafts", loss
 a, b = ar["output_token_ids"], run["output_token_ids"]
 assert len(a) == 48 and a == b, f"tokens differ: AR {a} vs run {b}"
 trace = json.load(open(sys.argv[3]))
@@ -148,6 +148,9 @@ KIND=$(cut -d: -f2 <<<"$FAULT")
 grep -q "^ssd: fault injection: rank $LOST ([a-z]*) $KIND " "$DIR/log" || fail "the fault was not injected"
 LINES=$(grep -c "^ssd: lost drafter rank " "$DIR/log")
 ((LINES == 1)) || fail "$LINES lines about a lost drafter, not 1"
+# --miss-at leader (the default): the leader goes on with its copy of the n-gram backup.
+grep -q "^ssd: lost drafter rank $LOST: .*; the target finishes every sequence with the leader's n-gram drafts (output unchanged)\$" "$DIR/log" ||
+  fail "the line does not say the leader's n-gram drafts finish the run"
 if [[ $FAULT == *:stop:* ]]; then
   grep -q "^ssd: lost drafter rank $LOST: deadline of $WATCHDOG s expired .*(its process is stopped" \
     "$DIR/log" || fail "the line does not name rank $LOST stopped at the deadline"

@@ -3,6 +3,9 @@
 //   - under a continue policy: the loss is recorded once (rank, round, cause) and the run ends
 //     with generate_ar_batch's tokens; a probe that says the process is gone names it "died"
 //     without waiting for the deadline;
+//   - with the leader's lookup copy (--miss-at leader): every round after the loss verifies a
+//     speculation the leader drafted with it (its outcome records say "leader", and it offers
+//     tokens), the line names the fallback, and the tokens are still generate_ar_batch's;
 //   - under the default (abort) policy: the wait ends in TransportTimeout, as before.
 // And the pieces: the /proc process state, the per-host liveness table, auto's reading of the
 // launcher's recovery mode, and the watchdog's replaceable callback.
@@ -18,6 +21,7 @@
 
 #include "actors/roles/drafter_loss.h"
 #include "actors/roles/remote_decode.h"
+#include "runtime/drafters/ngram_drafter.h"
 #include "tests/unit/actors/split_fixture.h"
 
 namespace ssd {
@@ -38,7 +42,8 @@ struct LossRun {
 
 LossRun run_with_silent_drafter(TinyTarget& t, const std::vector<GenerationRequest>& reqs,
                                 DrafterLossPolicy policy, double step_s,
-                                std::atomic<bool>& silent) {
+                                std::atomic<bool>& silent,
+                                std::unique_ptr<LeaderLookup> lookup = nullptr) {
   LoopbackHub hub(2);
   // A two-token chain for every sequence in rounds 0..2, then silence (the mailbox still drained).
   std::thread drafter([&] {
@@ -52,6 +57,7 @@ LossRun run_with_silent_drafter(TinyTarget& t, const std::vector<GenerationReque
     const RankLayout leader = RankLayout::make(2, 0, 1);
     RemoteDecoder dec(target, hub.endpoint(0), leader, {}, 3, dog, step_s);
     dec.set_loss_policy(std::move(policy));
+    dec.set_leader_lookup(std::move(lookup));
     try {
       out.result = dec.run(reqs, true);
       dec.shutdown_drafters();  // the lost lead is not told (nothing to send on one drafter rank)
@@ -98,6 +104,92 @@ TEST(DrafterLoss, SilentDrafterUnderContinueFinishesWithArTokens) {
   EXPECT_NE(loss.line().find("ssd: lost drafter rank 1: deadline of 2 s expired"),
             std::string::npos);
   EXPECT_EQ(loss.to_json()["round"], 3);
+  expect_ar_tokens(t, reqs, r.result);
+}
+
+// Prompts that repeat, so the n-gram lookup finds matches from the first round.
+std::vector<GenerationRequest> repetitive_requests(size_t b) {
+  std::vector<GenerationRequest> reqs = requests(b);
+  for (GenerationRequest& r : reqs) {
+    const std::vector<int32_t> p = r.prompt;
+    for (int rep = 0; rep < 2; ++rep) r.prompt.insert(r.prompt.end(), p.begin(), p.end());
+  }
+  return reqs;
+}
+
+// The leader's n-gram copy as the primary (an n-gram drafter rank) or as the backup alone (a
+// model drafter rank with the n-gram backup speculator): the same fallback either way.
+class DrafterLossLookup : public ::testing::TestWithParam<bool> {};  // true: the primary's copy
+
+TEST_P(DrafterLossLookup, RoundsAfterTheLossAreDraftedByTheLeadersLookup) {
+  TinyTarget t;
+  const std::vector<GenerationRequest> reqs = repetitive_requests(2);
+  std::atomic<bool> silent{false};
+  DrafterLossPolicy policy;
+  policy.continue_on_loss = true;
+  policy.slice = 20ms;
+  policy.probe = [&](int) { return silent ? ProcessState::kGone : ProcessState::kRunning; };
+  auto ngram = std::make_unique<NgramDrafter>(NgramOptions{});
+  auto lookup = GetParam() ? std::make_unique<LeaderLookup>(std::move(ngram), nullptr)
+                           : std::make_unique<LeaderLookup>(nullptr, std::move(ngram));
+  const LossRun r = run_with_silent_drafter(t, reqs, policy, 600, silent, std::move(lookup));
+  ASSERT_EQ(r.error, "(no error)");
+  ASSERT_TRUE(r.result.drafter_loss.has_value());
+  const DrafterLoss& loss = *r.result.drafter_loss;
+  EXPECT_EQ(loss.round, 3);
+  EXPECT_EQ(loss.fallback, "the leader's n-gram drafts");
+  EXPECT_NE(loss.line().find("; the target finishes every sequence with the leader's n-gram "
+                             "drafts (output unchanged)"),
+            std::string::npos)
+      << loss.line();
+  EXPECT_EQ(loss.line().find("slower"), std::string::npos) << loss.line();
+  EXPECT_EQ(loss.to_json()["fallback"], "the leader's n-gram drafts");
+  // Every round from the loss on verified a speculation the leader drafted: the record of the
+  // round before it says so (rounds 2.. of each request, but for its last two: a request's last
+  // round may be a decode step, its last token), and they offered tokens (the prompts repeat,
+  // so the lookup finds matches).
+  int64_t leader = 0, offered_after = 0;
+  std::vector<int64_t> last_round(reqs.size(), -1);
+  for (const sim::OutcomeRecord& o : r.result.outcomes)
+    last_round[static_cast<size_t>(o.seq)] =
+        std::max(last_round[static_cast<size_t>(o.seq)], o.round);
+  for (const sim::OutcomeRecord& o : r.result.outcomes) {
+    if (o.round >= loss.round) offered_after += o.k;
+    if (o.round < loss.round - 1 || o.round + 1 >= last_round[static_cast<size_t>(o.seq)])
+      continue;
+    EXPECT_EQ(o.leader, std::optional<bool>(true)) << "request " << o.seq << ", round " << o.round;
+    ++leader;
+  }
+  EXPECT_GT(leader, 0);
+  EXPECT_GE(r.result.split.leader_drafted, leader);
+  EXPECT_GT(offered_after, 0) << "the leader's lookup offered no tokens after the loss";
+  expect_ar_tokens(t, reqs, r.result);
+}
+
+INSTANTIATE_TEST_SUITE_P(PrimaryOrBackup, DrafterLossLookup, ::testing::Bool(),
+                         [](const auto& info) {
+                           return std::string(info.param ? "Primary" : "Backup");
+                         });
+
+TEST(DrafterLoss, WithoutALookupCopyTheRoundsAfterTheLossArePlainDecodeSteps) {
+  TinyTarget t;
+  const std::vector<GenerationRequest> reqs = repetitive_requests(2);
+  std::atomic<bool> silent{false};
+  DrafterLossPolicy policy;
+  policy.continue_on_loss = true;
+  policy.slice = 20ms;
+  policy.probe = [&](int) { return silent ? ProcessState::kGone : ProcessState::kRunning; };
+  // A LeaderLookup with neither copy (a model drafter rank with --backup none) is no copy either.
+  const LossRun r = run_with_silent_drafter(t, reqs, policy, 600, silent,
+                                            std::make_unique<LeaderLookup>(nullptr, nullptr));
+  ASSERT_EQ(r.error, "(no error)");
+  ASSERT_TRUE(r.result.drafter_loss.has_value());
+  EXPECT_EQ(r.result.drafter_loss->fallback, "plain decoding");
+  EXPECT_TRUE(r.result.drafter_loss->line().ends_with("(output unchanged, slower)"));
+  for (const sim::OutcomeRecord& o : r.result.outcomes)
+    if (o.round >= r.result.drafter_loss->round) EXPECT_EQ(o.k, 0) << "round " << o.round;
+  EXPECT_EQ(r.result.split.leader_drafted, 0);
+  EXPECT_GT(r.result.split.decode_steps, 0);
   expect_ar_tokens(t, reqs, r.result);
 }
 

@@ -6,6 +6,9 @@
 // for; finish the requests in flight and one admitted after the loss with the target's greedy
 // tokens (generate_ar_batch's); send the lost drafter nothing more; and say so in /metrics
 // (ssd:drafter_lost). Every wait has a 600 s deadline: only the probe can end it in time.
+// With the leader's lookup copy (--miss-at leader: an n-gram primary) every round after the loss
+// drafts its speculations with it (the line says so, the draft tokens and leader-drafted counts
+// go on growing); without one (--miss-at drafter) the rounds after it offer no tokens at all.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -14,6 +17,7 @@
 #include <thread>
 
 #include "actors/serve/remote_engine.h"
+#include "runtime/drafters/ngram_drafter.h"
 #include "actors/transport/loopback_transport.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/serve/serve_fixture.h"
@@ -80,10 +84,11 @@ void scripted_lead(Transport& link, std::atomic<bool>& silent, std::atomic<int>&
   }
 }
 
-class RemoteEngineLoss : public ::testing::TestWithParam<int> {};  // the rank whose process goes
+// The rank whose process goes, and whether the leader holds a lookup copy (--miss-at leader).
+class RemoteEngineLoss : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(RemoteEngineLoss, RequestsInFlightAndAfterFinishWithTheTargetsTokens) {
-  const int lost = GetParam();
+  const auto [lost, with_lookup] = GetParam();
   const int world = lost == 1 ? 2 : 3;  // a secondary needs a 3-rank layout
   test::TempDir tmp;
   const std::string path =
@@ -112,6 +117,9 @@ TEST_P(RemoteEngineLoss, RequestsInFlightAndAfterFinishWithTheTargetsTokens) {
       return silent && rank == lost ? ProcessState::kGone : ProcessState::kRunning;
     };
     RemoteEngine eng(target, hub.endpoint(0), leader, dog, ro, metrics);
+    if (with_lookup)
+      eng.set_leader_lookup(
+          std::make_unique<LeaderLookup>(std::make_unique<NgramDrafter>(NgramOptions{}), nullptr));
     std::vector<Slot> slots(reqs.size());
     for (size_t i = 0; i < slots.size(); ++i) {
       slots[i].id = static_cast<int64_t>(i + 1);
@@ -136,6 +144,7 @@ TEST_P(RemoteEngineLoss, RequestsInFlightAndAfterFinishWithTheTargetsTokens) {
     ASSERT_FALSE(running.empty()) << "the requests ended before the loss";
     EXPECT_EQ(metrics.prometheus_text().find("ssd:drafter_lost{model_name=\"tiny\"} 0"),
               std::string::npos);
+    const std::string at_loss = metrics.prometheus_text();
     admit(2);  // after the loss
     for (int r = 0; r < 100 && !running.empty(); ++r) round();
     ASSERT_TRUE(running.empty());
@@ -148,7 +157,24 @@ TEST_P(RemoteEngineLoss, RequestsInFlightAndAfterFinishWithTheTargetsTokens) {
                               "(rank 1)"),
               std::string::npos)
         << loss.cause;
-    EXPECT_EQ(loss.fallback, "plain decoding");
+    EXPECT_EQ(loss.fallback, with_lookup ? "the leader's n-gram drafts" : "plain decoding");
+    EXPECT_TRUE(loss.line().ends_with(with_lookup ? "(output unchanged)"
+                                                  : "(output unchanged, slower)"))
+        << loss.line();
+    // The rounds after the loss: speculations drafted here with the lookup, or none at all.
+    const std::string end = metrics.prometheus_text();
+    const auto grown = [&](const char* name) {
+      return test::metric(end, name) - test::metric(at_loss, name);
+    };
+    const double drafted_after = grown("ssd:spec_decode_num_draft_tokens_total");
+    const double leader_after = grown("ssd:spec_decode_leader_drafted_misses_total");
+    if (with_lookup) {
+      EXPECT_GT(drafted_after, 0) << "no tokens drafted after the loss";
+      EXPECT_GT(leader_after, 0) << "no speculation drafted by the leader after the loss";
+    } else {
+      EXPECT_EQ(drafted_after, 0) << "plain decoding offers no tokens";
+      EXPECT_EQ(leader_after, 0);
+    }
     for (size_t i = 0; i < reqs.size(); ++i) {
       EXPECT_EQ(slots[i].gen.tokens, ar[i].tokens) << "request " << i;
       EXPECT_EQ(slots[i].kv, -1) << "request " << i << " still holds its KV sequence";
@@ -164,9 +190,12 @@ TEST_P(RemoteEngineLoss, RequestsInFlightAndAfterFinishWithTheTargetsTokens) {
   EXPECT_GT(test::metric(text, "ssd:spec_decode_num_draft_tokens_total"), 0);  // before the loss
 }
 
-INSTANTIATE_TEST_SUITE_P(LeadOrSecondary, RemoteEngineLoss, ::testing::Values(1, 2),
+INSTANTIATE_TEST_SUITE_P(LeadOrSecondary, RemoteEngineLoss,
+                         ::testing::Combine(::testing::Values(1, 2), ::testing::Bool()),
                          [](const auto& info) {
-                           return info.param == 1 ? std::string("Lead") : std::string("Secondary");
+                           return std::string(std::get<0>(info.param) == 1 ? "Lead"
+                                                                           : "Secondary") +
+                                  (std::get<1>(info.param) ? "LeaderNgram" : "PlainDecoding");
                          });
 
 }  // namespace
