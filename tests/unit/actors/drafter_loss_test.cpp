@@ -107,6 +107,15 @@ TEST(DrafterLoss, SilentDrafterUnderContinueFinishesWithArTokens) {
   expect_ar_tokens(t, reqs, r.result);
 }
 
+// A continue policy whose probe sees the drafter's process gone once `silent` is set.
+DrafterLossPolicy gone_once_silent(const std::atomic<bool>& silent) {
+  DrafterLossPolicy policy;
+  policy.continue_on_loss = true;
+  policy.slice = 20ms;
+  policy.probe = [&silent](int) { return silent ? ProcessState::kGone : ProcessState::kRunning; };
+  return policy;
+}
+
 // Prompts that repeat, so the n-gram lookup finds matches from the first round.
 std::vector<GenerationRequest> repetitive_requests(size_t b) {
   std::vector<GenerationRequest> reqs = requests(b);
@@ -125,10 +134,7 @@ TEST_P(DrafterLossLookup, RoundsAfterTheLossAreDraftedByTheLeadersLookup) {
   TinyTarget t;
   const std::vector<GenerationRequest> reqs = repetitive_requests(2);
   std::atomic<bool> silent{false};
-  DrafterLossPolicy policy;
-  policy.continue_on_loss = true;
-  policy.slice = 20ms;
-  policy.probe = [&](int) { return silent ? ProcessState::kGone : ProcessState::kRunning; };
+  const DrafterLossPolicy policy = gone_once_silent(silent);
   auto ngram = std::make_unique<NgramDrafter>(NgramOptions{});
   auto lookup = GetParam() ? std::make_unique<LeaderLookup>(std::move(ngram), nullptr)
                            : std::make_unique<LeaderLookup>(nullptr, std::move(ngram));
@@ -175,10 +181,7 @@ TEST(DrafterLoss, WithoutALookupCopyTheRoundsAfterTheLossArePlainDecodeSteps) {
   TinyTarget t;
   const std::vector<GenerationRequest> reqs = repetitive_requests(2);
   std::atomic<bool> silent{false};
-  DrafterLossPolicy policy;
-  policy.continue_on_loss = true;
-  policy.slice = 20ms;
-  policy.probe = [&](int) { return silent ? ProcessState::kGone : ProcessState::kRunning; };
+  const DrafterLossPolicy policy = gone_once_silent(silent);
   // A LeaderLookup with neither copy (a model drafter rank with --backup none) is no copy either.
   const LossRun r = run_with_silent_drafter(t, reqs, policy, 600, silent,
                                             std::make_unique<LeaderLookup>(nullptr, nullptr));
