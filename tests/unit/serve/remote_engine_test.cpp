@@ -9,7 +9,8 @@
 // or JoinSeqs; its warm-up asks K, then 1, which a fixed K never asks of a long request).
 //
 // What the engine takes ahead of the drafter's answer (actors/roles/drafter_lead_link.h), against
-// an n-gram drafter actor (--miss-at leader and drafter) and against a scripted drafter lead that
+// an n-gram drafter actor (--miss-at leader and drafter; sampled output the same token for token
+// whichever rank drafts the misses) and against a scripted drafter lead that
 // knows the target's tokens: a pushed hit is verified without an answer (the lead sends none); a
 // miss drafted on the leader goes out with the outcome; a sequence that leaves while its pushed
 // speculation is held, or while the answer for it is on its way, is dropped cleanly.
@@ -117,20 +118,18 @@ std::vector<GenerationRequest> repetitive(std::vector<GenerationRequest> reqs) {
   return reqs;
 }
 
-class RemoteEngineNgram : public ::testing::TestWithParam<bool> {};
+// One server run in --mode ssd with an n-gram drafter actor at a fixed K = 3, the leader drafting
+// misses (`at_leader`, --miss-at leader) or not: request 0 alone, 1 and a copy of it (slot 4)
+// join, slot 4's client leaves mid-run, 2 and 3 join. Pre-speculation in every round (the switch
+// off, so no regime depends on time). Returns each slot's tokens and the metrics text.
+struct NgramServerRun {
+  std::vector<std::vector<int32_t>> tokens;  // [slot]
+  std::string metrics;
+};
 
-// --mode ssd with an n-gram primary: under --miss-at leader every miss after a sequence's first
-// round is drafted on the leader and sent with the outcome, with joins and a leave between rounds;
-// under --miss-at drafter none is. Greedy output equals AR's either way.
-TEST_P(RemoteEngineNgram, LeaderDraftedMissesKeepGreedyOutputExact) {
-  const bool at_leader = GetParam();
-  constexpr size_t kRequests = 4;
-  test::split::TinyTarget tiny;
-  std::vector<GenerationRequest> reqs = repetitive(test::split::staggered_requests(kRequests, 12));
-  LocalTarget target(*tiny.engine->model, *tiny.engine->kv);
-  const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+NgramServerRun run_ngram_server(test::split::TinyTarget& tiny, LocalTarget& target,
+                                std::vector<GenerationRequest> reqs, bool at_leader) {
   reqs.push_back(reqs[1]);  // slot 4: request 1 again, a client that leaves mid-run
-
   LoopbackHub hub(2);
   NgramDrafter primary(NgramOptions{});
   SsdDrafterOptions so;
@@ -139,32 +138,54 @@ TEST_P(RemoteEngineNgram, LeaderDraftedMissesKeepGreedyOutputExact) {
   test::split::DrafterActorThread actor(hub, primary, so);
   actor.ready();
   ServeMetrics metrics("tiny", 3);
+  NgramServerRun out;
   {
     RemoteEngineOptions ro;
     ro.k = 3;
     ro.step_s = 30;
+    ro.prespec.adaptive = false;
     RemoteEngine eng(target, hub.endpoint(0), actor.leader_layout, actor.leader_dog, ro, metrics);
     if (at_leader)
-      eng.set_leader_lookup(std::make_unique<LeaderLookup>(
-          std::make_unique<NgramDrafter>(NgramOptions{}), std::make_unique<NgramDrafter>(NgramOptions{})));
+      eng.set_leader_lookup(
+          std::make_unique<LeaderLookup>(std::make_unique<NgramDrafter>(NgramOptions{}),
+                                         std::make_unique<NgramDrafter>(NgramOptions{})));
     test::EngineDriver d(eng, reqs);
     d.admit({0});
     d.round();
     d.admit({1, 4});  // join a running batch
     d.round();
     d.round();
-    ASSERT_TRUE(d.slots[4].running);
+    EXPECT_TRUE(d.slots[4].running);
     d.leave(4);  // its client leaves: FinishSeqs, and the leader's lookup copy drops it too
     d.admit({2, 3});
     for (int r = 0; r < 100 && !d.running.empty(); ++r) d.round();
-    ASSERT_TRUE(d.running.empty());
-    for (size_t i = 0; i < kRequests; ++i)
-      EXPECT_EQ(d.slots[i].gen.tokens, ar[i].tokens) << "request " << i;
+    EXPECT_TRUE(d.running.empty());
+    for (const auto& slot : d.slots) out.tokens.push_back(slot.gen.tokens);
     EXPECT_EQ(tiny.engine->kv->pages_in_use(), 0);
     hub.endpoint(0).send(actor.leader_layout.drafter_lead(), DrafterShutdown{});
   }
   actor.join();
-  const std::string text = metrics.prometheus_text();
+  out.metrics = metrics.prometheus_text();
+  return out;
+}
+
+class RemoteEngineNgram : public ::testing::TestWithParam<bool> {};
+
+// Under --miss-at leader every miss after a sequence's first round is drafted on the leader and
+// sent with the outcome, with joins and a leave between rounds; under --miss-at drafter none is.
+// Greedy output equals AR's either way.
+TEST_P(RemoteEngineNgram, LeaderDraftedMissesKeepGreedyOutputExact) {
+  const bool at_leader = GetParam();
+  constexpr size_t kRequests = 4;
+  test::split::TinyTarget tiny;
+  const std::vector<GenerationRequest> reqs =
+      repetitive(test::split::staggered_requests(kRequests, 12));
+  LocalTarget target(*tiny.engine->model, *tiny.engine->kv);
+  const std::vector<GenerationResult> ar = generate_ar_batch(target, reqs);
+  const NgramServerRun run = run_ngram_server(tiny, target, reqs, at_leader);
+  for (size_t i = 0; i < kRequests; ++i)
+    EXPECT_EQ(run.tokens[i], ar[i].tokens) << "request " << i;
+  const std::string& text = run.metrics;
   const double drafted = test::metric(text, "ssd:spec_decode_leader_drafted_misses_total");
   const double misses = test::metric(text, "ssd:spec_decode_cache_misses_total");
   EXPECT_GT(test::metric(text, "ssd:spec_decode_num_drafts_total"), 0);
@@ -176,6 +197,36 @@ TEST_P(RemoteEngineNgram, LeaderDraftedMissesKeepGreedyOutputExact) {
   } else {
     EXPECT_EQ(drafted, 0);
   }
+}
+
+// Sampled: a miss the leader drafts is the very draft the drafter rank would have sent (the same
+// lookup on the same tokens, q one-hot) and is verified with the request's own Philox draws, so
+// the server's sampled output is the same token for token whichever rank drafts the misses.
+TEST(RemoteEngineNgramSampled, LeaderDraftedMissesKeepSampledOutputAsTheDrafterWould) {
+  constexpr size_t kRequests = 4;
+  test::split::TinyTarget tiny;
+  std::vector<GenerationRequest> reqs = repetitive(test::split::staggered_requests(kRequests, 12));
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    reqs[i].sampler.temperature = 0.3f;
+    reqs[i].sampler.seed = 7;
+    reqs[i].stream = i;
+  }
+  LocalTarget target(*tiny.engine->model, *tiny.engine->kv);
+  std::vector<GenerationRequest> greedy = reqs;
+  for (GenerationRequest& r : greedy) r.sampler = SamplerConfig{};
+  const std::vector<GenerationResult> ar = generate_ar_batch(target, greedy);
+  const NgramServerRun leader = run_ngram_server(tiny, target, reqs, true);
+  const NgramServerRun drafter = run_ngram_server(tiny, target, reqs, false);
+  EXPECT_GT(test::metric(leader.metrics, "ssd:spec_decode_leader_drafted_misses_total"), 0);
+  EXPECT_EQ(test::metric(drafter.metrics, "ssd:spec_decode_leader_drafted_misses_total"), 0);
+  EXPECT_GT(test::metric(leader.metrics, "ssd:spec_decode_num_accepted_tokens_total"), 0);
+  size_t unlike_greedy = 0;  // the draws matter: sampling left the greedy path somewhere
+  for (size_t i = 0; i < kRequests; ++i) {
+    EXPECT_FALSE(leader.tokens[i].empty()) << "request " << i;
+    EXPECT_EQ(leader.tokens[i], drafter.tokens[i]) << "request " << i;
+    unlike_greedy += leader.tokens[i] != ar[i].tokens;
+  }
+  EXPECT_GT(unlike_greedy, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(MissAt, RemoteEngineNgram, ::testing::Values(true, false),
