@@ -139,21 +139,18 @@ std::optional<SeqSpeculation> DrafterLeadLink::ahead(int64_t round, SeqOutcome& 
                                                      const GenerationRequest& req,
                                                      uint32_t position) {
   if (o.next_k == 0) return std::nullopt;  // a decode step next
+  std::optional<SeqSpeculation> d;
   if (loss_) {  // no drafter: the leader's own lookup, if it has one
-    std::optional<SeqSpeculation> d = draft_here(o.seq, o.next_k, req, position);
-    if (!d) return std::nullopt;
-    o.leader_drafted = true;
-    o.drafted = *d;
-    return d;
+    d = draft_here(o.seq, o.next_k, req, position);
+  } else {
+    if (!batch_push_) return std::nullopt;
+    if (const PushedSpec* e = find_pushed(round, o.seq, o.accepted, o.emitted.back())) {
+      o.pushed = true;
+      return SeqSpeculation{o.seq, static_cast<uint8_t>(SpecSource::kCache), e->tokens, e->q};
+    }
+    if (lookup_ && lookup_->can_draft(miss_lookup_))
+      d = lookup_->draft(miss_lookup_, o.seq, o.next_k, req.sampler, req.stream, position);
   }
-  if (!batch_push_) return std::nullopt;
-  if (const PushedSpec* e = find_pushed(round, o.seq, o.accepted, o.emitted.back())) {
-    o.pushed = true;
-    return SeqSpeculation{o.seq, static_cast<uint8_t>(SpecSource::kCache), e->tokens, e->q};
-  }
-  if (!lookup_ || !lookup_->can_draft(miss_lookup_)) return std::nullopt;
-  std::optional<SeqSpeculation> d =
-      lookup_->draft(miss_lookup_, o.seq, o.next_k, req.sampler, req.stream, position);
   if (!d) return std::nullopt;
   o.leader_drafted = true;
   o.drafted = *d;

@@ -11,6 +11,15 @@
 
 namespace ssd {
 
+namespace {
+
+// Whether any of these first lengths asks the drafter for tokens (an answer then comes).
+bool drafts_any(const std::vector<int32_t>& first_k) {
+  return std::any_of(first_k.begin(), first_k.end(), [](int32_t k) { return k > 0; });
+}
+
+}  // namespace
+
 RemoteEngine::RemoteEngine(TargetModel& target, Transport& world, const RankLayout& layout,
                            Watchdog& dog, const RemoteEngineOptions& opts, ServeMetrics& metrics)
     : target_(target),
@@ -130,8 +139,7 @@ void RemoteEngine::start_batch() {
   link_.start_batch(m, std::as_bytes(std::span<const float>(features)));
   round_ = 0;
   awaiting_ = true;
-  answer_due_ = !link_.loss() && std::any_of(m.first_k.begin(), m.first_k.end(),
-                                             [](int32_t k) { return k > 0; });
+  answer_due_ = !link_.loss() && drafts_any(m.first_k);
 }
 
 // The round's speculations, taken as RemoteDecoder takes them (round_speculations.h): those held
@@ -322,8 +330,7 @@ void RemoteEngine::send_outcome(Outcome& outcome, const std::vector<Slot*>& stil
     const std::vector<float> joiner_features = joiners_features();
     JoinSeqs m = joiners_message<JoinSeqs>();
     m.first_k.assign(next.begin() + static_cast<std::ptrdiff_t>(still.size()), next.end());
-    answer_due_ = answer_due_ || std::any_of(m.first_k.begin(), m.first_k.end(),
-                                             [](int32_t k) { return k > 0; });
+    answer_due_ = answer_due_ || drafts_any(m.first_k);
     joining_.clear();
     link_.send(m, std::as_bytes(std::span<const float>(joiner_features)));
   }
