@@ -27,6 +27,18 @@ AttentionHeadsFn active_attention_heads() {
   return attention_heads_scalar;
 }
 
+AttentionSlotsFn active_attention_slots() {
+  switch (active_isa()) {
+    case Isa::Avx512:
+      return attention_slots_avx512;
+    case Isa::Avx2:
+      return attention_slots_avx2;
+    case Isa::Scalar:
+      break;
+  }
+  return attention_slots_scalar;
+}
+
 namespace {
 
 void attention_head_scalar(const float* q, const KvRows& kv, int64_t head_dim, float scale,
@@ -62,7 +74,37 @@ void attention_heads_scalar(const float* const* q, float* const* out, int G, con
   for (int h = 0; h < G; ++h) attention_head_scalar(q[h], kv, head_dim, scale, scratch, out[h]);
 }
 
+// The plain version shares no work between slots: each runs alone over its own positions.
+void attention_slots_scalar(const float* const* q, float* const* out, const int64_t* totals,
+                            int S, const KvRows& kv, int64_t head_dim, float scale,
+                            float* scratch) {
+  for (int s = 0; s < S; ++s)
+    attention_head_scalar(q[s], first_positions(kv, totals[s]), head_dim, scale, scratch, out[s]);
+}
+
 }  // namespace detail
+
+KvRows first_positions(const KvRows& kv, int64_t total) {
+  KvRows cut = kv;
+  cut.prefix = std::min(kv.prefix, total);
+  cut.n_extra = total - cut.prefix;
+  return cut;
+}
+
+int64_t attention_slots_scratch_floats(int64_t total, int64_t head_dim, int S) {
+  // [S, total rounded to 16] scores + [S, 2, head_dim rounded to 16] partial sums + [S] 1/sums
+  return int64_t{S} * ((total + 15) / 16 * 16 + 2 * ((head_dim + 15) / 16 * 16) + 1);
+}
+
+void attention_slots(const float* const* q, float* const* out, const int64_t* totals, int S,
+                     const KvRows& kv, int64_t head_dim, float scale, float* scratch) {
+  SSD_CHECK(S >= 0 && S <= 1024, "attention: {} query slots in one pass (0..1024 supported)", S);
+  for (int s = 0; s < S; ++s)
+    SSD_CHECK(totals[s] >= 0 && totals[s] <= (s == 0 ? kv.total() : totals[s - 1]),
+              "attention: slot {} sees {} positions (non-increasing, at most {} expected)", s,
+              totals[s], s == 0 ? kv.total() : totals[s - 1]);
+  detail::active_attention_slots()(q, out, totals, S, kv, head_dim, scale, scratch);
+}
 
 int64_t attention_scratch_floats(int64_t total, int64_t head_dim, int G) {
   // [G, total rounded to 16] scores + [G, 2, head_dim rounded to 16] partial sums

@@ -42,6 +42,22 @@ int64_t attention_scratch_floats(int64_t total, int64_t head_dim, int G);
 void attention_heads(const float* const* q, float* const* out, int G, const KvRows& kv,
                      int64_t head_dim, float scale, float* scratch);
 
+// Scratch floats attention_slots needs for S slots, the longest seeing `total` positions.
+int64_t attention_slots_scratch_floats(int64_t total, int64_t head_dim, int S);
+
+// The rows of a causal block in one pass over the K/V rows: S query slots (a slot is one query
+// head of one query row, all reading the KV head at kv.offset), slot s seeing the first
+// totals[s] positions of kv (totals non-increasing, totals[0] <= kv.total(), S <= 1024).
+// out[s][head_dim] is bit for bit what attention_heads gives slot s's head alone over a KvRows
+// cut to its first totals[s] positions, whatever the other slots are; with no position
+// visible, all zeros. Row i of a verification or prefill block sees the prefix and the block's
+// rows 0..i, so its positions are the first prefix + i + 1 of the last row's.
+void attention_slots(const float* const* q, float* const* out, const int64_t* totals, int S,
+                     const KvRows& kv, int64_t head_dim, float scale, float* scratch);
+
+// kv cut to its first `total` positions (total <= kv.total()).
+KvRows first_positions(const KvRows& kv, int64_t total);
+
 // One head (G = 1), with its own scratch: for tests and callers off the hot path.
 void attention_head(const float* q, const KvRows& kv, int64_t head_dim, float scale, float* out);
 
@@ -60,8 +76,21 @@ void attention_heads_avx2(const float* const* q, float* const* out, int G, const
                           int64_t head_dim, float scale, float* scratch);
 void attention_heads_avx512(const float* const* q, float* const* out, int G, const KvRows& kv,
                             int64_t head_dim, float scale, float* scratch);
-// The kernel of the active ISA (kernels/cpu/rowops.h active_isa()).
+using AttentionSlotsFn = void (*)(const float* const* q, float* const* out,
+                                  const int64_t* totals, int S, const KvRows& kv,
+                                  int64_t head_dim, float scale, float* scratch);
+void attention_slots_scalar(const float* const* q, float* const* out, const int64_t* totals,
+                            int S, const KvRows& kv, int64_t head_dim, float scale,
+                            float* scratch);
+void attention_slots_avx2(const float* const* q, float* const* out, const int64_t* totals,
+                          int S, const KvRows& kv, int64_t head_dim, float scale,
+                          float* scratch);
+void attention_slots_avx512(const float* const* q, float* const* out, const int64_t* totals,
+                            int S, const KvRows& kv, int64_t head_dim, float scale,
+                            float* scratch);
+// The kernels of the active ISA (kernels/cpu/rowops.h active_isa()).
 AttentionHeadsFn active_attention_heads();
+AttentionSlotsFn active_attention_slots();
 }  // namespace detail
 
 }  // namespace ssd::kernels

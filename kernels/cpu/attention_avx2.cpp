@@ -11,6 +11,7 @@ namespace {
 struct Avx2 {
   using reg = __m256;
   static constexpr int width = 8;
+  static constexpr int dot_slots = 2;  // 8 accumulators + 4 K rows + q of 16 registers
   // Lane i is selected when i < n (the sign bit of each 32-bit mask lane).
   static __m256i mask(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -54,6 +55,12 @@ struct Avx2 {
 void attention_heads_avx2(const float* const* q, float* const* out, int G, const KvRows& kv,
                           int64_t head_dim, float scale, float* scratch) {
   attention_heads_simd<Avx2>(q, out, G, kv, head_dim, scale, scratch);
+}
+
+void attention_slots_avx2(const float* const* q, float* const* out, const int64_t* totals,
+                          int S, const KvRows& kv, int64_t head_dim, float scale,
+                          float* scratch) {
+  attention_slots_simd<Avx2>(q, out, totals, S, kv, head_dim, scale, scratch);
 }
 
 }  // namespace ssd::kernels::detail

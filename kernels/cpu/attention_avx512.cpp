@@ -13,6 +13,7 @@ namespace {
 struct Avx512 {
   using reg = __m512;
   static constexpr int width = 16;
+  static constexpr int dot_slots = 4;  // 16 accumulators + 4 K rows + q of 32 registers
   static __mmask16 mask(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
   static reg zero() { return _mm512_setzero_ps(); }
   static reg set1(float x) { return _mm512_set1_ps(x); }
@@ -46,6 +47,12 @@ struct Avx512 {
 void attention_heads_avx512(const float* const* q, float* const* out, int G, const KvRows& kv,
                             int64_t head_dim, float scale, float* scratch) {
   attention_heads_simd<Avx512>(q, out, G, kv, head_dim, scale, scratch);
+}
+
+void attention_slots_avx512(const float* const* q, float* const* out, const int64_t* totals,
+                          int S, const KvRows& kv, int64_t head_dim, float scale,
+                          float* scratch) {
+  attention_slots_simd<Avx512>(q, out, totals, S, kv, head_dim, scale, scratch);
 }
 
 }  // namespace ssd::kernels::detail

@@ -2,7 +2,7 @@
 // and instantiated by attention_avx2.cpp and attention_avx512.cpp (each compiled with its own
 // instruction set; everything here has internal linkage).
 //
-// V provides: reg, width, zero, set1, load, load_n (first n lanes, others 0), store, store_n,
+// V provides: reg, width, dot_slots (query slots sharing one load of 4 K rows), zero, set1, load, load_n (first n lanes, others 0), store, store_n,
 // fmadd, add, sub, mul, max, reduce_add, reduce_max, reduce4 (four horizontal sums at once), exp,
 // and lanes_below(n) to mask a tail.
 //
@@ -235,6 +235,135 @@ void attention_heads_simd(const float* const* q, float* const* out, int G, const
       const int n = static_cast<int>(head_dim - d);
       V::store_n(out[h] + d,
                  V::mul(V::add(V::load_n(even + d, n), V::load_n(odd + d, n)), s), n);
+    }
+  }
+}
+
+// dot4_simd for NS query slots over the same 4 keys: each K register is loaded once for all NS
+// slots, and each slot gets exactly dot4_simd's operations (same FMAs in the same order, same
+// reduce4), so its 4 scores are the bits dot4_simd gives it. scores[s][0..3] receives slot s's.
+template <class V, int NS>
+inline void dot4_slots(const float* const* q, const float* const k[4], int64_t head_dim,
+                       float scale, float* const* scores) {
+  constexpr int W = V::width;
+  typename V::reg a[NS][4];
+#pragma GCC unroll 8
+  for (int s = 0; s < NS; ++s) a[s][0] = a[s][1] = a[s][2] = a[s][3] = V::zero();
+  int64_t d = 0;
+  for (; d + W <= head_dim; d += W) {
+    const auto k0 = V::load(k[0] + d), k1 = V::load(k[1] + d), k2 = V::load(k[2] + d),
+               k3 = V::load(k[3] + d);
+#pragma GCC unroll 8
+    for (int s = 0; s < NS; ++s) {
+      const auto x = V::load(q[s] + d);
+      a[s][0] = V::fmadd(x, k0, a[s][0]);
+      a[s][1] = V::fmadd(x, k1, a[s][1]);
+      a[s][2] = V::fmadd(x, k2, a[s][2]);
+      a[s][3] = V::fmadd(x, k3, a[s][3]);
+    }
+  }
+  if (d < head_dim) {
+    const int n = static_cast<int>(head_dim - d);
+    const auto k0 = V::load_n(k[0] + d, n), k1 = V::load_n(k[1] + d, n),
+               k2 = V::load_n(k[2] + d, n), k3 = V::load_n(k[3] + d, n);
+#pragma GCC unroll 8
+    for (int s = 0; s < NS; ++s) {
+      const auto x = V::load_n(q[s] + d, n);
+      a[s][0] = V::fmadd(x, k0, a[s][0]);
+      a[s][1] = V::fmadd(x, k1, a[s][1]);
+      a[s][2] = V::fmadd(x, k2, a[s][2]);
+      a[s][3] = V::fmadd(x, k3, a[s][3]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int s = 0; s < NS; ++s) {
+    float r[4];
+    V::reduce4(a[s][0], a[s][1], a[s][2], a[s][3], r);
+    for (int j = 0; j < 4; ++j) scores[s][j] = r[j] * scale;
+  }
+}
+
+// S query slots over one pass of the K/V rows of kv, slot s seeing the first totals[s] of kv's
+// positions (totals non-increasing, totals[0] <= kv.total()): the rows of a causal block, each
+// with the heads of one KV head. Per slot exactly the operations of attention_heads_simd for a
+// lone head over its own positions: the same dot4 groups (a slot whose total ends inside a group
+// gets the group's real keys in the lanes past its total instead of repeats of the first key;
+// a lane's score depends on its own key only, and those lanes are never read), the same softmax
+// over its own total, the same tiles of 16 keys for the V sums, its last tile ending at its
+// total. So a slot's result is bit for bit what attention_heads gives that head alone, whatever
+// the other slots are. The K rows of a group of 4 keys are loaded once for all slots and the V
+// rows of a tile used by all slots while in L1; each slot drops out after its last key.
+// scratch: attention_slots_scratch_floats() floats.
+template <class V>
+void attention_slots_simd(const float* const* q, float* const* out, const int64_t* totals,
+                          int S, const KvRows& kv, int64_t head_dim, float scale,
+                          float* scratch) {
+  constexpr int W = V::width;
+  constexpr int NS = V::dot_slots;  // slots sharing one load of 4 K rows
+  const int64_t longest = S > 0 ? totals[0] : 0;
+  const int64_t stride = (longest + 15) / 16 * 16;   // scores of one slot
+  const int64_t hd_pad = (head_dim + 15) / 16 * 16;  // accumulators of one slot
+  float* scores = scratch;                            // [S, stride]
+  float* acc = scratch + S * stride;                  // [S, 2, hd_pad]
+  float* inv = acc + S * 2 * hd_pad;                  // [S]
+  auto live = [&](int64_t t0) {  // slots that see position t0: a prefix of the slots
+    int n = 0;
+    while (n < S && totals[n] > t0) ++n;
+    return n;
+  };
+  auto at = [&](int64_t t) { return t < kv.prefix ? t : kv.extra[t - kv.prefix]; };
+
+  // 1. scores, four keys at a time for every slot that sees the group's first key (the
+  //    longest slot's last group padded with repeats of its first key); all 4 lanes are stored,
+  //    the row has room (stride is a multiple of 16)
+  int n_live = S;
+  for (int64_t t0 = 0; t0 < longest; t0 += 4) {
+    const float* k[4];
+    for (int j = 0; j < 4; ++j) k[j] = kv.k[at(t0 + j < longest ? t0 + j : t0)] + kv.offset;
+    n_live = live(t0);
+    float* dst[NS];
+    int s = 0;
+    for (; s + NS <= n_live; s += NS) {
+      for (int j = 0; j < NS; ++j) dst[j] = scores + (s + j) * stride + t0;
+      dot4_slots<V, NS>(q + s, k, head_dim, scale, dst);
+    }
+    for (; s < n_live; ++s) {
+      dst[0] = scores + s * stride + t0;
+      dot4_slots<V, 1>(q + s, k, head_dim, scale, dst);
+    }
+  }
+
+  // 2. softmax numerators and their sums, each slot over its own positions
+  for (int s = 0; s < S; ++s)
+    inv[s] = totals[s] > 0 ? softmax_numerators<V>(scores + s * stride, totals[s]) : 0.0f;
+
+  // 3. weighted sums of V, tile by tile of keys, every slot that sees the tile per tile
+  std::fill(acc, acc + S * 2 * hd_pad, 0.0f);
+  const float* vrow[kTileKeys];
+  for (int64_t t0 = 0; t0 < longest; t0 += kTileKeys) {
+    const int64_t t1 = std::min(longest, t0 + kTileKeys);
+    for (int64_t t = t0; t < t1; ++t) vrow[t - t0] = kv.v[at(t)] + kv.offset;
+    auto row_of = [&](int64_t t) { return vrow[t - t0]; };
+    n_live = live(t0);
+    for (int s = 0; s < n_live; ++s)
+      weighted_sum_range<V>(scores + s * stride, t0, std::min(t1, totals[s]), row_of, head_dim,
+                            acc + (2 * s) * hd_pad, acc + (2 * s + 1) * hd_pad);
+  }
+  for (int s = 0; s < S; ++s) {
+    if (totals[s] == 0) {
+      std::fill(out[s], out[s] + head_dim, 0.0f);
+      continue;
+    }
+    const float* even = acc + (2 * s) * hd_pad;
+    const float* odd = acc + (2 * s + 1) * hd_pad;
+    const auto sc = V::set1(inv[s]);
+    int64_t d = 0;
+    for (; d + W <= head_dim; d += W)
+      V::store(out[s] + d, V::mul(V::add(V::load(even + d), V::load(odd + d)), sc));
+    if (d < head_dim) {
+      const int n = static_cast<int>(head_dim - d);
+      V::store_n(out[s] + d,
+                 V::mul(V::add(V::load_n(even + d, n), V::load_n(odd + d, n)), sc), n);
     }
   }
 }

@@ -3,9 +3,12 @@
 //
 // Scheduling, for a decoded token of a small model (~200 ops, each a few microseconds):
 //   - matmul splits weight rows over the pool (kernels/cpu/matmul.cpp);
-//   - attention runs every (query, head) pair of the batch in one parallel region, the threads
-//     claiming pairs from a shared counter (largest first) so that a causal prefill, whose late
-//     queries see many more keys than its early ones, keeps every core busy to the end;
+//   - attention runs the whole batch in one parallel region, the threads claiming tasks from a
+//     shared counter (largest first) so that a causal prefill, whose late queries see many more
+//     keys than its early ones, keeps every core busy to the end; the rows of a causal block
+//     (their visible positions nest) share one pass over the cached K/V rows per task
+//     (kernels::attention_slots), a block being split into interleaved subsets of rows so that
+//     the threads get about equal shares; a row that does not nest (a tree branch) runs alone;
 //   - the page table of each sequence is walked once per layer into per-position row pointers
 //     that all of its queries and heads share;
 //   - element-wise ops (RMSNorm, RoPE, SwiGLU, adds, K/V stores, embedding rows) run on the
@@ -22,6 +25,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/attention.h"
@@ -53,6 +57,12 @@ namespace {
 // Below this many floats an element-wise op stays on the calling thread: at ~1-4 floats per ns
 // it is done in < 10 us, the same order as waking the pool and waiting for the slowest thread.
 constexpr int64_t kParallelMinFloats = 32768;
+
+// An attention task holds at most this many rows of a causal block, and this many (row, head)
+// slots: their scores and partial sums stay within a thread's scratch (~200 KB at 1000 cached
+// positions) and the slot arrays on its stack.
+constexpr int kMaxTaskRows = 16;
+constexpr int kMaxTaskSlots = 256;
 
 // cos/sin of one RoPE frequency set at positions [0, size): [pos][cos(half) | sin(half)].
 struct RopeTable {
@@ -304,6 +314,15 @@ class CpuBackend final : public Backend {
   std::vector<SeqRows> seq_rows_;
   size_t n_seq_rows_ = 0;
   std::vector<int32_t> query_rows_;  // [n] index into seq_rows_
+  // attention's work: chains of nested rows [begin, end) and the tasks they are split into
+  struct AttentionTask {
+    int64_t first = 0, step = 1, count = 1;  // rows first + k * step, k < count
+    int64_t group = 0;                       // index into group_heads_
+    int64_t cost = 0;                        // visible positions summed over the rows
+  };
+  void plan_attention_tasks(const AttentionCall& c, int64_t n_groups, int64_t max_rows);
+  std::vector<std::pair<int64_t, int64_t>> chains_;
+  std::vector<AttentionTask> tasks_;
   std::vector<float*> slots_;        // store_kv: [n][K, V] destination rows
 };
 
@@ -344,8 +363,8 @@ void CpuBackend::attention(const AttentionCall& c) {
     }
     max_total = std::max(max_total, c.prefix_len[i] + n_extra);
   }
-  // The query heads of each KV head (grouped-query attention): one task per (query, KV head)
-  // runs all of them over one pass of the K/V rows.
+  // The query heads of each KV head (grouped-query attention): a task runs all of them over
+  // one pass of the K/V rows.
   const int64_t group = c.kv_head_of ? 1 : c.n_heads / c.n_kv_heads;
   group_heads_.assign(static_cast<size_t>(c.n_kv_heads), {});
   for (int64_t h = 0; h < c.n_heads; ++h)
@@ -356,40 +375,102 @@ void CpuBackend::attention(const AttentionCall& c) {
   for (const auto& g : group_heads_) max_g = std::max(max_g, static_cast<int>(g.size()));
   SSD_CHECK(max_g <= 64, "attention: {} query heads read one KV head (at most 64 supported)",
             max_g);
-  const int64_t scratch = kernels::attention_scratch_floats(max_total, c.head_dim, max_g);
+  const int64_t n_groups = static_cast<int64_t>(group_heads_.size());
+  const int64_t max_rows = std::max(1, std::min(kMaxTaskRows, kMaxTaskSlots / max_g));
+  plan_attention_tasks(c, n_groups, max_rows);
+  const int64_t scratch =
+      kernels::attention_slots_scratch_floats(max_total, c.head_dim, max_rows * max_g);
   for (auto& s : scores_)
     if (static_cast<int64_t>(s.size()) < scratch) s.resize(static_cast<size_t>(scratch));
 
   const kernels::detail::AttentionHeadsFn attend = kernels::detail::active_attention_heads();
-  const int64_t n_groups = static_cast<int64_t>(group_heads_.size());
-  const int64_t tasks = c.n * n_groups;
+  const kernels::detail::AttentionSlotsFn attend_rows = kernels::detail::active_attention_slots();
+  auto total_of = [&](int64_t i) {
+    return c.prefix_len[i] + c.visible_offsets[i + 1] - c.visible_offsets[i];
+  };
+  const int64_t tasks = static_cast<int64_t>(tasks_.size());
   const int64_t grain = std::max<int64_t>(1, tasks / (16 * pool_.size()));
   pool_.parallel_for_dynamic(tasks, grain, [&](int64_t begin, int64_t end, int tid) {
     float* work = scores_[static_cast<size_t>(tid)].data();
-    const float* qs[64];
-    float* outs[64];
-    for (int64_t task = begin; task < end; ++task) {
-      // Last queries first: in a causal block they see the most positions.
-      const int64_t r = tasks - 1 - task;
-      const int64_t i = r / n_groups;
-      const std::vector<int32_t>& heads = group_heads_[static_cast<size_t>(r % n_groups)];
+    const float* qs[kMaxTaskSlots];
+    float* outs[kMaxTaskSlots];
+    int64_t totals[kMaxTaskSlots];
+    for (int64_t t = begin; t < end; ++t) {
+      const AttentionTask& task = tasks_[static_cast<size_t>(t)];  // largest first
+      const std::vector<int32_t>& heads = group_heads_[static_cast<size_t>(task.group)];
       const int64_t g = c.kv_head_of ? c.kv_head_of[heads[0]] : heads[0] / group;
-      const SeqRows& rows = seq_rows_[static_cast<size_t>(query_rows_[i])];
+      // The task's rows, longest (last) first; the longest one's positions serve them all.
+      const int64_t last = task.first + (task.count - 1) * task.step;
+      const SeqRows& rows = seq_rows_[static_cast<size_t>(query_rows_[last])];
       kernels::KvRows kv;
       kv.k = rows.k.data();
       kv.v = rows.v.data();
-      kv.prefix = c.prefix_len[i];
-      kv.extra = c.visible + c.visible_offsets[i];
-      kv.n_extra = c.visible_offsets[i + 1] - c.visible_offsets[i];
+      kv.prefix = c.prefix_len[last];
+      kv.extra = c.visible + c.visible_offsets[last];
+      kv.n_extra = c.visible_offsets[last + 1] - c.visible_offsets[last];
       kv.offset = g * c.head_dim;
-      for (size_t j = 0; j < heads.size(); ++j) {
-        const int64_t at = (i * c.n_heads + heads[j]) * c.head_dim;  // q, out: [n, heads, hd]
-        qs[j] = c.q + at;
-        outs[j] = c.out + at;
-      }
-      attend(qs, outs, static_cast<int>(heads.size()), kv, c.head_dim, c.scale, work);
+      int S = 0;
+      for (int64_t i = last; i >= task.first; i -= task.step)
+        for (const int32_t h : heads) {
+          const int64_t at = (i * c.n_heads + h) * c.head_dim;  // q, out: [n, heads, hd]
+          qs[S] = c.q + at;
+          outs[S] = c.out + at;
+          totals[S++] = total_of(i);
+        }
+      if (task.count == 1)  // a lone row: the single-query kernel, as a decode runs it
+        attend(qs, outs, S, kv, c.head_dim, c.scale, work);
+      else
+        attend_rows(qs, outs, totals, S, kv, c.head_dim, c.scale, work);
     }
   });
+}
+
+// Splits the call's rows into tasks. Consecutive rows of one sequence whose visible positions
+// nest (the same prefix, each row's list the start of the next one's: a causal block, a
+// Domino block whose rows see the same positions) form a chain, run by attention_slots in one
+// pass over their K/V rows; any other row (a tree branch) is a chain of its own, run as before.
+// A chain is split into `parts` interleaved subsets (rows b + p, b + p + parts, ...), so that
+// the subsets cost about the same, there are at least two tasks per thread when the batch
+// allows, and no task holds more than max_rows rows. One task per (subset, KV head group),
+// sorted by cost (visible positions of its rows), largest first.
+void CpuBackend::plan_attention_tasks(const AttentionCall& c, int64_t n_groups,
+                                      int64_t max_rows) {
+  chains_.clear();
+  auto extras = [&](int64_t i) { return c.visible_offsets[i + 1] - c.visible_offsets[i]; };
+  for (int64_t i = 0; i < c.n; ++i) {
+    const int64_t j = i - 1;
+    const bool nests = i > 0 && c.seqs[i] == c.seqs[j] && c.prefix_len[i] == c.prefix_len[j] &&
+                       extras(i) >= extras(j) &&
+                       std::equal(c.visible + c.visible_offsets[j],
+                                  c.visible + c.visible_offsets[j + 1],
+                                  c.visible + c.visible_offsets[i]);
+    if (nests)
+      chains_.back().second = i + 1;
+    else
+      chains_.emplace_back(i, i + 1);
+  }
+  const int64_t base = static_cast<int64_t>(chains_.size()) * n_groups;
+  const int64_t want = 2 * static_cast<int64_t>(pool_.size());
+  const int64_t min_parts = pool_.size() > 1 ? (want + base - 1) / base : 1;
+  tasks_.clear();
+  for (const auto& [b, e] : chains_) {
+    const int64_t rows = e - b;
+    const int64_t parts = std::min(rows, std::max(min_parts, (rows + max_rows - 1) / max_rows));
+    for (int64_t p = 0; p < parts; ++p) {
+      AttentionTask t;
+      t.first = b + p;
+      t.step = parts;
+      t.count = (rows - p + parts - 1) / parts;
+      for (int64_t i = t.first; i < e; i += parts)
+        t.cost += c.prefix_len[i] + extras(i);
+      for (int64_t g = 0; g < n_groups; ++g) {
+        t.group = g;
+        tasks_.push_back(t);
+      }
+    }
+  }
+  std::stable_sort(tasks_.begin(), tasks_.end(),
+                   [](const AttentionTask& x, const AttentionTask& y) { return x.cost > y.cost; });
 }
 
 }  // namespace

@@ -155,6 +155,98 @@ TEST(CpuBackendAttention, BatchOfBlockAndTreeMatchesReferenceAndSingleQueries) {
   }
 }
 
+// Rows whose visible positions nest run in one pass over K/V (kernels::attention_slots), split
+// over the threads: a 17-row causal block after 40 cached positions, a 3-row block of a second
+// sequence, 4 rows seeing the same positions (a bidirectional Domino block), and rows that break
+// the nesting (a row of the block seeing one position less than its predecessor, a skipped
+// position). Every row equals the same row run alone (the single-query path a decode takes),
+// bit for bit, at 1, 2 and 3 threads, and the float64 twin within 2e-4.
+TEST(CpuBackendAttention, NestedRowsInOnePassEqualRowsAlone) {
+  std::mt19937 rng(23);
+  const int64_t head_dim = 64, row = kKvHeads * head_dim;
+  auto be1 = make_cpu_backend(1);
+  KvCache cache(Fixture::config(head_dim));
+  const SeqId a = cache.create(), b = cache.create();
+  cache.grow(a, 61);
+  cache.grow(b, 12);
+  for (SeqId s : {a, b})
+    for (int64_t p = 0; p < cache.length(s); ++p) {
+      const auto k = kernels::test::random_floats(row, rng);
+      const auto v = kernels::test::random_floats(row, rng);
+      be1->store_kv(cache, kLayer, &s, &p, k.data(), v.data(), 1);
+    }
+  std::vector<SeqId> seqs;
+  std::vector<int64_t> prefix, visible, offsets{0};
+  auto add_row = [&](SeqId s, int64_t pre, std::vector<int64_t> extra) {
+    seqs.push_back(s);
+    prefix.push_back(pre);
+    visible.insert(visible.end(), extra.begin(), extra.end());
+    offsets.push_back(static_cast<int64_t>(visible.size()));
+  };
+  std::vector<int64_t> block;
+  for (int64_t i = 0; i < 17; ++i) {  // a: causal block at 40..56
+    block.push_back(40 + i);
+    add_row(a, 40, block);
+    if (i == 9) add_row(a, 40, {40, 41, 42});          // breaks the chain: fewer positions
+    if (i == 12) add_row(a, 40, {40, 41, 43, 44, 45});  // breaks it: skips 42
+  }
+  for (int64_t i = 0; i < 3; ++i) add_row(b, 9, {9, 10, 11}); // b: rows seeing the same positions
+  block.clear();
+  for (int64_t i = 0; i < 4; ++i) {  // a again: a short block at 57..60
+    block.push_back(57 + i);
+    add_row(a, 57, block);
+  }
+  const int64_t n = static_cast<int64_t>(seqs.size());
+  const auto q = kernels::test::random_floats(n * kHeads * head_dim, rng);
+  auto call = [&](float* out, int64_t first, int64_t rows, const int64_t* offs) {
+    AttentionCall c;
+    c.q = q.data() + first * kHeads * head_dim;
+    c.out = out;
+    c.n = rows;
+    c.n_heads = kHeads;
+    c.n_kv_heads = kKvHeads;
+    c.head_dim = head_dim;
+    c.layer = kLayer;
+    c.scale = 0.125f;
+    c.cache = &cache;
+    c.seqs = seqs.data() + first;
+    c.prefix_len = prefix.data() + first;
+    c.visible = visible.data() + offsets[first];
+    c.visible_offsets = offs;
+    return c;
+  };
+  std::vector<float> alone(q.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t offs[2] = {0, offsets[i + 1] - offsets[i]};
+    be1->attention(call(alone.data() + i * kHeads * head_dim, i, 1, offs));
+  }
+  for (int threads : {1, 2, 3}) {
+    auto be = make_cpu_backend(threads);
+    std::vector<float> out(q.size(), -7.0f);
+    be->attention(call(out.data(), 0, n, offsets.data()));
+    for (size_t j = 0; j < out.size(); ++j)
+      ASSERT_TRUE(kernels::test::same_float(out[j], alone[j]))
+          << "threads " << threads << " row " << j / (kHeads * head_dim) << " differs from alone";
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t len = cache.length(seqs[i]);
+    std::vector<const float*> k(len), v(len);
+    for (int64_t p = 0; p < len; ++p) {
+      k[p] = cache.key(kLayer, seqs[i], p);
+      v[p] = cache.value(kLayer, seqs[i], p);
+    }
+    for (int64_t h = 0; h < kHeads; ++h) {
+      kernels::KvRows kv{k.data(), v.data(), prefix[i], visible.data() + offsets[i],
+                         offsets[i + 1] - offsets[i], h / (kHeads / kKvHeads) * head_dim};
+      std::vector<float> want(head_dim);
+      const int64_t at = (i * kHeads + h) * head_dim;
+      kernels::ref::attention_head(q.data() + at, kv, head_dim, 0.125f, want.data());
+      for (int64_t d = 0; d < head_dim; ++d)
+        ASSERT_NEAR(alone[at + d], want[d], 2e-4) << "row " << i << " head " << h;
+    }
+  }
+}
+
 TEST(CpuBackendAttention, RejectsBadHeadMapsAndPositions) {
   std::mt19937 rng(22);
   auto be = make_cpu_backend(2);
