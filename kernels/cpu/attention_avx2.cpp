@@ -12,6 +12,7 @@ struct Avx2 {
   using reg = __m256;
   static constexpr int width = 8;
   static constexpr int dot_slots = 2;  // 8 accumulators + 4 K rows + q of 16 registers
+  static constexpr int pair_regs = 2;   // V sums of two slots: 8 accumulators of 16 registers
   // Lane i is selected when i < n (the sign bit of each 32-bit mask lane).
   static __m256i mask(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));

@@ -14,6 +14,7 @@ struct Avx512 {
   using reg = __m512;
   static constexpr int width = 16;
   static constexpr int dot_slots = 4;  // 16 accumulators + 4 K rows + q of 32 registers
+  static constexpr int pair_regs = 4;   // V sums of two slots: 16 accumulators of 32 registers
   static __mmask16 mask(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
   static reg zero() { return _mm512_setzero_ps(); }
   static reg set1(float x) { return _mm512_set1_ps(x); }

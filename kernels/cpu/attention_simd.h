@@ -2,9 +2,10 @@
 // and instantiated by attention_avx2.cpp and attention_avx512.cpp (each compiled with its own
 // instruction set; everything here has internal linkage).
 //
-// V provides: reg, width, dot_slots (query slots sharing one load of 4 K rows), zero, set1, load, load_n (first n lanes, others 0), store, store_n,
-// fmadd, add, sub, mul, max, reduce_add, reduce_max, reduce4 (four horizontal sums at once), exp,
-// and lanes_below(n) to mask a tail.
+// V provides: reg, width, dot_slots (query slots sharing one load of 4 K rows), pair_regs
+// (head_dim registers per block when two slots share the V loads), zero, set1, load, load_n
+// (first n lanes, others 0), store, store_n, fmadd, add, sub, mul, max, reduce_add, reduce_max,
+// reduce4 (four horizontal sums at once), exp, and lanes_below(n) to mask a tail.
 //
 // Passes over the visible positions t = 0 .. total-1 (prefix first, then the explicit list):
 //   1. scores[t] = scale * (q . k_t): SIMD dots over head_dim for four keys at a time, their
@@ -18,6 +19,14 @@
 // Every grouping depends on t and head_dim only, never on where the prefix ends, on other
 // queries or on the other heads of a group, which is what makes a batched verification bitwise
 // equal to single-token decodes.
+//
+// The rows of a causal block (attention_slots_simd) share one pass: row i sees the first
+// prefix + i + 1 positions of the last row's, so every (row, head) slot runs the three passes
+// above over its own first positions, with exactly a lone head's operations, while the loads
+// are shared: 4 K rows feed the dot products of dot_slots slots, a V row feeds the sums of two
+// slots, and a tile of 64 keys is used by every slot that sees it while it is in L1. A slot's
+// bits are those of attention_heads_simd for that head alone (tests/unit/kernels/
+// attention_slots_test.cpp checks it bit for bit on every ISA).
 #pragma once
 
 #include <algorithm>
@@ -142,6 +151,94 @@ inline void weighted_sum_range(const float* p, int64_t t_begin, int64_t t_end, R
   }
 }
 
+// weighted_sum_block for two slots a and b over the same keys [t_begin, t_end): each V register
+// loaded once serves both; per slot the same FMAs in the same order as weighted_sum_block.
+template <class V, int NR, bool TAIL, class RowOf>
+inline void weighted_sum_block2(const float* pa, const float* pb, int64_t t_begin, int64_t t_end,
+                                RowOf row_of, int64_t d0, int last, float* const acc[4]) {
+  constexpr int W = V::width;
+  auto load = [&](const float* v, int r) {
+    if constexpr (TAIL) {
+      if (r == NR - 1) return V::load_n(v + d0 + r * W, last);
+    }
+    return V::load(v + d0 + r * W);
+  };
+  auto store = [&](float* v, int r, typename V::reg x) {
+    if (TAIL && r == NR - 1)
+      V::store_n(v + d0 + r * W, x, last);
+    else
+      V::store(v + d0 + r * W, x);
+  };
+  typename V::reg ea[NR], oa[NR], eb[NR], ob[NR];
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) {
+    ea[r] = load(acc[0], r);
+    oa[r] = load(acc[1], r);
+    eb[r] = load(acc[2], r);
+    ob[r] = load(acc[3], r);
+  }
+  int64_t t = t_begin;
+  for (; t + 2 <= t_end; t += 2) {
+    const float* v0 = row_of(t);
+    const float* v1 = row_of(t + 1);
+    const auto a0 = V::set1(pa[t]), a1 = V::set1(pa[t + 1]);
+    const auto b0 = V::set1(pb[t]), b1 = V::set1(pb[t + 1]);
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) {
+      const auto x0 = load(v0, r), x1 = load(v1, r);
+      ea[r] = V::fmadd(a0, x0, ea[r]);
+      oa[r] = V::fmadd(a1, x1, oa[r]);
+      eb[r] = V::fmadd(b0, x0, eb[r]);
+      ob[r] = V::fmadd(b1, x1, ob[r]);
+    }
+  }
+  if (t < t_end) {
+    const float* v0 = row_of(t);
+    const auto a0 = V::set1(pa[t]), b0 = V::set1(pb[t]);
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) {
+      const auto x0 = load(v0, r);
+      ea[r] = V::fmadd(a0, x0, ea[r]);
+      eb[r] = V::fmadd(b0, x0, eb[r]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) {
+    store(acc[0], r, ea[r]);
+    store(acc[1], r, oa[r]);
+    store(acc[2], r, eb[r]);
+    store(acc[3], r, ob[r]);
+  }
+}
+
+// weighted_sum_block2 over the whole head_dim, register blocks of up to V::pair_regs (the
+// blocking over head_dim does not change a lane's sum).
+template <class V, class RowOf>
+inline void weighted_sum_range2(const float* pa, const float* pb, int64_t t_begin, int64_t t_end,
+                                RowOf row_of, int64_t head_dim, float* const acc[4]) {
+  constexpr int W = V::width;
+  constexpr int MR = V::pair_regs;
+  for (int64_t d0 = 0; d0 < head_dim; d0 += MR * W) {
+    const int64_t left = head_dim - d0;
+    const int nr = static_cast<int>(std::min<int64_t>(MR, (left + W - 1) / W));
+    const int last = static_cast<int>(std::min<int64_t>(W, left - int64_t{nr - 1} * W));
+#define SSD_WSUM2(NR)                                                                     \
+  (last == W ? weighted_sum_block2<V, NR, false>(pa, pb, t_begin, t_end, row_of, d0, last, acc) \
+             : weighted_sum_block2<V, NR, true>(pa, pb, t_begin, t_end, row_of, d0, last, acc))
+    if constexpr (MR >= 4) {
+      if (nr == 4)
+        SSD_WSUM2(4);
+      else if (nr == 3)
+        SSD_WSUM2(3);
+    }
+    if (nr == 2)
+      SSD_WSUM2(2);
+    else if (nr == 1)
+      SSD_WSUM2(1);
+#undef SSD_WSUM2
+  }
+}
+
 // Scores of one head turned into softmax numerators in place; returns 1 / their sum.
 template <class V>
 inline float softmax_numerators(float* scores, int64_t total) {
@@ -238,6 +335,12 @@ void attention_heads_simd(const float* const* q, float* const* out, int G, const
     }
   }
 }
+
+// Keys of a V-sum tile in attention_slots_simd: the tile's V rows (16 KB at head_dim 64) and
+// the live slots' partial sums stay in L1 while every slot uses them. Splitting the keys into
+// even-sized tiles does not change a sum (weighted_sum_block), so this can differ from
+// kTileKeys; 64 was the fastest of 16, 32, 64 and 128 for 36 slots over 1000 keys.
+constexpr int64_t kSlotTileKeys = 64;
 
 // dot4_simd for NS query slots over the same 4 keys: each K register is loaded once for all NS
 // slots, and each slot gets exactly dot4_simd's operations (same FMAs in the same order, same
@@ -339,15 +442,26 @@ void attention_slots_simd(const float* const* q, float* const* out, const int64_
 
   // 3. weighted sums of V, tile by tile of keys, every slot that sees the tile per tile
   std::fill(acc, acc + S * 2 * hd_pad, 0.0f);
-  const float* vrow[kTileKeys];
-  for (int64_t t0 = 0; t0 < longest; t0 += kTileKeys) {
-    const int64_t t1 = std::min(longest, t0 + kTileKeys);
+  const float* vrow[kSlotTileKeys];
+  for (int64_t t0 = 0; t0 < longest; t0 += kSlotTileKeys) {
+    const int64_t t1 = std::min(longest, t0 + kSlotTileKeys);
     for (int64_t t = t0; t < t1; ++t) vrow[t - t0] = kv.v[at(t)] + kv.offset;
     auto row_of = [&](int64_t t) { return vrow[t - t0]; };
     n_live = live(t0);
-    for (int s = 0; s < n_live; ++s)
-      weighted_sum_range<V>(scores + s * stride, t0, std::min(t1, totals[s]), row_of, head_dim,
-                            acc + (2 * s) * hd_pad, acc + (2 * s + 1) * hd_pad);
+    for (int s = 0; s < n_live;) {
+      const int64_t end = std::min(t1, totals[s]);
+      if (s + 1 < n_live && std::min(t1, totals[s + 1]) == end) {  // e.g. two heads of a row
+        float* const pair_acc[4] = {acc + (2 * s) * hd_pad, acc + (2 * s + 1) * hd_pad,
+                                    acc + (2 * s + 2) * hd_pad, acc + (2 * s + 3) * hd_pad};
+        weighted_sum_range2<V>(scores + s * stride, scores + (s + 1) * stride, t0, end, row_of,
+                               head_dim, pair_acc);
+        s += 2;
+      } else {
+        weighted_sum_range<V>(scores + s * stride, t0, end, row_of, head_dim,
+                              acc + (2 * s) * hd_pad, acc + (2 * s + 1) * hd_pad);
+        s += 1;
+      }
+    }
   }
   for (int s = 0; s < S; ++s) {
     if (totals[s] == 0) {
