@@ -429,10 +429,12 @@ void CpuBackend::attention(const AttentionCall& c) {
 // nest (the same prefix, each row's list the start of the next one's: a causal block, a
 // Domino block whose rows see the same positions) form a chain, run by attention_slots in one
 // pass over their K/V rows; any other row (a tree branch) is a chain of its own, run as before.
-// A chain is split into `parts` interleaved subsets (rows b + p, b + p + parts, ...), so that
-// the subsets cost about the same, there are at least two tasks per thread when the batch
-// allows, and no task holds more than max_rows rows. One task per (subset, KV head group),
-// sorted by cost (visible positions of its rows), largest first.
+// A chain is split into parts so that there are at least two tasks per thread when the batch
+// allows and no task holds more than max_rows rows: a short block (a verification) into
+// interleaved subsets (rows b + p, b + p + parts, ...) that cost the same, a long one (a
+// prefill) into contiguous chunks, whose rows all see most of the pass's keys (~8% faster than
+// interleaving at 512 rows). One task per (part, KV head group), sorted by cost (visible
+// positions of its rows), largest first.
 void CpuBackend::plan_attention_tasks(const AttentionCall& c, int64_t n_groups,
                                       int64_t max_rows) {
   chains_.clear();
@@ -455,14 +457,25 @@ void CpuBackend::plan_attention_tasks(const AttentionCall& c, int64_t n_groups,
   tasks_.clear();
   for (const auto& [b, e] : chains_) {
     const int64_t rows = e - b;
-    const int64_t parts = std::min(rows, std::max(min_parts, (rows + max_rows - 1) / max_rows));
+    const int64_t by_size = (rows + max_rows - 1) / max_rows;
+    const int64_t parts = std::min(rows, std::max(min_parts, by_size));
+    const int64_t chunk = (rows + parts - 1) / parts;
     for (int64_t p = 0; p < parts; ++p) {
       AttentionTask t;
-      t.first = b + p;
-      t.step = parts;
-      t.count = (rows - p + parts - 1) / parts;
-      for (int64_t i = t.first; i < e; i += parts)
+      if (by_size >= min_parts) {  // contiguous rows: all of them live for most of the pass
+        t.first = b + p * chunk;
+        t.step = 1;
+        t.count = std::min(chunk, e - t.first);
+      } else {  // interleaved rows: the parts of a short block cost the same
+        t.first = b + p;
+        t.step = parts;
+        t.count = (rows - p + parts - 1) / parts;
+      }
+      if (t.count <= 0) continue;
+      for (int64_t k = 0; k < t.count; ++k) {
+        const int64_t i = t.first + k * t.step;
         t.cost += c.prefix_len[i] + extras(i);
+      }
       for (int64_t g = 0; g < n_groups; ++g) {
         t.group = g;
         tasks_.push_back(t);

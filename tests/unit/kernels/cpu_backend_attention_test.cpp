@@ -220,14 +220,18 @@ TEST(CpuBackendAttention, NestedRowsInOnePassEqualRowsAlone) {
     const int64_t offs[2] = {0, offsets[i + 1] - offsets[i]};
     be1->attention(call(alone.data() + i * kHeads * head_dim, i, 1, offs));
   }
-  for (int threads : {1, 2, 3}) {
-    auto be = make_cpu_backend(threads);
-    std::vector<float> out(q.size(), -7.0f);
-    be->attention(call(out.data(), 0, n, offsets.data()));
-    for (size_t j = 0; j < out.size(); ++j)
-      ASSERT_TRUE(kernels::test::same_float(out[j], alone[j]))
-          << "threads " << threads << " row " << j / (kHeads * head_dim) << " differs from alone";
-  }
+  // The whole batch (many chains, long ones cut into contiguous chunks), and its first 10 rows
+  // alone (one chain, cut into interleaved subsets to give 2 and 3 threads two tasks each).
+  for (int64_t rows : {n, int64_t{10}})
+    for (int threads : {1, 2, 3}) {
+      auto be = make_cpu_backend(threads);
+      std::vector<float> out(static_cast<size_t>(rows * kHeads * head_dim), -7.0f);
+      be->attention(call(out.data(), 0, rows, offsets.data()));
+      for (size_t j = 0; j < out.size(); ++j)
+        ASSERT_TRUE(kernels::test::same_float(out[j], alone[j]))
+            << rows << " rows, threads " << threads << ": row " << j / (kHeads * head_dim)
+            << " differs from alone";
+    }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t len = cache.length(seqs[i]);
     std::vector<const float*> k(len), v(len);
