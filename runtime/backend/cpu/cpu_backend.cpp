@@ -7,8 +7,9 @@
 //     shared counter (largest first) so that a causal prefill, whose late queries see many more
 //     keys than its early ones, keeps every core busy to the end; the rows of a causal block
 //     (their visible positions nest) share one pass over the cached K/V rows per task
-//     (kernels::attention_slots), a block being split into interleaved subsets of rows so that
-//     the threads get about equal shares; a row that does not nest (a tree branch) runs alone;
+//     (kernels::attention_slots), a block being split into parts of rows so that the threads
+//     get about equal shares (plan_attention_tasks); a row that does not nest (a tree branch)
+//     runs alone;
 //   - the page table of each sequence is walked once per layer into per-position row pointers
 //     that all of its queries and heads share;
 //   - element-wise ops (RMSNorm, RoPE, SwiGLU, adds, K/V stores, embedding rows) run on the
@@ -482,8 +483,10 @@ void CpuBackend::plan_attention_tasks(const AttentionCall& c, int64_t n_groups,
       }
     }
   }
-  std::stable_sort(tasks_.begin(), tasks_.end(),
-                   [](const AttentionTask& x, const AttentionTask& y) { return x.cost > y.cost; });
+  std::sort(tasks_.begin(), tasks_.end(), [](const AttentionTask& x, const AttentionTask& y) {
+    if (x.cost != y.cost) return x.cost > y.cost;
+    return x.first != y.first ? x.first < y.first : x.group < y.group;
+  });
 }
 
 }  // namespace

@@ -13,6 +13,10 @@
 //   of >= 256 MB, so every call streams its weights from memory, as a decode does), next to the
 //   read bandwidth of one thread measured in the same run.
 // KernelBench.ThreadPoolOverhead: per-call cost of ThreadPool::parallel_for.
+// KernelBench.AttentionBlock: one attention op of one layer at SmolLM2's shapes (9 query heads,
+//   3 KV heads x 64) for a causal block of n rows after P cached positions, single thread,
+//   active ISA: row by row (attention_heads per row and KV head, as a decode runs each row) and
+//   in one pass (attention_slots per KV head), in us and ns per (visible key, query head).
 #include <gtest/gtest.h>
 #include <time.h>
 
@@ -22,6 +26,7 @@
 #include <random>
 
 #include "kernel_test_util.h"
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/packed_matrix.h"
 #include "kernels/cpu/thread_pool.h"
@@ -175,6 +180,61 @@ TEST(KernelBench, DISABLED_ThreadPoolOverhead) {
     });
     std::printf("ThreadPool(%d) parallel_for, empty body: %.2f us per call\n", size, s * 1e6);
   }
+}
+
+TEST(KernelBench, DISABLED_AttentionBlock) {
+  std::mt19937 rng(5);
+  const int64_t hd = 64, kv_heads = 3, G = 3, heads = kv_heads * G;
+  for (int64_t P : {32, 200, 1000})
+    for (int64_t n : {1, 4, 12}) {
+      const int64_t pos = P + n, row = kv_heads * hd;
+      const auto kv_store = test::random_floats(2 * pos * row, rng);  // [K rows | V rows]
+      std::vector<const float*> k(pos), v(pos);
+      for (int64_t p = 0; p < pos; ++p) {
+        k[p] = kv_store.data() + p * row;
+        v[p] = kv_store.data() + (pos + p) * row;
+      }
+      std::vector<int64_t> block(n);
+      for (int64_t i = 0; i < n; ++i) block[i] = P + i;
+      const auto q = test::random_floats(n * heads * hd, rng);
+      std::vector<float> out(q.size());
+      std::vector<float> scratch(attention_slots_scratch_floats(pos, hd, n * G));
+      auto at = [&](int64_t i, int64_t h) { return (i * heads + h) * hd; };  // [n, heads, hd]
+      const double by_row = seconds_per_call(CLOCK_THREAD_CPUTIME_ID, [&] {
+        for (int64_t g = 0; g < kv_heads; ++g)
+          for (int64_t i = 0; i < n; ++i) {
+            const KvRows kv{k.data(), v.data(), P, block.data(), i + 1, g * hd};
+            const float* qs[G];
+            float* os[G];
+            for (int64_t h = 0; h < G; ++h) {
+              qs[h] = q.data() + at(i, g * G + h);
+              os[h] = out.data() + at(i, g * G + h);
+            }
+            attention_heads(qs, os, G, kv, hd, 0.125f, scratch.data());
+          }
+      });
+      const double one_pass = seconds_per_call(CLOCK_THREAD_CPUTIME_ID, [&] {
+        for (int64_t g = 0; g < kv_heads; ++g) {
+          const KvRows kv{k.data(), v.data(), P, block.data(), n, g * hd};
+          std::vector<const float*> qs;
+          std::vector<float*> os;
+          std::vector<int64_t> totals;
+          for (int64_t i = n - 1; i >= 0; --i)  // longest row first
+            for (int64_t h = 0; h < G; ++h) {
+              qs.push_back(q.data() + at(i, g * G + h));
+              os.push_back(out.data() + at(i, g * G + h));
+              totals.push_back(P + i + 1);
+            }
+          attention_slots(qs.data(), os.data(), totals.data(), static_cast<int>(qs.size()), kv,
+                          hd, 0.125f, scratch.data());
+        }
+      });
+      const double pairs = static_cast<double>((P * n + n * (n + 1) / 2) * heads);
+      std::printf("attention %s, P %4ld, n %2ld: row by row %7.1f us (%.2f ns per key and head), "
+                  "one pass %7.1f us (%.2f)\n",
+                  isa_name(active_isa()), static_cast<long>(P), static_cast<long>(n),
+                  by_row * 1e6, by_row * 1e9 / pairs, one_pass * 1e6, one_pass * 1e9 / pairs);
+    }
 }
 
 }  // namespace
