@@ -13,6 +13,8 @@
 //
 // Kernels: AVX-512 and AVX2 (SIMD dot products for q.k, vector exp for the softmax, SIMD
 // weighted sum of V), a plain float version for CPUs with neither, and a float64 reference twin.
+// attention_heads runs the query heads of one row; attention_slots runs the rows of a causal
+// block in one pass over the K/V rows they share, each row's bits those of attention_heads.
 #pragma once
 
 #include <cstdint>
