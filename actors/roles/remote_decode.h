@@ -43,7 +43,7 @@
 // output: every later speculation is drafted here with a lookup copy (DrafterLeadLink::draft_here,
 // at the length the policy chooses), SD in the target's process: the copy held under --miss-at
 // leader, else one the link builds at the loss and starts on every running sequence's prompt and
-// emitted tokens (running_seqs()). Only when no copy can be built does every later round verify
+// emitted tokens (lose()). Only when no copy can be built does every later round verify
 // an empty speculation (a plain target step). The result records the loss.
 #pragma once
 
