@@ -13,6 +13,11 @@ DrafterLeadLink::DrafterLeadLink(Transport& world, const RankLayout& layout, Wat
                                  double step_s)
     : world_(world), layout_(layout), dog_(dog), step_s_(step_s) {}
 
+void DrafterLeadLink::set_leader_lookups(LeaderLookups lookups) {
+  lookup_ = std::move(lookups.from_start);
+  lookup_at_loss_ = std::move(lookups.at_loss);
+}
+
 void DrafterLeadLink::start_batch(StartSeqs& m, std::span<const std::byte> bulk) {
   m.push = m.prespeculate && push_enabled_;
   batch_push_ = m.push;
@@ -169,6 +174,7 @@ std::optional<SeqSpeculation> DrafterLeadLink::draft_here(int32_t seq, int32_t k
 }
 
 void DrafterLeadLink::set_memory_scope(uint64_t scope) {
+  memory_scope_ = scope;
   if (lookup_) lookup_->set_memory_scope(scope);
 }
 
@@ -185,8 +191,27 @@ void DrafterLeadLink::finished(int32_t seq) {
   if (lookup_) lookup_->finish(seq);
 }
 
-bool DrafterLeadLink::lose(const DrafterLost& e, int64_t round) {
+// The copy the job's recipe builds, started on every running sequence as the copy held from the
+// start would have been: its prompt, then every token it emitted (a lookup's state is its
+// context, so the two draft alike; a suffix drafter's memory of earlier requests starts empty).
+void DrafterLeadLink::build_lookup(std::span<const RunningSeq> running) {
+  if (lookup_ || !lookup_at_loss_) return;
+  lookup_ = lookup_at_loss_();
+  if (!lookup_) return;
+  lookup_->set_memory_scope(memory_scope_);
+  for (const RunningSeq& r : running) lookup_->start(r.seq, r.prompt, r.emitted);
+}
+
+void DrafterLeadLink::note_loss(const DrafterLoss& loss) {
+  if (loss_) return;
+  loss_ = loss;
+  build_lookup({});
+}
+
+bool DrafterLeadLink::lose(const DrafterLost& e, int64_t round,
+                           std::span<const RunningSeq> running) {
   if (loss_) return false;
+  build_lookup(running);
   const std::string fallback =
       drafts_after_loss()
           ? fmt::format("the leader's {} drafts", lookup_->kind(lookup_->own_choice()))

@@ -17,10 +17,13 @@
 //     (leader_lookup.h, SeqOutcome::leader_drafted), else nothing: the drafter's answer brings it;
 //   - the leader's lookup copies see every sequence's start, tokens and finish (started(),
 //     committed(), finished()), as the drafter ranks' lookups do;
-//   - after a lost drafter rank (lose()), it decides for both leaders how the run goes on: with a
-//     lookup copy (--miss-at leader) every later speculation is drafted here with it (ahead(),
-//     draft_here(): the primary's copy if there is one, else the backup's), SD in the target's
-//     process; without one, plain decoding (lengths 0). Its one loss line says which.
+//   - after a lost drafter rank (lose()), it decides for both leaders how the run goes on: every
+//     later speculation is drafted here with a lookup copy (ahead(), draft_here(): the primary's
+//     copy if there is one, else the backup's), SD in the target's process. Under --miss-at
+//     leader the copy is the one it already holds; else it builds one at the loss
+//     (LeaderLookups::at_loss, the job's recipe) and starts it on the running sequences' prompts
+//     and emitted tokens (RunningSeq). Only when no copy can be built (no recipe, or one with
+//     neither lookup) does it go on with plain decoding (lengths 0). Its one loss line says which.
 //
 // Pushes and leader-drafted misses are taken only in a batch that asked for pushes
 // (StartSeqs::push, set by start_batch() for ssd with pushes on): the drafter tells a change of
@@ -32,6 +35,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -59,9 +63,11 @@ class DrafterLeadLink {
   const DrafterLossPolicy& loss_policy() const { return policy_; }
   // ssd: ask the drafter to push its pre-speculation and take hits from it (default on).
   void set_push(bool on) { push_enabled_ = on; }
-  // --miss-at leader: copies of the drafter rank's lookups; null: --miss-at drafter. Set before
-  // the first batch: the copies must see every sequence the drafter ranks see.
-  void set_leader_lookup(std::unique_ptr<LeaderLookup> lookup) { lookup_ = std::move(lookup); }
+  // The leader's lookup copies (leader_lookup.h): from_start (--miss-at leader; null: --miss-at
+  // drafter) drafts misses while the drafter lives, and at_loss builds them at a loss when there
+  // are none. Set before the first batch: a copy held from the start must see every sequence the
+  // drafter ranks see.
+  void set_leader_lookups(LeaderLookups lookups);
 
   // ---- sending (to the lead only: it relays starts, joins and finishes to the other drafter
   // ranks in order with its own work, which messages from two senders could not guarantee)
@@ -111,12 +117,20 @@ class DrafterLeadLink {
 
   // ---- a lost drafter rank
   const std::optional<DrafterLoss>& loss() const { return loss_; }
+  // A sequence the caller is decoding when the drafter is lost: what a lookup copy built then
+  // starts it on (its prompt, and every token it emitted so far).
+  struct RunningSeq {
+    int32_t seq = 0;
+    std::span<const int32_t> prompt, emitted;
+  };
   // Records the loss in round `round` and prints its line (which says what the leader finishes
-  // with: its lookup's drafts or plain decoding); false when one was already recorded.
-  bool lose(const DrafterLost& e, int64_t round);
-  void note_loss(const DrafterLoss& loss) {  // found elsewhere, already reported
-    if (!loss_) loss_ = loss;
-  }
+  // with: its lookup's drafts or plain decoding); false when one was already recorded. Without a
+  // lookup copy it first builds one (at_loss) and starts it on `running`, every sequence the
+  // caller decodes (later ones come through started()).
+  bool lose(const DrafterLost& e, int64_t round, std::span<const RunningSeq> running);
+  // A loss found elsewhere, already reported: kept (the first one stays), and a lookup copy built
+  // for the sequences started from now on.
+  void note_loss(const DrafterLoss& loss);
 
  private:
   static constexpr double kSpinS = 0.02;  // see spin_for_frame()
@@ -124,6 +138,7 @@ class DrafterLeadLink {
   void heard_from(const Envelope& env);
   void keep_push(const Envelope& env);
   const PushedSpec* find_pushed(int64_t round, int32_t seq, int32_t k, int32_t bonus) const;
+  void build_lookup(std::span<const RunningSeq> running);  // at a loss, when there is none
 
   Transport& world_;
   const RankLayout& layout_;
@@ -135,7 +150,9 @@ class DrafterLeadLink {
   bool push_enabled_ = true;
   bool batch_push_ = false;          // this batch asked for pushes
   std::optional<PrespecPush> push_;  // the latest pre-speculation the drafter pushed
-  std::unique_ptr<LeaderLookup> lookup_;        // --miss-at leader; null: drafter
+  std::unique_ptr<LeaderLookup> lookup_;  // --miss-at leader, or built at the loss; else null
+  std::function<std::unique_ptr<LeaderLookup>()> lookup_at_loss_;  // LeaderLookups::at_loss
+  uint64_t memory_scope_ = 0;  // the latest set_memory_scope() (for a copy built later)
   MissLookup miss_lookup_ = MissLookup::kNone;  // as the drafter last said
   std::deque<Envelope> held_;  // frames read while looking for pushes, not yet received
   std::optional<DrafterLoss> loss_;

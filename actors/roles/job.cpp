@@ -89,6 +89,20 @@ std::unique_ptr<Drafter> make_backup(const JobSpec& spec) {
   return std::make_unique<NgramDrafter>(NgramOptions{});
 }
 
+// A copy of the drafter rank's primary when it is a lookup drafter (n-gram, suffix), else null.
+std::unique_ptr<Drafter> lookup_primary(const JobSpec& spec, ModelSession& session) {
+  const DrafterSpec d = parse_drafter_spec(spec.drafter);
+  if (d.kind != "ngram" && d.kind != "suffix") return nullptr;
+  return make_drafter(d, session, spec.drafter_options);
+}
+
+// The lookup the leader drafts with alone (LeaderLookup::own_choice): the primary's copy, else
+// the backup's.
+std::unique_ptr<Drafter> own_lookup(const JobSpec& spec, ModelSession& session) {
+  std::unique_ptr<Drafter> primary = lookup_primary(spec, session);
+  return primary ? std::move(primary) : make_backup(spec);
+}
+
 }  // namespace
 
 int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec) {
@@ -171,7 +185,13 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
       env = wait_for_drafter(world, layout.drafter_lead(), spec.dist.watchdog_s, loss_policy_,
                              what);
     } catch (const DrafterLost& e) {
-      load_loss_ = DrafterLoss{e.rank, -1, e.died, e.cause, kPlainDecoding};
+      // No rounds yet: the leader runs SD alone with its own lookup, built now.
+      std::string fallback = kPlainDecoding;
+      if (spec.mode != "ar") {
+        drafter_ = own_lookup(spec, session);
+        fallback = fmt::format("the leader's {} drafts", lookup_kind(*drafter_));
+      }
+      load_loss_ = DrafterLoss{e.rank, -1, e.died, e.cause, fallback};
       report_loss(*load_loss_);
       return;
     }
@@ -186,7 +206,7 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
     remote_ = std::make_unique<RemoteDecoder>(target(), world, layout, ready.feature_layers,
                                               spec.k, cluster.dog(), spec.dist.watchdog_s,
                                               spec.auto_k, std::vector<int32_t>{}, prespec_);
-    remote_->set_leader_lookup(make_leader_lookup());
+    remote_->set_leader_lookups(leader_lookups());
     remote_->set_loss_policy(loss_policy_);
     remote_->set_faults(&cluster.faults());
     heartbeat_ = std::make_unique<HeartbeatSender>(world, layout.drafter_lead(),
@@ -196,15 +216,16 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
   }
 }
 
-// --miss-at leader: the leader's copies of the drafter rank's lookup drafters (leader_lookup.h):
-// its primary when that is a lookup (built as the drafter rank builds it), and its backup.
-std::unique_ptr<LeaderLookup> LeaderJob::make_leader_lookup() const {
-  if (spec_.dist.miss_at != "leader") return nullptr;
-  const DrafterSpec d = parse_drafter_spec(spec_.drafter);
-  std::unique_ptr<Drafter> primary;
-  if (d.kind == "ngram" || d.kind == "suffix")
-    primary = make_drafter(d, session_, spec_.drafter_options);
-  return std::make_unique<LeaderLookup>(std::move(primary), make_backup(spec_));
+// The one place that decides the leader's lookup copies (leader_lookup.h): a copy of the drafter
+// rank's primary when that is a lookup (built as the drafter rank builds it), and of its backup
+// speculator (always one: --backup ngram or suffix). Held from the start under --miss-at leader;
+// otherwise built at a lost drafter rank (DrafterLeadLink::lose). The recipe holds the job's spec
+// and session, which outlive every engine of the job.
+LeaderLookups LeaderJob::leader_lookups() const {
+  auto make = [spec = spec_, &session = session_] {
+    return std::make_unique<LeaderLookup>(lookup_primary(spec, session), make_backup(spec));
+  };
+  return {spec_.dist.miss_at == "leader" ? make() : nullptr, make};
 }
 
 void LeaderJob::warm_up(WarmupPlan plan, int64_t prefill_chunk,

@@ -73,9 +73,11 @@ class LeaderJob {
   LeaderJob& operator=(const LeaderJob&) = delete;
 
   TargetModel& target() { return tp_ ? static_cast<TargetModel&>(*tp_) : local_; }
-  Drafter* local_drafter() { return drafter_.get(); }  // sd without drafter ranks
+  // sd without drafter ranks; or after a drafter rank lost while loading, the leader's own lookup
+  // (leader_lookups()' choice: the primary's copy when it is n-gram or suffix, else the backup's).
+  Drafter* local_drafter() { return drafter_.get(); }
   // sd / ssd with drafter ranks; null too when the drafter was lost before it was ready (the
-  // job then runs the target alone: drafter_loss() says so).
+  // job then runs SD on the leader with local_drafter(): drafter_loss() says so).
   RemoteDecoder* remote() { return remote_.get(); }
   // A drafter rank lost under --on-drafter-loss continue (while loading or in a round).
   std::optional<DrafterLoss> drafter_loss() const;
@@ -85,9 +87,10 @@ class LeaderJob {
   // The policy for a lost drafter rank (--on-drafter-loss and the liveness probe), for an engine
   // of this job's own that waits for the drafter lead (the server's).
   const DrafterLossPolicy& loss_policy() const { return loss_policy_; }
-  // --miss-at leader: new copies of the drafter rank's lookup drafters for an engine of this
-  // job's own that drafts misses on the leader (the server's); null under --miss-at drafter.
-  std::unique_ptr<LeaderLookup> make_leader_lookup() const;
+  // The leader's copies of the drafter rank's lookup drafters for an engine of this job's own
+  // (the server's), as remote() gets them: built now under --miss-at leader (to draft misses on
+  // the leader), and a recipe that builds them at a lost drafter rank when there are none.
+  LeaderLookups leader_lookups() const;
   // The pre-speculation switch's options (--prespec-switch, and whether target and drafter
   // ranks share cores), as remote() runs it.
   const PrespecSwitchOptions& prespec_switch_options() const { return prespec_; }

@@ -25,12 +25,15 @@ MissLookup LeaderLookup::own_choice() const {
   return backup_ ? MissLookup::kBackup : MissLookup::kNone;
 }
 
-std::string LeaderLookup::kind(MissLookup which) const {
-  const Drafter* d = drafter(which);
-  if (!d) return "";
-  const std::string name = d->name();  // "ngram:1-3", "suffix"
+std::string lookup_kind(const Drafter& d) {
+  const std::string name = d.name();  // "ngram:1-3", "suffix"
   const std::string base = name.substr(0, name.find(':'));
   return base == "ngram" ? "n-gram" : base;
+}
+
+std::string LeaderLookup::kind(MissLookup which) const {
+  const Drafter* d = drafter(which);
+  return d ? lookup_kind(*d) : "";
 }
 
 void LeaderLookup::set_memory_scope(uint64_t scope) {

@@ -17,10 +17,15 @@
 //
 // After a lost drafter rank (drafter_loss.h) the same copies draft every later speculation: the
 // leader's own choice then (own_choice(): the primary's copy when there is one, else the
-// backup's), so the run goes on as SD with a lookup drafter in the target's process.
+// backup's), so the run goes on as SD with a lookup drafter in the target's process. Under
+// --miss-at drafter the leader holds no copies while the drafter lives; at the loss it builds
+// them (LeaderLookups::at_loss) and starts them on every running sequence's prompt and emitted
+// tokens, which is all a lookup needs (a suffix drafter's memory of earlier requests then starts
+// empty).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -57,6 +62,20 @@ class LeaderLookup {
  private:
   Drafter* drafter(MissLookup which) const;
   std::unique_ptr<Drafter> primary_, backup_;
+};
+
+// What kind of lookup drafter `d` is, for people: "n-gram" (NgramDrafter), else its name's kind
+// ("suffix").
+std::string lookup_kind(const Drafter& d);
+
+// The leader's lookup copies as the job plans them (LeaderJob::leader_lookups(), the one place
+// that decides which lookups they copy): `from_start` drafts misses while the drafter lives
+// (--miss-at leader; null under --miss-at drafter); `at_loss` builds the same copies when a
+// drafter rank is lost and there are none yet (empty, or returning null: no lookup can be built,
+// and the leader finishes with plain decoding).
+struct LeaderLookups {
+  std::unique_ptr<LeaderLookup> from_start;
+  std::function<std::unique_ptr<LeaderLookup>()> at_loss;
 };
 
 }  // namespace ssd

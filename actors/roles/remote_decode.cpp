@@ -216,7 +216,7 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
     try {
       answer = link_.receive_answer(round);
     } catch (const DrafterLost& e) {
-      link_.lose(e, round);
+      lose(run, e, round);
     }
   }
   if (link_.loss()) {
@@ -230,8 +230,9 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
 }
 
 // No answer comes (the drafter is lost): every running sequence still awaiting its speculation
-// has it drafted here with the leader's lookup copy (DrafterLeadLink::draft_here), or, without
-// one, every sequence verifies an empty speculation (a plain decode step).
+// has it drafted here with the leader's lookup copy (DrafterLeadLink::draft_here: held from the
+// start or built at the loss), or, when none could be built, every sequence verifies an empty
+// speculation (a plain decode step).
 void RemoteDecoder::speculate_without_drafter(Run& run, RoundSpeculations& specs) {
   if (!link_.drafts_after_loss()) {
     specs.take_none();
@@ -249,6 +250,16 @@ void RemoteDecoder::speculate_without_drafter(Run& run, RoundSpeculations& specs
     note_leader_drafted(run, i);
   }
   run.length().observe_draft(specs.asked(), 0.0);  // a lookup's draft costs no wait
+}
+
+// Every running sequence, with its prompt and the tokens it emitted so far (as the link's lookup
+// copies have seen them: started with the first, committed after each verification).
+void RemoteDecoder::lose(const Run& run, const DrafterLost& e, int64_t round) {
+  std::vector<DrafterLeadLink::RunningSeq> running;
+  for (size_t i = 0; i < run.seqs.size(); ++i)
+    if (run.seqs[i].running)
+      running.push_back({run.seqs[i].id, run.reqs[i].prompt, run.out.gen[i].tokens});
+  link_.lose(e, round, running);
 }
 
 void RemoteDecoder::note_leader_drafted(Run& run, size_t i) {
@@ -351,7 +362,7 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
   try {
     link_.poll(round);  // the round's pushes, and the lead's heartbeats
   } catch (const DrafterLost& e) {
-    link_.lose(e, round);
+    lose(run, e, round);
   }
   take_ahead(run, round, still, outcome);  // after a loss: drafted here, or nothing
   if (link_.loss()) return;                  // nobody to tell
@@ -481,7 +492,7 @@ DrafterStatsMsg RemoteDecoder::drafter_stats() {
     last_stats_ = decode<DrafterStatsMsg>(
         link_.receive(MsgKind::kDrafterStats, "asking the drafter's figures"));
   } catch (const DrafterLost& e) {
-    link_.lose(e, -1);
+    link_.lose(e, -1, {});  // between runs: no sequence is running
   }
   return last_stats_;
 }

@@ -25,7 +25,7 @@
 // drafting after each outcome, as SD does, rather than losing to it. Each regime has its own
 // length policy (their costs differ as SD's and SSD's do).
 //
-// Misses drafted here (ssd, --miss-at leader; set_leader_lookup): when an outcome is not in the
+// Misses drafted here (ssd, --miss-at leader; set_leader_lookups): when an outcome is not in the
 // drafter's push and the drafter said its misses are answered by a lookup (its latest
 // SpeculationMsg/PrespecPush::miss_lookup), the leader drafts the next speculation itself with its
 // copy of that lookup (leader_lookup.h) and sends it with the outcome (SeqOutcome::leader_drafted):
@@ -40,10 +40,11 @@
 //
 // A lost drafter rank, the lead or another (drafter_loss.h): under a continue policy the leader
 // stops talking to the drafter ranks, prints one line, and finishes the run with the target's
-// output: under --miss-at leader every later speculation is drafted here with its lookup copy
-// (DrafterLeadLink::draft_here, at the length the policy chooses), SD in the target's process;
-// without a copy every later round verifies an empty speculation (a plain target step). The
-// result records the loss.
+// output: every later speculation is drafted here with a lookup copy (DrafterLeadLink::draft_here,
+// at the length the policy chooses), SD in the target's process: the copy held under --miss-at
+// leader, else one the link builds at the loss and starts on every running sequence's prompt and
+// emitted tokens (lose()). Only when no copy can be built does every later round verify
+// an empty speculation (a plain target step). The result records the loss.
 #pragma once
 
 #include <optional>
@@ -149,18 +150,20 @@ class RemoteDecoder {
   // ssd: ask the drafter to push each pre-speculation (PrespecPush) and take hits from it
   // (default on); off: every speculation comes in the drafter's answer.
   void set_push(bool on) { link_.set_push(on); }
-  // ssd, --miss-at leader: draft the misses the drafter would answer with a lookup here, with
-  // these copies of its lookup drafters (leader_lookup.h); null (the default): --miss-at drafter.
-  // Set before the first run(): the copies must see every sequence the drafter rank sees.
-  void set_leader_lookup(std::unique_ptr<LeaderLookup> lookup) {
-    link_.set_leader_lookup(std::move(lookup));
-  }
+  // The leader's lookup copies (leader_lookup.h): from_start (ssd, --miss-at leader) drafts here
+  // the misses the drafter would answer with a lookup; at_loss builds them at a lost drafter rank
+  // when there are none. Neither by default (--miss-at drafter, plain decoding after a loss).
+  // Set before the first run(): a copy held from the start must see every sequence the drafter
+  // rank sees.
+  void set_leader_lookups(LeaderLookups lookups) { link_.set_leader_lookups(std::move(lookups)); }
 
  private:
   struct Run;  // one run's requests, results and sequences (remote_decode.cpp)
   void start_sequences(Run& run, bool prespeculate);
   void take_speculations(Run& run, int64_t round);
   void speculate_without_drafter(Run& run, RoundSpeculations& specs);
+  // Records a loss (DrafterLeadLink::lose) with the run's running sequences.
+  void lose(const Run& run, const DrafterLost& e, int64_t round);
   // Request i's next speculation was drafted here: counted, and marked in the outcome trace.
   void note_leader_drafted(Run& run, size_t i);
   VerifyInput verify_input(Run& run, size_t i, DraftTree& tree) const;

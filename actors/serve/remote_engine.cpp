@@ -39,8 +39,12 @@ RemoteEngine::RemoteEngine(TargetModel& target, Transport& world, const RankLayo
   link_.set_push(opts.push);
 }
 
-void RemoteEngine::lose_drafter(const DrafterLost& e) {
-  if (link_.lose(e, round_)) metrics_.set_drafter_lost(e.rank);
+// The joiners not yet told to the drafter are not in `running`: a copy built now starts them
+// when they are (joiners_message).
+void RemoteEngine::lose_drafter(const DrafterLost& e, const std::vector<Slot*>& running) {
+  std::vector<DrafterLeadLink::RunningSeq> seqs;
+  for (const Slot* s : running) seqs.push_back({dseq(*s), s->req.prompt, s->gen.tokens});
+  if (link_.lose(e, round_, seqs)) metrics_.set_drafter_lost(e.rank);
 }
 
 std::vector<int32_t> RemoteEngine::choose(const std::vector<int32_t>& ids,
@@ -162,7 +166,7 @@ RoundSpeculations RemoteEngine::take_speculations(const std::vector<Slot*>& acti
     try {
       answer = link_.receive_answer(round_);
     } catch (const DrafterLost& e) {
-      lose_drafter(e);
+      lose_drafter(e, active);
     }
     wait_s = monotonic_seconds() - tw;
   }
@@ -307,7 +311,7 @@ void RemoteEngine::send_outcome(Outcome& outcome, const std::vector<Slot*>& stil
   try {
     link_.poll(round_);
   } catch (const DrafterLost& e) {
-    lose_drafter(e);
+    lose_drafter(e, still);
   }
   // Next speculations here before the answer: pushed hits, misses drafted here.
   answer_due_ = false;

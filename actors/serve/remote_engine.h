@@ -41,9 +41,11 @@
 // (the lead's or another drafter rank's process gone, or the deadline expired); the engine prints
 // the one line, sets ssd:drafter_lost in the metrics, and from then on sends the drafter nothing.
 // Every sequence, in flight or admitted later, goes on as RemoteDecoder's do (the link decides):
-// under --miss-at leader each speculation is drafted here with the leader's lookup copy, at the
-// length the policy chooses (counted as leader-drafted); without a copy each round is a plain
-// decode step (length 0). The target's tokens either way. loss() hands it to the job.
+// each speculation is drafted here with the leader's lookup copy, at the length the policy
+// chooses (counted as leader-drafted): the copy held under --miss-at leader, else one built at
+// the loss and started on the running sequences' prompts and emitted tokens; only when none can
+// be built is each round a plain decode step (length 0). The target's tokens either way. loss()
+// hands it to the job.
 #pragma once
 
 #include <map>
@@ -83,11 +85,10 @@ class RemoteEngine final : public DecodeEngine {
   RemoteEngine(TargetModel& target, Transport& world, const RankLayout& layout, Watchdog& dog,
                const RemoteEngineOptions& opts, ServeMetrics& metrics);
 
-  // ssd, --miss-at leader: copies of the drafter rank's lookup drafters (leader_lookup.h); null
-  // (the default): --miss-at drafter. Set before the first admit().
-  void set_leader_lookup(std::unique_ptr<LeaderLookup> lookup) {
-    link_.set_leader_lookup(std::move(lookup));
-  }
+  // The leader's lookup copies (leader_lookup.h): from_start (ssd, --miss-at leader) drafts misses
+  // here; at_loss builds them at a lost drafter rank when there are none. Neither by default
+  // (--miss-at drafter, plain decoding after a loss). Set before the first admit().
+  void set_leader_lookups(LeaderLookups lookups) { link_.set_leader_lookups(std::move(lookups)); }
   void admit(std::span<Slot* const> slots) override;
   void round(std::span<Slot* const> slots) override;
   void release(Slot& slot) override;
@@ -108,7 +109,9 @@ class RemoteEngine final : public DecodeEngine {
     std::vector<float> features;  // [prompt, dim]
     int32_t limit = 0;            // the most tokens its first speculation may offer
   };
-  void lose_drafter(const DrafterLost& e);  // records the loss, says so once, sets the metric
+  // Records the loss, says so once, sets the metric; `running`: every slot the drafter knows
+  // that still runs (a lookup copy built at the loss starts on them).
+  void lose_drafter(const DrafterLost& e, const std::vector<Slot*>& running);
   void start_batch();
   template <class M> M joiners_message();  // StartSeqs or JoinSeqs of joining_ (then cleared)
   std::vector<float> joiners_features() const;

@@ -130,7 +130,8 @@ int run_serve(const ServeArgs& args, Cluster& cluster) {
       args.served_model_name.value_or(std::filesystem::path(args.target.model).stem().string());
   const bool speculative = args.run.mode != "ar";
   ServeMetrics metrics(name, speculative ? kc.k : 0);
-  // Lost while loading: the server decodes with the target alone from the start.
+  // Lost while loading: the server decodes on the target alone from the start (SD with the
+  // leader's own lookup, job.local_drafter(), or AR under --mode ar).
   if (const std::optional<DrafterLoss> loss = job.drafter_loss())
     metrics.set_drafter_lost(loss->rank);
   std::unique_ptr<DecodeEngine> engine;
@@ -146,7 +147,7 @@ int run_serve(const ServeArgs& args, Cluster& cluster) {
     ro.loss_policy = job.loss_policy();
     auto re = std::make_unique<RemoteEngine>(job.target(), *cluster.world(), layout,
                                              cluster.dog(), ro, metrics);
-    re->set_leader_lookup(job.make_leader_lookup());  // --miss-at leader
+    re->set_leader_lookups(job.leader_lookups());  // --miss-at leader, and after a loss
     remote = re.get();
     engine = std::move(re);
   } else {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A dead or hung drafter costs speed, not the run (docs/faults.md, "Recovery"). Run by ctest:
-#   ssd_recover_check.sh SSD_BIN kill|stop|kill-abort [RANKS TP]
+#   ssd_recover_check.sh SSD_BIN kill|stop|stop_ngram|kill_miss_drafter|kill-abort [RANKS TP]
 #   kill        recovery mode on, the drafter rank SIGKILLed mid-run: exit 0, ONE line naming rank
 #               1 and "died", the output token for token the target's alone (AR), the loss in
 #               --stats-json.
@@ -12,11 +12,15 @@
 #               whose hits it takes from pushes: it waits for no answer, so it notices the hang
 #               from the drafter lead's missing heartbeats (two step deadlines: --watchdog-s 5,
 #               10 s) in the middle of a 3000-token run, and finishes it alone.
-#               In all three the leader goes on drafting with its copy of the n-gram lookup
+#   kill_miss_drafter  kill under --miss-at drafter: the leader holds no lookup copy while the
+#               drafter lives, builds one at the loss from the running sequence's prompt and
+#               tokens, and finishes with it as under --miss-at leader.
+#               In all four the leader goes on drafting with its copy of the n-gram lookup
 #               (--miss-at leader, the default: the backup speculator's copy under a model
-#               drafter, the primary's under ngram), and its line says so (a drafter lost while
-#               it loads leaves plain decoding: no rounds have started).
-#               All three end the job with MPI_Abort(0) once the output is written (MPI_Finalize
+#               drafter, the primary's under ngram; under --miss-at drafter built at the loss),
+#               and its line says so (a drafter lost while it loads too: the leader then runs SD
+#               alone with that lookup from the first token).
+#               All four end the job with MPI_Abort(0) once the output is written (MPI_Finalize
 #               may wait for the lost rank forever), with no rank left behind.
 #   kill-abort  no recovery mode, the drafter SIGKILLed: the job ends with a non-zero status in
 #               bounded time, and mpirun's report names rank 1 and the signal.
@@ -36,6 +40,8 @@ trap 'rm -rf "$DIR"' EXIT
 PROMPT="Count from one to one thousand in words:"
 N=96 DRAFTER_SPEC="model:$SSD_MODEL"
 [[ $HOW == stop_ngram ]] && N=3000 DRAFTER_SPEC=ngram
+MISS_AT=leader
+[[ $HOW == kill_miss_drafter ]] && MISS_AT=drafter
 COMMON=(-m "$SSD_MODEL" -p "$PROMPT" -n $N --ctx-size 4096 --ignore-eos --threads 1)
 fail() { echo "FAIL: $*"; echo "--- the job's stderr:"; cat "$DIR/log"; exit 1; }
 
@@ -52,7 +58,8 @@ WATCHDOG=60  # kill: only the process probe may notice the loss, never a slow ro
 [[ $HOW == stop_ngram ]] && WATCHDOG=5
 START=$(date +%s)
 ${MPIEXEC:-mpirun} "${ROOT[@]}" --oversubscribe --bind-to none "${REC[@]}" -n "$RANKS" "$BIN" generate \
-  "${COMMON[@]}" --mode ssd --drafter "$DRAFTER_SPEC" --k 4 --tp "$TP" --watchdog-s $WATCHDOG \
+  "${COMMON[@]}" --mode ssd --drafter "$DRAFTER_SPEC" --k 4 --tp "$TP" --miss-at $MISS_AT \
+  --watchdog-s $WATCHDOG \
   --stats-json "$DIR/run.json" >"$DIR/out" 2>"$DIR/log" &
 MPI_PID=$!
 # shellcheck source=tests/mpi/job_lib.sh
@@ -80,7 +87,7 @@ else
     fail "the leader did not end the job past the lost rank"
   LINES=$(grep -c "^ssd: lost drafter rank $LEAD: " "$DIR/log")
   ((LINES == 1)) || fail "$LINES lines about the lost drafter, not 1"
-  if [[ $HOW == kill ]]; then
+  if [[ $HOW == kill* ]]; then
     grep -q "^ssd: lost drafter rank $LEAD: died" "$DIR/log" || fail "the line does not say it died"
   elif [[ $HOW == stop ]]; then
     grep -q "^ssd: lost drafter rank $LEAD: deadline of 15 s expired" "$DIR/log" ||
@@ -89,19 +96,21 @@ else
     grep -q "^ssd: lost drafter rank $LEAD: deadline of 10 s expired while waiting for a heartbeat from the drafter (rank $LEAD) in round" "$DIR/log" ||
       fail "the line does not name the missing heartbeats"
   fi
-  python3 - "$DIR/ar.json" "$DIR/run.json" "$LEAD" "$N" "$DIR/log" <<'PY' || fail "the output differs from AR's, or the loss is misreported"
+  python3 - "$DIR/ar.json" "$DIR/run.json" "$LEAD" "$N" "$DIR/log" "$HOW" <<'PY' || fail "the output differs from AR's, or the loss is misreported"
 import json, sys
 ar, run = (json.load(open(p)) for p in sys.argv[1:3])
 assert run["status"] == "ok", run["status"]
 loss = run["drafter_loss"]
 assert loss and loss["rank"] == int(sys.argv[3]), loss
-# The leader's n-gram copy finishes the run; plain decoding only if the drafter never loaded.
-plain = "waiting for the drafter to load" in loss["cause"]
-want = "plain decoding" if plain else "the leader's n-gram drafts"
+# The leader's n-gram copy finishes the run (held from the start, or built at the loss; a drafter
+# lost while loading leaves the leader SD alone with it).
+want = "the leader's n-gram drafts"
 assert loss["fallback"] == want, loss
 line = next(l for l in open(sys.argv[5]) if l.startswith("ssd: lost drafter rank"))
-tail = f"; the target finishes every sequence with {want} (output unchanged{', slower' if plain else ''})"
+tail = f"; the target finishes every sequence with {want} (output unchanged)"
 assert line.rstrip("\n").endswith(tail), f"the loss line {line!r} does not end with {tail!r}"
+if sys.argv[6] == "kill_miss_drafter" and loss["round"] >= 0:  # the copy built at the loss drafted
+    assert run["leader_drafted"] > 0, f"no speculation drafted by the leader: {run['leader_drafted']}"
 a, b = ar["output_token_ids"], run["output_token_ids"]
 assert len(a) == int(sys.argv[4]), len(a)
 if a != b:

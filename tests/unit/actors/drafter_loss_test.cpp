@@ -3,9 +3,12 @@
 //   - under a continue policy: the loss is recorded once (rank, round, cause) and the run ends
 //     with generate_ar_batch's tokens; a probe that says the process is gone names it "died"
 //     without waiting for the deadline;
-//   - with the leader's lookup copy (--miss-at leader): every round after the loss verifies a
-//     speculation the leader drafted with it (its outcome records say "leader", and it offers
-//     tokens), the line names the fallback, and the tokens are still generate_ar_batch's;
+//   - with the leader's lookup copy, held from the start (--miss-at leader) or built at the loss
+//     (--miss-at drafter): every round after the loss verifies a speculation the leader drafted
+//     with it (its outcome records say "leader", and it offers tokens), the line names the
+//     fallback, and the tokens are still generate_ar_batch's; a copy built at the loss drafts
+//     exactly what the copy held from the start drafts (it starts on the same context);
+//   - when no lookup can be built (a recipe with neither copy): plain decode steps;
 //   - under the default (abort) policy: the wait ends in TransportTimeout, as before.
 // And the pieces: the /proc process state, the per-host liveness table, auto's reading of the
 // launcher's recovery mode, and the watchdog's replaceable callback.
@@ -18,6 +21,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <thread>
+#include <tuple>
 
 #include "actors/roles/drafter_loss.h"
 #include "actors/roles/remote_decode.h"
@@ -42,8 +46,7 @@ struct LossRun {
 
 LossRun run_with_silent_drafter(TinyTarget& t, const std::vector<GenerationRequest>& reqs,
                                 DrafterLossPolicy policy, double step_s,
-                                std::atomic<bool>& silent,
-                                std::unique_ptr<LeaderLookup> lookup = nullptr) {
+                                std::atomic<bool>& silent, LeaderLookups lookups = {}) {
   LoopbackHub hub(2);
   // A two-token chain for every sequence in rounds 0..2, then silence (the mailbox still drained).
   std::thread drafter([&] {
@@ -57,7 +60,7 @@ LossRun run_with_silent_drafter(TinyTarget& t, const std::vector<GenerationReque
     const RankLayout leader = RankLayout::make(2, 0, 1);
     RemoteDecoder dec(target, hub.endpoint(0), leader, {}, 3, dog, step_s);
     dec.set_loss_policy(std::move(policy));
-    dec.set_leader_lookup(std::move(lookup));
+    dec.set_leader_lookups(std::move(lookups));
     try {
       out.result = dec.run(reqs, true);
       dec.shutdown_drafters();  // the lost lead is not told (nothing to send on one drafter rank)
@@ -127,18 +130,31 @@ std::vector<GenerationRequest> repetitive_requests(size_t b) {
 }
 
 // The leader's n-gram copy as the primary (an n-gram drafter rank) or as the backup alone (a
-// model drafter rank with the n-gram backup speculator): the same fallback either way.
-class DrafterLossLookup : public ::testing::TestWithParam<bool> {};  // true: the primary's copy
+// model drafter rank with the n-gram backup speculator).
+std::unique_ptr<LeaderLookup> ngram_copy(bool primary) {
+  auto ngram = std::make_unique<NgramDrafter>(NgramOptions{});
+  return primary ? std::make_unique<LeaderLookup>(std::move(ngram), nullptr)
+                 : std::make_unique<LeaderLookup>(nullptr, std::move(ngram));
+}
+
+// The copy held from the start (--miss-at leader), or only a recipe the link builds it with at
+// the loss (--miss-at drafter), as LeaderJob::leader_lookups() hands them out.
+LeaderLookups lookups(bool primary, bool at_loss) {
+  if (at_loss) return {nullptr, [primary] { return ngram_copy(primary); }};
+  return {ngram_copy(primary), nullptr};
+}
+
+// Primary or backup copy, held from the start or built at the loss: the same fallback each way.
+class DrafterLossLookup : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
 
 TEST_P(DrafterLossLookup, RoundsAfterTheLossAreDraftedByTheLeadersLookup) {
+  const auto [primary, at_loss] = GetParam();
   TinyTarget t;
   const std::vector<GenerationRequest> reqs = repetitive_requests(2);
   std::atomic<bool> silent{false};
   const DrafterLossPolicy policy = gone_once_silent(silent);
-  auto ngram = std::make_unique<NgramDrafter>(NgramOptions{});
-  auto lookup = GetParam() ? std::make_unique<LeaderLookup>(std::move(ngram), nullptr)
-                           : std::make_unique<LeaderLookup>(nullptr, std::move(ngram));
-  const LossRun r = run_with_silent_drafter(t, reqs, policy, 600, silent, std::move(lookup));
+  const LossRun r =
+      run_with_silent_drafter(t, reqs, policy, 600, silent, lookups(primary, at_loss));
   ASSERT_EQ(r.error, "(no error)");
   ASSERT_TRUE(r.result.drafter_loss.has_value());
   const DrafterLoss& loss = *r.result.drafter_loss;
@@ -153,7 +169,8 @@ TEST_P(DrafterLossLookup, RoundsAfterTheLossAreDraftedByTheLeadersLookup) {
   // Every round from the loss on verified a speculation the leader drafted: the record of the
   // round before it says so (rounds 2.. of each request, but for its last two: a request's last
   // round may be a decode step, its last token), and they offered tokens (the prompts repeat,
-  // so the lookup finds matches).
+  // so the lookup finds matches). Before the loss the leader drafted nothing (the scripted
+  // drafter names no lookup for its misses).
   int64_t leader = 0, offered_after = 0;
   std::vector<int64_t> last_round(reqs.size(), -1);
   for (const sim::OutcomeRecord& o : r.result.outcomes)
@@ -161,6 +178,9 @@ TEST_P(DrafterLossLookup, RoundsAfterTheLossAreDraftedByTheLeadersLookup) {
         std::max(last_round[static_cast<size_t>(o.seq)], o.round);
   for (const sim::OutcomeRecord& o : r.result.outcomes) {
     if (o.round >= loss.round) offered_after += o.k;
+    if (o.round < loss.round - 1) {
+      EXPECT_EQ(o.leader, std::optional<bool>(false)) << "round " << o.round;
+    }
     if (o.round < loss.round - 1 || o.round + 1 >= last_round[static_cast<size_t>(o.seq)])
       continue;
     EXPECT_EQ(o.leader, std::optional<bool>(true)) << "request " << o.seq << ", round " << o.round;
@@ -172,25 +192,61 @@ TEST_P(DrafterLossLookup, RoundsAfterTheLossAreDraftedByTheLeadersLookup) {
   expect_ar_tokens(t, reqs, r.result);
 }
 
-INSTANTIATE_TEST_SUITE_P(PrimaryOrBackup, DrafterLossLookup, ::testing::Bool(),
+INSTANTIATE_TEST_SUITE_P(PrimaryOrBackup, DrafterLossLookup,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool()),
                          [](const auto& info) {
-                           return std::string(info.param ? "Primary" : "Backup");
+                           return std::string(std::get<0>(info.param) ? "Primary" : "Backup") +
+                                  (std::get<1>(info.param) ? "BuiltAtTheLoss" : "FromTheStart");
                          });
 
-TEST(DrafterLoss, WithoutALookupCopyTheRoundsAfterTheLossArePlainDecodeSteps) {
+// The copy built at the loss starts on each running sequence's prompt and emitted tokens, the
+// context the copy held from the start has by then: every round from the loss on offers and
+// accepts exactly the same tokens either way (the scripted drafter's rounds before it are alike).
+TEST(DrafterLoss, ACopyBuiltAtTheLossDraftsWhatACopyHeldFromTheStartDrafts) {
+  TinyTarget t;
+  const std::vector<GenerationRequest> reqs = repetitive_requests(3);
+  std::vector<RemoteDecodeResult> runs;
+  for (bool at_loss : {false, true}) {
+    std::atomic<bool> silent{false};
+    const LossRun r = run_with_silent_drafter(t, reqs, gone_once_silent(silent), 600, silent,
+                                              lookups(/*primary=*/false, at_loss));
+    ASSERT_EQ(r.error, "(no error)") << (at_loss ? "built at the loss" : "from the start");
+    ASSERT_TRUE(r.result.drafter_loss.has_value());
+    EXPECT_EQ(r.result.drafter_loss->round, 3);
+    expect_ar_tokens(t, reqs, r.result);
+    runs.push_back(r.result);
+  }
+  const auto& a = runs[0].outcomes;
+  const auto& b = runs[1].outcomes;
+  ASSERT_EQ(a.size(), b.size());
+  int64_t offered = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(std::tie(a[i].round, a[i].seq, a[i].k, a[i].accepted, a[i].leader),
+              std::tie(b[i].round, b[i].seq, b[i].k, b[i].accepted, b[i].leader))
+        << "record " << i << " (round " << a[i].round << ", request " << a[i].seq << ")";
+    if (a[i].round >= 3) offered += a[i].k;
+  }
+  EXPECT_GT(offered, 0) << "no tokens offered after the loss: the comparison shows nothing";
+  EXPECT_EQ(runs[0].split.leader_drafted, runs[1].split.leader_drafted);
+}
+
+// A recipe whose copy holds neither lookup (no lookup can be built; LeaderJob's always has the
+// backup speculator, so only a recipe like this one, or none, reaches it).
+TEST(DrafterLoss, WhenNoLookupCanBeBuiltTheRoundsAfterTheLossArePlainDecodeSteps) {
   TinyTarget t;
   const std::vector<GenerationRequest> reqs = repetitive_requests(2);
   std::atomic<bool> silent{false};
   const DrafterLossPolicy policy = gone_once_silent(silent);
-  // A LeaderLookup with neither copy (a model drafter rank with --backup none) is no copy either.
-  const LossRun r = run_with_silent_drafter(t, reqs, policy, 600, silent,
-                                            std::make_unique<LeaderLookup>(nullptr, nullptr));
+  LeaderLookups none{nullptr, [] { return std::make_unique<LeaderLookup>(nullptr, nullptr); }};
+  const LossRun r = run_with_silent_drafter(t, reqs, policy, 600, silent, std::move(none));
   ASSERT_EQ(r.error, "(no error)");
   ASSERT_TRUE(r.result.drafter_loss.has_value());
   EXPECT_EQ(r.result.drafter_loss->fallback, "plain decoding");
   EXPECT_TRUE(r.result.drafter_loss->line().ends_with("(output unchanged, slower)"));
   for (const sim::OutcomeRecord& o : r.result.outcomes)
-    if (o.round >= r.result.drafter_loss->round) EXPECT_EQ(o.k, 0) << "round " << o.round;
+    if (o.round >= r.result.drafter_loss->round) {
+      EXPECT_EQ(o.k, 0) << "round " << o.round;
+    }
   EXPECT_EQ(r.result.split.leader_drafted, 0);
   EXPECT_GT(r.result.split.decode_steps, 0);
   expect_ar_tokens(t, reqs, r.result);

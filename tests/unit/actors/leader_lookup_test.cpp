@@ -187,9 +187,9 @@ Split run_ngram(World& w, std::span<const GenerationRequest> reqs, bool at_leade
     LocalTarget target(*w.engine->model, *w.engine->kv);
     RemoteDecoder dec(target, hub.endpoint(0), actor.leader_layout, {}, 3, actor.leader_dog, 30);
     if (at_leader)
-      dec.set_leader_lookup(std::make_unique<LeaderLookup>(
+      dec.set_leader_lookups({std::make_unique<LeaderLookup>(
           std::make_unique<NgramDrafter>(NgramOptions{}),
-          std::make_unique<NgramDrafter>(NgramOptions{})));
+          std::make_unique<NgramDrafter>(NgramOptions{}))});
     out.ssd = dec.run(reqs, true);
     out.sd = dec.run(reqs, false);
     dec.shutdown_drafters();

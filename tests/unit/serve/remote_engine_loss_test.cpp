@@ -6,9 +6,11 @@
 // for; finish the requests in flight and one admitted after the loss with the target's greedy
 // tokens (generate_ar_batch's); send the lost drafter nothing more; and say so in /metrics
 // (ssd:drafter_lost). Every wait has a 600 s deadline: only the probe can end it in time.
-// With the leader's lookup copy (--miss-at leader: an n-gram primary) every round after the loss
-// drafts its speculations with it (the line says so, the draft tokens and leader-drafted counts
-// go on growing); without one (--miss-at drafter) the rounds after it offer no tokens at all.
+// With the leader's lookup copy (an n-gram primary), held from the start (--miss-at leader) or
+// built at the loss from the running sequences' prompts and tokens (--miss-at drafter), every
+// round after the loss drafts its speculations with it (the line says so, the draft tokens and
+// leader-drafted counts go on growing); when no copy can be built (a recipe with neither lookup)
+// the rounds after it offer no tokens at all.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -84,11 +86,28 @@ void scripted_lead(Transport& link, std::atomic<bool>& silent, std::atomic<int>&
   }
 }
 
-// The rank whose process goes, and whether the leader holds a lookup copy (--miss-at leader).
-class RemoteEngineLoss : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+// The leader's lookup copy: none can be built, held from the start, or built at the loss.
+enum class Copy { kNone, kFromStart, kAtLoss };
+
+LeaderLookups lookups(Copy copy) {
+  auto ngram = [] {
+    return std::make_unique<LeaderLookup>(std::make_unique<NgramDrafter>(NgramOptions{}), nullptr);
+  };
+  switch (copy) {
+    case Copy::kNone:
+      return {nullptr, [] { return std::make_unique<LeaderLookup>(nullptr, nullptr); }};
+    case Copy::kFromStart: return {ngram(), nullptr};
+    case Copy::kAtLoss: return {nullptr, ngram};
+  }
+  return {};
+}
+
+// The rank whose process goes, and the leader's lookup copy.
+class RemoteEngineLoss : public ::testing::TestWithParam<std::tuple<int, Copy>> {};
 
 TEST_P(RemoteEngineLoss, RequestsInFlightAndAfterFinishWithTheTargetsTokens) {
-  const auto [lost, with_lookup] = GetParam();
+  const auto [lost, copy] = GetParam();
+  const bool with_lookup = copy != Copy::kNone;
   const int world = lost == 1 ? 2 : 3;  // a secondary needs a 3-rank layout
   test::TempDir tmp;
   const std::string path =
@@ -117,9 +136,7 @@ TEST_P(RemoteEngineLoss, RequestsInFlightAndAfterFinishWithTheTargetsTokens) {
       return silent && rank == lost ? ProcessState::kGone : ProcessState::kRunning;
     };
     RemoteEngine eng(target, hub.endpoint(0), leader, dog, ro, metrics);
-    if (with_lookup)
-      eng.set_leader_lookup(
-          std::make_unique<LeaderLookup>(std::make_unique<NgramDrafter>(NgramOptions{}), nullptr));
+    eng.set_leader_lookups(lookups(copy));
     std::vector<Slot> slots(reqs.size());
     for (size_t i = 0; i < slots.size(); ++i) {
       slots[i].id = static_cast<int64_t>(i + 1);
@@ -191,11 +208,16 @@ TEST_P(RemoteEngineLoss, RequestsInFlightAndAfterFinishWithTheTargetsTokens) {
 }
 
 INSTANTIATE_TEST_SUITE_P(LeadOrSecondary, RemoteEngineLoss,
-                         ::testing::Combine(::testing::Values(1, 2), ::testing::Bool()),
+                         ::testing::Combine(::testing::Values(1, 2),
+                                            ::testing::Values(Copy::kNone, Copy::kFromStart,
+                                                              Copy::kAtLoss)),
                          [](const auto& info) {
+                           const Copy c = std::get<1>(info.param);
                            return std::string(std::get<0>(info.param) == 1 ? "Lead"
                                                                            : "Secondary") +
-                                  (std::get<1>(info.param) ? "LeaderNgram" : "PlainDecoding");
+                                  (c == Copy::kNone        ? "PlainDecoding"
+                                   : c == Copy::kFromStart ? "LeaderNgram"
+                                                           : "LeaderNgramBuiltAtTheLoss");
                          });
 
 }  // namespace

@@ -146,9 +146,9 @@ NgramServerRun run_ngram_server(test::split::TinyTarget& tiny, LocalTarget& targ
     ro.prespec.adaptive = false;
     RemoteEngine eng(target, hub.endpoint(0), actor.leader_layout, actor.leader_dog, ro, metrics);
     if (at_leader)
-      eng.set_leader_lookup(
-          std::make_unique<LeaderLookup>(std::make_unique<NgramDrafter>(NgramOptions{}),
-                                         std::make_unique<NgramDrafter>(NgramOptions{})));
+      eng.set_leader_lookups(
+          {std::make_unique<LeaderLookup>(std::make_unique<NgramDrafter>(NgramOptions{}),
+                                          std::make_unique<NgramDrafter>(NgramOptions{}))});
     test::EngineDriver d(eng, reqs);
     d.admit({0});
     d.round();
@@ -404,7 +404,7 @@ struct ScriptedCase {
     {
       ScriptedLeadThread thread(hub, lead);
       RemoteEngine eng(c.target, hub.endpoint(0), layout, dog, ro, metrics);
-      if (lookup) eng.set_leader_lookup(ngram_copy());
+      if (lookup) eng.set_leader_lookups({ngram_copy()});
       test::EngineDriver d(eng, c.reqs);
       d.admit({0, 1});
       for (int r = 0; r < 100 && !d.running.empty(); ++r) d.round();
@@ -482,7 +482,7 @@ TEST(RemoteEnginePush, ASequenceThatLeavesWhileItsSpeculationIsOnItsWayIsDropped
   {
     ScriptedLeadThread lead(t.hub, t.lead);
     RemoteEngine eng(t.c.target, t.hub.endpoint(0), t.layout, t.dog, t.options(), t.metrics);
-    eng.set_leader_lookup(t.ngram_copy());
+    eng.set_leader_lookups({t.ngram_copy()});
     test::EngineDriver d(eng, t.c.reqs);
     d.admit({0, 1});
     d.round();  // round 0: the answer, after a push that holds both outcomes
