@@ -67,6 +67,26 @@ inline void dot4_simd(const float* q, const float* const k[4], int64_t head_dim,
   for (int j = 0; j < 4; ++j) scores[j] = s[j] * scale;
 }
 
+// Register r of a block of NR registers at floats [d0, d0 + NR*W) of a head_dim row; with TAIL
+// the last register holds only `last` valid lanes (the others load as 0 and are not stored).
+template <class V, int NR, bool TAIL>
+struct BlockLanes {
+  int64_t d0;
+  int last;
+  typename V::reg load(const float* v, int r) const {
+    if constexpr (TAIL) {
+      if (r == NR - 1) return V::load_n(v + d0 + r * V::width, last);
+    }
+    return V::load(v + d0 + r * V::width);
+  }
+  void store(float* v, int r, typename V::reg x) const {
+    if (TAIL && r == NR - 1)
+      V::store_n(v + d0 + r * V::width, x, last);
+    else
+      V::store(v + d0 + r * V::width, x);
+  }
+};
+
 // Continues the per-lane sums even[d] += p_t v_t[d] (t even) and odd[d] += p_t v_t[d] (t odd)
 // over keys [t_begin, t_end) (t_begin even) for d in [d0, d0 + NR*W); with TAIL the last register
 // holds only `last` valid lanes. The partial sums live in memory between calls (acc_even,
@@ -76,19 +96,9 @@ inline void dot4_simd(const float* q, const float* const k[4], int64_t head_dim,
 template <class V, int NR, bool TAIL, class RowOf>
 inline void weighted_sum_block(const float* p, int64_t t_begin, int64_t t_end, RowOf row_of,
                                int64_t d0, int last, float* acc_even, float* acc_odd) {
-  constexpr int W = V::width;
-  auto load = [&](const float* v, int r) {
-    if constexpr (TAIL) {
-      if (r == NR - 1) return V::load_n(v + d0 + r * W, last);
-    }
-    return V::load(v + d0 + r * W);
-  };
-  auto store = [&](float* v, int r, typename V::reg x) {
-    if (TAIL && r == NR - 1)
-      V::store_n(v + d0 + r * W, x, last);
-    else
-      V::store(v + d0 + r * W, x);
-  };
+  const BlockLanes<V, NR, TAIL> lanes{d0, last};
+  auto load = [&](const float* v, int r) { return lanes.load(v, r); };
+  auto store = [&](float* v, int r, typename V::reg x) { lanes.store(v, r, x); };
   typename V::reg even[NR], odd[NR];
 #pragma GCC unroll 4
   for (int r = 0; r < NR; ++r) {
@@ -156,19 +166,9 @@ inline void weighted_sum_range(const float* p, int64_t t_begin, int64_t t_end, R
 template <class V, int NR, bool TAIL, class RowOf>
 inline void weighted_sum_block2(const float* pa, const float* pb, int64_t t_begin, int64_t t_end,
                                 RowOf row_of, int64_t d0, int last, float* const acc[4]) {
-  constexpr int W = V::width;
-  auto load = [&](const float* v, int r) {
-    if constexpr (TAIL) {
-      if (r == NR - 1) return V::load_n(v + d0 + r * W, last);
-    }
-    return V::load(v + d0 + r * W);
-  };
-  auto store = [&](float* v, int r, typename V::reg x) {
-    if (TAIL && r == NR - 1)
-      V::store_n(v + d0 + r * W, x, last);
-    else
-      V::store(v + d0 + r * W, x);
-  };
+  const BlockLanes<V, NR, TAIL> lanes{d0, last};
+  auto load = [&](const float* v, int r) { return lanes.load(v, r); };
+  auto store = [&](float* v, int r, typename V::reg x) { lanes.store(v, r, x); };
   typename V::reg ea[NR], oa[NR], eb[NR], ob[NR];
 #pragma GCC unroll 4
   for (int r = 0; r < NR; ++r) {

@@ -19,21 +19,7 @@
 namespace ssd::kernels {
 namespace {
 
-// `positions` K and V rows of `kv_heads` heads at shuffled places of one buffer.
-struct Rows {
-  std::vector<float> store;
-  std::vector<const float*> k, v;
-  Rows(int64_t positions, int64_t row, std::mt19937& rng) {
-    store = test::random_floats(2 * positions * row, rng);
-    std::vector<int64_t> slot(static_cast<size_t>(2 * positions));
-    std::iota(slot.begin(), slot.end(), 0);
-    std::shuffle(slot.begin(), slot.end(), rng);
-    for (int64_t p = 0; p < positions; ++p) {
-      k.push_back(store.data() + slot[2 * p] * row);
-      v.push_back(store.data() + slot[2 * p + 1] * row);
-    }
-  }
-};
+using Rows = test::ShuffledKvRows;
 
 bool same_bits(const float* a, const float* b, int64_t n) {
   return std::memcmp(a, b, sizeof(float) * static_cast<size_t>(n)) == 0;

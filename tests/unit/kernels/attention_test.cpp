@@ -24,25 +24,10 @@
 namespace ssd::kernels {
 namespace {
 
-// `positions` K and V rows of `kv_heads` heads, stored at shuffled places of one buffer.
-struct FakeCache {
-  int64_t kv_heads, head_dim;
-  std::vector<float> store;
-  std::vector<const float*> k, v;
-  FakeCache(int64_t positions, int64_t kv_heads_, int64_t head_dim_, std::mt19937& rng)
-      : kv_heads(kv_heads_), head_dim(head_dim_) {
-    const int64_t row = kv_heads * head_dim;
-    store.resize(static_cast<size_t>(2 * positions * row));
-    std::normal_distribution<float> g(0.0f, 1.0f);
-    for (float& x : store) x = g(rng);
-    std::vector<int64_t> slot(static_cast<size_t>(2 * positions));
-    std::iota(slot.begin(), slot.end(), 0);
-    std::shuffle(slot.begin(), slot.end(), rng);
-    for (int64_t p = 0; p < positions; ++p) {
-      k.push_back(store.data() + slot[2 * p] * row);
-      v.push_back(store.data() + slot[2 * p + 1] * row);
-    }
-  }
+// `positions` K and V rows of `kv_heads` heads of head_dim, at shuffled places of one buffer.
+struct FakeCache : test::ShuffledKvRows {
+  FakeCache(int64_t positions, int64_t kv_heads, int64_t head_dim, std::mt19937& rng)
+      : ShuffledKvRows(positions, kv_heads * head_dim, rng) {}
 };
 
 TEST(Attention, MatchesFloat64TwinOnAwkwardShapes) {

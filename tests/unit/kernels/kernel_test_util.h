@@ -3,8 +3,10 @@
 // them), and a float comparison that treats two NaNs as equal and +0 / -0 as different.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -118,5 +120,22 @@ inline std::vector<float> random_floats(int64_t n, std::mt19937& rng, float sigm
   for (auto& x : v) x = g(rng);
   return v;
 }
+
+// `positions` K and V rows of `row` floats each, at shuffled places of one buffer (as a paged KV
+// cache hands them out): k[p] / v[p] are position p's rows.
+struct ShuffledKvRows {
+  std::vector<float> store;
+  std::vector<const float*> k, v;
+  ShuffledKvRows(int64_t positions, int64_t row, std::mt19937& rng)
+      : store(random_floats(2 * positions * row, rng)) {
+    std::vector<int64_t> slot(static_cast<size_t>(2 * positions));
+    std::iota(slot.begin(), slot.end(), 0);
+    std::shuffle(slot.begin(), slot.end(), rng);
+    for (int64_t p = 0; p < positions; ++p) {
+      k.push_back(store.data() + slot[2 * p] * row);
+      v.push_back(store.data() + slot[2 * p + 1] * row);
+    }
+  }
+};
 
 }  // namespace ssd::kernels::test
