@@ -214,7 +214,7 @@ bool DrafterLeadLink::lose(const DrafterLost& e, int64_t round,
   build_lookup(running);
   const std::string fallback =
       drafts_after_loss()
-          ? fmt::format("the leader's {} drafts", lookup_->kind(lookup_->own_choice()))
+          ? lookup_fallback(lookup_->kind(lookup_->own_choice()))
           : std::string(kPlainDecoding);
   loss_ = DrafterLoss{e.rank, round, e.died, e.cause, fallback};
   report_loss(*loss_);

@@ -62,6 +62,10 @@ ProcessState RankLiveness::state(int rank) const {
   return local_process_state(local_pid_[rank]);
 }
 
+std::string lookup_fallback(const std::string& kind) {
+  return fmt::format("the leader's {} drafts", kind);
+}
+
 std::string DrafterLoss::line() const {
   return fmt::format("ssd: lost drafter rank {}: {}; the target finishes every sequence with {} "
                      "(output unchanged{})",

@@ -80,6 +80,9 @@ struct DrafterLossPolicy {
 
 // What the leader finishes with when it has no lookup copy to draft with.
 inline constexpr const char* kPlainDecoding = "plain decoding";
+// What it finishes with when it drafts with its own copy of a lookup of `kind` ("n-gram",
+// "suffix"): "the leader's n-gram drafts".
+std::string lookup_fallback(const std::string& kind);
 
 // One loss, as the leader reports it (the one stderr line, --stats-json "drafter_loss").
 struct DrafterLoss {

@@ -189,7 +189,7 @@ LeaderJob::LeaderJob(Cluster& cluster, ModelSession& session, const JobSpec& spe
       std::string fallback = kPlainDecoding;
       if (spec.mode != "ar") {
         drafter_ = own_lookup(spec, session);
-        fallback = fmt::format("the leader's {} drafts", lookup_kind(*drafter_));
+        fallback = lookup_fallback(lookup_kind(*drafter_));
       }
       load_loss_ = DrafterLoss{e.rank, -1, e.died, e.cause, fallback};
       report_loss(*load_loss_);
