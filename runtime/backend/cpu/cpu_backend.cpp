@@ -26,6 +26,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -319,7 +320,8 @@ class CpuBackend final : public Backend {
   struct AttentionTask {
     int64_t first = 0, step = 1, count = 1;  // rows first + k * step, k < count
     int64_t group = 0;                       // index into group_heads_
-    int64_t cost = 0;                        // visible positions summed over the rows
+    int32_t h0 = 0, nh = 0;                  // its query heads: group_heads_[group][h0, h0 + nh)
+    int64_t cost = 0;                        // visible positions summed over rows and heads
   };
   void plan_attention_tasks(const AttentionCall& c, int64_t n_groups, int64_t max_rows);
   std::vector<std::pair<int64_t, int64_t>> chains_;
@@ -411,8 +413,9 @@ void CpuBackend::attention(const AttentionCall& c) {
       kv.n_extra = c.visible_offsets[last + 1] - c.visible_offsets[last];
       kv.offset = g * c.head_dim;
       int S = 0;
+      const std::span<const int32_t> task_heads(heads.data() + task.h0, task.nh);
       for (int64_t i = last; i >= task.first; i -= task.step)
-        for (const int32_t h : heads) {
+        for (const int32_t h : task_heads) {
           const int64_t at = (i * c.n_heads + h) * c.head_dim;  // q, out: [n, heads, hd]
           qs[S] = c.q + at;
           outs[S] = c.out + at;
@@ -434,8 +437,10 @@ void CpuBackend::attention(const AttentionCall& c) {
 // allows and no task holds more than max_rows rows: a short block (a verification) into
 // interleaved subsets (rows b + p, b + p + parts, ...) that cost the same, a long one (a
 // prefill) into contiguous chunks, whose rows all see most of the pass's keys (~8% faster than
-// interleaving at 512 rows). One task per (part, KV head group), sorted by cost (visible
-// positions of its rows), largest first.
+// interleaving at 512 rows). One task per (part, KV head group); when that still leaves fewer
+// than two tasks per thread, a lone row's task is split further by query heads (each head's
+// result does not depend on which heads share its pass). Sorted by cost (visible positions of
+// its rows times its heads), largest first.
 void CpuBackend::plan_attention_tasks(const AttentionCall& c, int64_t n_groups,
                                       int64_t max_rows) {
   chains_.clear();
@@ -455,6 +460,12 @@ void CpuBackend::plan_attention_tasks(const AttentionCall& c, int64_t n_groups,
   const int64_t base = static_cast<int64_t>(chains_.size()) * n_groups;
   const int64_t want = 2 * static_cast<int64_t>(pool_.size());
   const int64_t min_parts = pool_.size() > 1 ? (want + base - 1) / base : 1;
+  // The tasks before any split by heads: one per (part, group) of each chain.
+  int64_t unsplit = 0;
+  for (const auto& [b, e] : chains_)
+    unsplit += std::min(e - b, std::max(min_parts, (e - b + max_rows - 1) / max_rows));
+  unsplit *= n_groups;
+  if (pool_.size() == 1) unsplit = want;  // one thread: nothing to balance
   tasks_.clear();
   for (const auto& [b, e] : chains_) {
     const int64_t rows = e - b;
@@ -473,13 +484,26 @@ void CpuBackend::plan_attention_tasks(const AttentionCall& c, int64_t n_groups,
         t.count = (rows - p + parts - 1) / parts;
       }
       if (t.count <= 0) continue;
+      int64_t positions = 0;
       for (int64_t k = 0; k < t.count; ++k) {
         const int64_t i = t.first + k * t.step;
-        t.cost += c.prefix_len[i] + extras(i);
+        positions += c.prefix_len[i] + extras(i);
       }
       for (int64_t g = 0; g < n_groups; ++g) {
+        const auto heads = static_cast<int32_t>(group_heads_[static_cast<size_t>(g)].size());
         t.group = g;
-        tasks_.push_back(t);
+        // A lone row's heads are split when there are too few tasks for the threads: a decoded
+        // token of SmolLM2 has 3 KV heads, so 3 tasks on 2 threads, one of which ran two.
+        const int32_t splits = t.count == 1 && unsplit < want
+                                   ? static_cast<int32_t>(std::min<int64_t>(
+                                         heads, (want + unsplit - 1) / unsplit))
+                                   : 1;
+        for (int32_t part = 0; part < splits; ++part) {
+          t.h0 = part * heads / splits;
+          t.nh = (part + 1) * heads / splits - t.h0;
+          t.cost = positions * t.nh;
+          tasks_.push_back(t);
+        }
       }
     }
   }
