@@ -100,7 +100,8 @@ double bulk_try(Transport& t, int peer, const Timer& clock, int64_t bytes, int r
 }
 
 // Probes one drafter rank until `deadline`: pings for the first half of the time left, bandwidth
-// tries for the rest, none once the deadline has passed; then ends the drafter's part. Without a
+// tries for the rest, none once the deadline has passed. (The drafter's end Ping comes after every
+// drafter's part: see probe_links.) Without a
 // deadline (ssd probe-links) every exchange is made, after 2 warm-up pings; with one, every
 // exchange it can afford is a sample.
 LinkFigures probe_peer(Transport& t, int peer, const LinkProbeOptions& o, const Timer& clock,
@@ -141,18 +142,17 @@ LinkFigures probe_peer(Transport& t, int peer, const LinkProbeOptions& o, const 
       f.gbps_64mib = g;
     }
   }
-  t.send(peer, Ping{kProbeEndId});
   return f;
 }
 
-// A drafter rank's part: answers the leader's Pings and bandwidth tries until the end Ping. Its
-// first frame may come only after the leader has probed the drafter ranks before it, so that
-// wait is twice as long (the watchdog's deadline, at start-up); every later one is a step of an
-// exchange in progress.
+// A drafter rank's part: answers the leader's Pings and bandwidth tries until the end Ping. The
+// frame that opens an exchange, or ends the probe, may come only after the leader has probed the
+// other drafter ranks (those before it, or after it), so that wait is twice as long (the
+// watchdog's deadline, at start-up); the frames within an exchange wait the plain wait.
 void answer_leader(Transport& t, int leader, double wait_s) {
-  for (bool first = true;; first = false) {
+  for (;;) {
     Envelope env = receive(t, fmt::format("Ping or bandwidth try from the leader (rank {})", leader),
-                           first ? 2 * wait_s : wait_s);
+                           2 * wait_s);
     if (env.kind == MsgKind::kPing) {
       const Ping p = decode<Ping>(env);
       if (p.id == kProbeEndId) return;
@@ -247,6 +247,10 @@ LinkReport probe_links(Transport& world, Collective* tp, const RankLayout& layou
   if (layout.rank == leader) {
     for (int r : layout.drafter_ranks())
       rep.drafters.push_back(probe_peer(world, r, opts, clock, part_deadline(), rep.cut_short));
+    // Every drafter rank leaves the probe only now: one let go after its own part would send the
+    // leader its next message (the drafter lead's DrafterReady) while the leader still probes
+    // the others, where only their answers are expected.
+    for (int r : layout.drafter_ranks()) world.send(r, Ping{kProbeEndId});
   } else if (!layout.is_target()) {
     answer_leader(world, leader, opts.wait_s);
   }

@@ -12,7 +12,8 @@
 //              nccl-tests does: algbw = bytes / time, busbw = algbw x 2 (n - 1) / n (the traffic
 //              each link carries in a ring), best of up to 5 after a warm-up.
 // probe_links() is collective over every rank of the job: the leader probes each drafter rank in
-// turn (the others wait for their turn or return), the TP ranks all-reduce together. The leader
+// turn (the others wait), then ends every drafter's part at once, so no drafter rank sends the
+// leader anything else while the probe runs; the TP ranks all-reduce together. The leader
 // alone decides how many exchanges to make: a drafter answers whatever comes until the Ping whose
 // id is kProbeEndId, and the TP ranks time another all-reduce only while the leader broadcasts
 // "go". So a time budget is the leader's business.

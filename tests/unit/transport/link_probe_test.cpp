@@ -4,8 +4,9 @@
 // time), with fewer samples than asked for (none for the parts that start past it), every rank
 // finishing; with no budget, or a fast clock, it
 // takes every sample (what `ssd probe-links` relies on); the TP all-reduce stops with the leader;
-// a drafter refuses a malformed bandwidth announcement, naming it; a rank whose peer goes silent
-// fails after its wait, naming the frame and the peer it waited for.
+// a drafter refuses a malformed bandwidth announcement, naming it; no drafter rank leaves the
+// probe, and speaks to the leader, before every drafter's part is done; a rank whose peer goes
+// silent fails after its wait, naming the frame and the peer it waited for.
 #include "actors/transport/link_probe.h"
 
 #include <gtest/gtest.h>
@@ -222,6 +223,53 @@ std::string probe_error(int rank, const LinkProbeOptions& o) {
     return e.what();
   }
   return "no error";
+}
+
+// A transport whose sends each take `delay` of wall time first (a drafter slow to answer).
+class LateSender final : public Transport {
+ public:
+  LateSender(Transport& t, std::chrono::milliseconds delay) : t_(t), delay_(delay) {}
+  int rank() const override { return t_.rank(); }
+  int size() const override { return t_.size(); }
+  std::string name() const override { return t_.name(); }
+  std::optional<Envelope> try_recv() override { return t_.try_recv(); }
+  void send_frame(int peer, std::vector<std::byte> frame) override {
+    std::this_thread::sleep_for(delay_);
+    t_.send_frame(peer, std::move(frame));
+  }
+  size_t pending_sends() override { return t_.pending_sends(); }
+
+ private:
+  Transport& t_;
+  std::chrono::milliseconds delay_;
+};
+
+// The drafter lead (rank 1) sends the leader its next message as soon as its probe ends, as a
+// job's DrafterReady does, while a second drafter (rank 2) answers slowly: the leader's probe of
+// rank 2 must not see rank 1's message (it failed with "DrafterReady from rank 1 while waiting
+// for acknowledgement from rank 2" under mpirun when rank 1 was let go after its own part), and
+// the message must still reach the leader after the probe.
+TEST(LinkProbe, NoDrafterRankSpeaksToTheLeaderBeforeEveryPartIsDone) {
+  LoopbackHub hub(3);
+  LinkProbeOptions o;  // quick, no budget: every exchange, each of rank 2's answers 5 ms late
+  o.quick = true;
+  o.pings = 4;
+  auto lead = std::async(std::launch::async, [&] {
+    probe_links(hub.endpoint(1), nullptr, RankLayout::make(3, 1, 1), o);
+    hub.endpoint(1).send(0, Ping{7});
+  });
+  auto second = std::async(std::launch::async, [&] {
+    LateSender late(hub.endpoint(2), std::chrono::milliseconds(5));
+    probe_links(late, nullptr, RankLayout::make(3, 2, 1), o);
+  });
+  const LinkReport rep = probe_links(hub.endpoint(0), nullptr, RankLayout::make(3, 0, 1), o);
+  lead.get();
+  second.get();
+  ASSERT_EQ(rep.drafters.size(), 2u);
+  EXPECT_EQ(rep.drafters[1].pings, 4);
+  const Envelope after = hub.endpoint(0).recv(std::chrono::milliseconds(5000));
+  EXPECT_EQ(after.peer, 1);
+  EXPECT_EQ(decode<Ping>(after).id, 7u);
 }
 
 TEST(LinkProbe, ASilentDrafterIsNamedByTheFrameTheLeaderWaitedFor) {
