@@ -324,8 +324,10 @@ class CpuBackend final : public Backend {
     int64_t cost = 0;                        // visible positions summed over rows and heads
   };
   void plan_attention_tasks(const AttentionCall& c, int64_t n_groups, int64_t max_rows);
+  void split_lone_rows_by_heads(int64_t want);
   std::vector<std::pair<int64_t, int64_t>> chains_;
   std::vector<AttentionTask> tasks_;
+  std::vector<AttentionTask> split_tasks_;  // split_lone_rows_by_heads' output, kept for reuse
   std::vector<float*> slots_;        // store_kv: [n][K, V] destination rows
 };
 
@@ -460,12 +462,6 @@ void CpuBackend::plan_attention_tasks(const AttentionCall& c, int64_t n_groups,
   const int64_t base = static_cast<int64_t>(chains_.size()) * n_groups;
   const int64_t want = 2 * static_cast<int64_t>(pool_.size());
   const int64_t min_parts = pool_.size() > 1 ? (want + base - 1) / base : 1;
-  // The tasks before any split by heads: one per (part, group) of each chain.
-  int64_t unsplit = 0;
-  for (const auto& [b, e] : chains_)
-    unsplit += std::min(e - b, std::max(min_parts, (e - b + max_rows - 1) / max_rows));
-  unsplit *= n_groups;
-  if (pool_.size() == 1) unsplit = want;  // one thread: nothing to balance
   tasks_.clear();
   for (const auto& [b, e] : chains_) {
     const int64_t rows = e - b;
@@ -490,27 +486,42 @@ void CpuBackend::plan_attention_tasks(const AttentionCall& c, int64_t n_groups,
         positions += c.prefix_len[i] + extras(i);
       }
       for (int64_t g = 0; g < n_groups; ++g) {
-        const auto heads = static_cast<int32_t>(group_heads_[static_cast<size_t>(g)].size());
         t.group = g;
-        // A lone row's heads are split when there are too few tasks for the threads: a decoded
-        // token of SmolLM2 has 3 KV heads, so 3 tasks on 2 threads, one of which ran two.
-        const int32_t splits = t.count == 1 && unsplit < want
-                                   ? static_cast<int32_t>(std::min<int64_t>(
-                                         heads, (want + unsplit - 1) / unsplit))
-                                   : 1;
-        for (int32_t part = 0; part < splits; ++part) {
-          t.h0 = part * heads / splits;
-          t.nh = (part + 1) * heads / splits - t.h0;
-          t.cost = positions * t.nh;
-          tasks_.push_back(t);
-        }
+        t.nh = static_cast<int32_t>(group_heads_[static_cast<size_t>(g)].size());
+        t.cost = positions * t.nh;
+        tasks_.push_back(t);
       }
     }
   }
+  split_lone_rows_by_heads(want);
   std::sort(tasks_.begin(), tasks_.end(), [](const AttentionTask& x, const AttentionTask& y) {
     if (x.cost != y.cost) return x.cost > y.cost;
-    return x.first != y.first ? x.first < y.first : x.group < y.group;
+    if (x.first != y.first) return x.first < y.first;
+    return x.group != y.group ? x.group < y.group : x.h0 < y.h0;
   });
+}
+
+// When there are fewer tasks than `want` (two per thread), each lone row's task is split into
+// parts of its query heads: a decoded token of SmolLM2 has 3 KV heads, so 3 tasks on 2 threads,
+// one of which ran two.
+void CpuBackend::split_lone_rows_by_heads(int64_t want) {
+  const auto n = static_cast<int64_t>(tasks_.size());
+  if (pool_.size() == 1 || n == 0 || n >= want) return;
+  const int64_t per_task = (want + n - 1) / n;
+  split_tasks_.clear();
+  for (const AttentionTask& whole : tasks_) {
+    const auto splits =
+        static_cast<int32_t>(whole.count == 1 ? std::min<int64_t>(whole.nh, per_task) : 1);
+    const int64_t positions = whole.cost / whole.nh;
+    for (int32_t part = 0; part < splits; ++part) {
+      AttentionTask t = whole;
+      t.h0 = whole.h0 + part * whole.nh / splits;
+      t.nh = whole.h0 + (part + 1) * whole.nh / splits - t.h0;
+      t.cost = positions * t.nh;
+      split_tasks_.push_back(t);
+    }
+  }
+  tasks_.swap(split_tasks_);
 }
 
 }  // namespace

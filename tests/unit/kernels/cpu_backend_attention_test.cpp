@@ -153,7 +153,8 @@ TEST(CpuBackendAttention, BatchOfBlockAndTreeMatchesReferenceAndSingleQueries) {
         be->attention(c);
         for (int64_t j = 0; j < kHeads * head_dim; ++j)
           ASSERT_TRUE(kernels::test::same_float(one[j], out3[i * kHeads * head_dim + j]))
-              << "row " << i << " alone differs at " << j << (be == be2.get() ? " at 2 threads" : " at 3 threads");
+              << "row " << i << " alone differs at " << j
+              << (be == be2.get() ? " at 2 threads" : " at 3 threads");
       }
     }
   }
