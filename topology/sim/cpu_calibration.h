@@ -2,7 +2,10 @@
 // this machine and the forward times of a model at 1..n rows, fitted to the roofline of
 // roofline.h. Three numbers are fitted, minimising the squared relative error of the predicted
 // forward times (a grid over all three, refined around the best point): the achieved fraction of
-// the measured bandwidth, the effective peak FLOP/s and the fixed overhead. The overhead is stored
+// the measured bandwidth, the effective peak FLOP/s and the fixed overhead. When a forward read
+// its bytes faster than the measured (streamed) bandwidth, as on a host whose last-level cache
+// holds much of a small model, the profile's bandwidth becomes twice that forward's read rate and
+// the fraction is fitted in [1/2, 1] of it. The overhead is stored
 // per layer (on a CPU it is the thread pool's hand-offs, a few per op), so a model of another
 // depth (a 4-layer drafter) gets its own share. The profile then reproduces what this machine's
 // kernels did, including what they lose to the ideal roofline. Samples of decode batches (one row
