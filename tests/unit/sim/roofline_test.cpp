@@ -242,9 +242,9 @@ TEST(Calibration, TheCostPerSequenceIsFoundWhenForwardsHaveNoFixedCostPerLayer) 
 
 TEST(Calibration, ForwardsThatReadFasterThanTheMeasuredBandwidthAreReproduced) {
   // A host whose last-level cache holds much of the weights: forwards read at 45 GB/s while the
-  // streaming bandwidth measured 25 GB/s. Held to 25 GB/s (the fit once was), the one-row forward
-  // came out about 1.8x too slow; the profile now reads at the fastest forward's rate and
-  // reproduces every shape within 2%.
+  // streaming bandwidth measured 25 GB/s. Held to 25 GB/s (as the fit once was), the one-row
+  // forward came out 22% too slow; the profile's bandwidth now follows the fastest forward's read
+  // rate and every shape is reproduced within 2%.
   const ModelShape m = model_preset("smollm2-135m");
   DeviceProfile truth;
   truth.name = "truth";
