@@ -69,7 +69,17 @@ Cluster::Cluster(int tp, std::string_view config_text, std::string_view model_pa
     places_ = nlohmann::json::array({nlohmann::json::parse(my_place(0, placement_.device))});
     return;
   }
-  session_ = std::make_unique<MpiSession>(nullptr, nullptr);
+  {
+    // Before MPI_Init the rank and role come from the launcher's environment (a job whose
+    // layout is impossible is refused after MPI_Init, by MpiWorld, with the whole story).
+    const int rank = MpiSession::launcher_rank(), size = MpiSession::launcher_size();
+    if (fault.active && fault.phase == FaultPhase::kInit && rank >= 0 && rank < size && tp <= size)
+      FaultInjector(fault, RankLayout::make(size, rank, tp)).at(FaultPhase::kInit, 0,
+                                                                "before MPI_Init");
+  }
+  // MPI_Init also waits out the other ranks' loading of the binary (up to 50 s was seen on a
+  // loaded VM with a CUDA-linked build), which no step deadline should judge: at least 60 s.
+  session_ = std::make_unique<MpiSession>(nullptr, nullptr, std::max(watchdog_s, kMinInitWaitS));
   // The watchdog starts before the first collective, with this rank's role as its own --tp says
   // (the layout is validated by MpiWorld below; the agreement makes every rank's --tp the same).
   int world_rank = 0;

@@ -26,9 +26,12 @@ class MpiWorld;
 
 class Cluster {
  public:
+  static constexpr double kMinInitWaitS = 60;
+
   // config_text: the resolved flags (identical on every rank, or the handshake refuses the job);
   // model_path: the model every rank must have loaded the same (empty: no model, e.g. probe-links) (its size and header bytes are
-  // hashed into the model digest). watchdog_s: the deadline of the handshake. gpu: the transport
+  // hashed into the model digest). watchdog_s: the deadline of the handshake, and of MPI_Init
+  // (at least kMinInitWaitS: a rank stopped before it ends the job; mpi_world.h). gpu: the transport
   // and device placement flags (gpu_link.h), resolved and checked on every rank. startup: the
   // flags that shape the start-up collectives (--tp, --transport, ...), compared by the very
   // first collective (startup_agreement.h) under the watchdog; tp is always among them. fault:

@@ -15,7 +15,7 @@ namespace {
 
 constexpr std::string_view kUsage =
     "SSD_FAULT=<leader|worker|drafter|secondary>:<kill|stop|error|corrupt>:"
-    "<startup|prefill|round|prespec>[:round=N]";
+    "<startup|prefill|round|prespec|init>[:round=N]";
 
 template <class E, size_t N>
 E pick(std::string_view part, const std::string_view (&names)[N], std::string_view what,
@@ -30,7 +30,7 @@ E pick(std::string_view part, const std::string_view (&names)[N], std::string_vi
 
 constexpr std::string_view kRoles[] = {"leader", "worker", "drafter", "secondary"};
 constexpr std::string_view kKinds[] = {"kill", "stop", "error", "corrupt"};
-constexpr std::string_view kPhases[] = {"startup", "prefill", "round", "prespec"};
+constexpr std::string_view kPhases[] = {"startup", "prefill", "round", "prespec", "init"};
 
 }  // namespace
 
@@ -82,7 +82,8 @@ FaultInjector::FaultInjector(const FaultPlan& plan, const RankLayout& layout, Tr
 bool FaultInjector::fires(FaultPhase phase, int64_t round) const {
   if (!plan_.active || fired_.load() || plan_.phase != phase) return false;
   if (fault_role_of(layout_) != plan_.role) return false;
-  return phase == FaultPhase::kStartup || phase == FaultPhase::kPrefill || round == plan_.round;
+  return phase == FaultPhase::kStartup || phase == FaultPhase::kPrefill ||
+         phase == FaultPhase::kInit || round == plan_.round;
 }
 
 void FaultInjector::at(FaultPhase phase, int64_t round, std::string_view where) const {

@@ -19,6 +19,8 @@
 //                     answering round N; secondary: adopting the lead's round-N work)
 //            prespec  pre-speculation of round N (drafter ranks: inside the drafting job; leader:
 //                     verifying round N, while the drafter pre-speculates)
+//            init     before MPI_Init (the role from the launcher's rank and --tp; stop there
+//                     holds every other rank in MPI_Init until its deadline)
 //
 // The value is parsed once at start-up (launch/cli reads the variable) into a FaultPlan, a plain
 // struct the roles receive; a malformed value is refused with the part that is wrong. Named
@@ -41,7 +43,7 @@ namespace ssd {
 
 enum class FaultRole : uint8_t { kLeader, kWorker, kDrafterLead, kSecondary };
 enum class FaultKind : uint8_t { kKill, kStop, kError, kCorrupt };
-enum class FaultPhase : uint8_t { kStartup, kPrefill, kRound, kPrespec };
+enum class FaultPhase : uint8_t { kStartup, kPrefill, kRound, kPrespec, kInit };
 
 struct FaultPlan {
   bool active = false;
@@ -73,7 +75,7 @@ class FaultInjector {
   void set_world(Transport* world) { world_ = world; }
 
   // A named fault point: `where` says what the rank is doing ("verifying round 1"). round is
-  // ignored for the startup and prefill phases.
+  // ignored for the startup, prefill and init phases.
   void at(FaultPhase phase, int64_t round, std::string_view where) const;
   // Whether at(phase, round) would fire (for a point that must prepare, e.g. count calls).
   bool fires(FaultPhase phase, int64_t round) const;

@@ -3,9 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include "actors/transport/mpi_check.h"
@@ -37,7 +41,66 @@ const char* thread_level_name(int level) {
 
 // ---- MpiSession ---------------------------------------------------------------------------------
 
-MpiSession::MpiSession(int* argc, char*** argv) {
+namespace {
+
+// Ends this process if MPI_Init has not returned `seconds` after construction (mpi_world.h).
+class InitDeadline {
+ public:
+  explicit InitDeadline(double seconds) {
+    if (seconds <= 0) return;
+    watcher_ = std::thread([this, seconds] {
+      std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; }))
+        return;
+      fmt::print(stderr,
+                 "ssd: rank {} of {}: MPI_Init has not returned after {:g} s (its "
+                 "deadline): a rank of this job has not reached it (stopped, stuck in loading, "
+                 "or not started); this rank exits with status 1 so that mpirun ends the job\n",
+                 MpiSession::launcher_rank(), MpiSession::launcher_size(), seconds);
+      std::fflush(stderr);
+      std::_Exit(1);
+    });
+  }
+  ~InitDeadline() {
+    if (!watcher_.joinable()) return;
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    watcher_.join();
+  }
+  InitDeadline(const InitDeadline&) = delete;
+  InitDeadline& operator=(const InitDeadline&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread watcher_;
+};
+
+int env_int(std::initializer_list<const char*> vars) {
+  for (const char* var : vars)
+    if (const char* v = std::getenv(var)) {
+      char* end = nullptr;
+      const long x = std::strtol(v, &end, 10);
+      if (end != v && *end == '\0' && x >= 0 && x < (1L << 30)) return static_cast<int>(x);
+    }
+  return -1;
+}
+
+}  // namespace
+
+int MpiSession::launcher_rank() {
+  return env_int({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"});
+}
+
+int MpiSession::launcher_size() {
+  return env_int({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"});
+}
+
+MpiSession::MpiSession(int* argc, char*** argv, double init_deadline_s) {
   if (initialized()) {  // a test main or an embedding program already did it
     int level = 0;
     SSD_MPI_CHECK(MPI_Query_thread(&level));
@@ -47,7 +110,10 @@ MpiSession::MpiSession(int* argc, char*** argv) {
     return;
   }
   int provided = MPI_THREAD_SINGLE;
-  SSD_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+  {
+    InitDeadline deadline(init_deadline_s);
+    SSD_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+  }
   owns_ = true;
   if (provided != MPI_THREAD_MULTIPLE) {
     MPI_Finalize();

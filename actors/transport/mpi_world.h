@@ -3,7 +3,10 @@
 //   MpiSession  RAII MPI_Init_thread(MPI_THREAD_MULTIPLE) / MPI_Finalize. The actor loop polls
 //               on the main thread while compute (and its sends) runs on another, so anything
 //               less than MPI_THREAD_MULTIPLE is refused with a clear error. Works without mpirun
-//               (Open MPI's singleton start: a world of 1).
+//               (Open MPI's singleton start: a world of 1). MPI_Init waits for every rank of the
+//               job, and a rank stopped or stuck before it would hold the others there for good:
+//               with a deadline, a rank whose MPI_Init has not returned by then says so on
+//               stderr and exits with status 1, so that mpirun ends the job.
 //   MpiComm     owner of one MPI_Comm (non-copyable, movable; freed on destruction) with
 //               MPI_ERRORS_RETURN set, so failures surface through SSD_MPI_CHECK as ssd::Error.
 //   MpiWorld    the layout (rank_layout.h) and the communicators split from it once:
@@ -28,13 +31,18 @@ namespace ssd {
 
 class MpiSession {
  public:
-  MpiSession(int* argc, char*** argv);
+  // init_deadline_s > 0: the seconds MPI_Init may take (see above); 0: no deadline.
+  MpiSession(int* argc, char*** argv, double init_deadline_s = 0);
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
 
   // True when this process was started by mpirun/mpiexec/srun (their environment variables).
   static bool launched_by_launcher();
+  // This process's rank and the job's size as the launcher's environment gives them, before
+  // MPI_Init; -1 when it does not say.
+  static int launcher_rank();
+  static int launcher_size();
   static bool initialized();  // MPI_Init has run and MPI_Finalize has not
 
  private:

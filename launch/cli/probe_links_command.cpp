@@ -74,6 +74,7 @@ int run_probe_links_command(int argc, const char* const* argv) {
   if (parse_or_print_help(argc, argv, args, "ssd probe-links",
                           "Measure the latency and bandwidth of a job's links."))
     return 0;
+  args.dist.fault = fault_plan_from_env();
   return run_on_cluster(args.dist, args.backend.backend, resolved_text(args), "",
                         [&](Cluster& cluster) { return probe(args, cluster); });
 }

@@ -252,6 +252,8 @@ TEST(FaultPlanParse, ValidValues) {
   EXPECT_EQ(p.phase, FaultPhase::kPrespec);
   EXPECT_EQ(p.round, 3);
   EXPECT_EQ(parse_fault_plan("leader:kill:startup").round, 1);
+  EXPECT_EQ(parse_fault_plan("drafter:stop:init").phase, FaultPhase::kInit);
+  EXPECT_EQ(fault_phase_name(FaultPhase::kInit), "init");
 }
 
 TEST(FaultPlanParse, MalformedValuesAreNamed) {
@@ -270,6 +272,8 @@ TEST(FaultPlanParse, MalformedValuesAreNamed) {
   EXPECT_NE(message("leader:kill:round:round=x").find("round 'x'"), std::string::npos);
   EXPECT_NE(message("leader:kill:round:turn=1").find("is not round=N"), std::string::npos);
   EXPECT_NE(message("leader:kill:startup:round=1").find("round and prespec phases only"),
+            std::string::npos);
+  EXPECT_NE(message("drafter:stop:init:round=1").find("round and prespec phases only"),
             std::string::npos);
 }
 
