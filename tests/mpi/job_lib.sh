@@ -1,9 +1,10 @@
 # shellcheck shell=bash
 # What the mpirun checks share (ssd_fault_check.sh, ssd_recover_check.sh, ssd_recover_fault_check.sh,
-# ssd_serve_check.sh): finding a running `ssd generate` job's rank processes (other jobs of the
-# same binary may run on the machine, ctest runs checks side by side), waiting for its rounds, for
-# its end, and for its ranks to be gone; starting `ssd serve` under mpirun and stopping it as a
-# client would. Sourced:  . "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
+# ssd_serve_check.sh, ssd_startup_agreement_check.sh, ssd_init_deadline_check.sh): finding a
+# running `ssd generate` job's rank processes (other jobs of the same binary may run on the
+# machine, ctest runs checks side by side), waiting for its rounds, for its end, and for its ranks
+# to be gone; starting `ssd serve` under mpirun and stopping it as a client would; running a job
+# that must end by itself with a line and a non-zero status. Sourced:  . "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
 
 # Whether process $1 descends from process $2 (walks the parent chain in /proc).
 descends_from() {
@@ -104,4 +105,44 @@ stop_server() {
   SERVER_STATUS=0
   wait "$MPI_PID" || SERVER_STATUS=$?
   MPI_PID=""
+}
+
+# expect_job_fails NAME WANT RANKS -- MPIRUN-ARGS...: runs `$MPIEXEC (as root: --allow-run-as-root)
+# --oversubscribe --bind-to none MPIRUN-ARGS` with its output in $LOG, which must end by itself
+# with a non-zero status within $BOUND seconds of its start and print a line containing WANT; the
+# `$BIN` processes it started (its ranks, looked up every 0.1 s while it runs) must be gone after
+# it, and RANKS of them must have been seen (0: any number). Prints one line for the case and,
+# when it fails, why and the job's output; counts failures in `fails`.
+expect_job_fails() {
+  local name=$1 want=$2 ranks=$3 root=() t0 t1 status secs mpi seen="" p left
+  shift 4
+  [[ $(id -u) -eq 0 ]] && root=(--allow-run-as-root)
+  t0=$(date +%s.%N)
+  timeout $((BOUND + 5)) "${MPIEXEC:-mpirun}" "${root[@]}" --oversubscribe --bind-to none "$@" \
+    >"$LOG" 2>&1 &
+  mpi=$!
+  while kill -0 "$mpi" 2>/dev/null; do
+    for p in $(pgrep -f "^$BIN " || true); do
+      [[ " $seen " == *" $p "* ]] || ! descends_from "$p" "$mpi" || seen="$seen $p"
+    done
+    sleep 0.1
+  done
+  wait "$mpi"
+  status=$?
+  t1=$(date +%s.%N)
+  secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+  echo "$name: status $status after ${secs} s: $(grep -m1 -F -- "$want" "$LOG" || echo '<no line>')"
+  if ((status == 0 || status == 124)) || awk -v s="$secs" -v b="$BOUND" 'BEGIN { exit !(s > b) }'; then
+    echo "FAIL: $name: status $status after ${secs} s (bound ${BOUND} s)"; cat "$LOG"; fails=$((fails + 1))
+  elif ! grep -qF -- "$want" "$LOG"; then
+    echo "FAIL: $name: no line saying: $want"; cat "$LOG"; fails=$((fails + 1))
+  fi
+  if ((ranks > 0 && $(wc -w <<<"$seen") != ranks)); then
+    echo "FAIL: $name: $ranks ranks expected, seen:${seen:- none}"; fails=$((fails + 1))
+  fi
+  # shellcheck disable=SC2086
+  left=$(ranks_left $seen)
+  if [[ -n $left ]]; then
+    echo "FAIL: $name: ranks left after the job:$left"; kill -9 $left 2>/dev/null; fails=$((fails + 1))
+  fi
 }

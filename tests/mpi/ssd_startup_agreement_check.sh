@@ -5,10 +5,8 @@
 # start-up agreement; --tp 1 vs 2 waited for the watchdog and named nothing). `ssd probe-links`
 # needs no model. Run by ctest: ssd_startup_agreement_check.sh SSD_BIN
 set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/job_lib.sh"
 BIN=$1
-ROOT=()
-[[ $(id -u) -eq 0 ]] && ROOT=(--allow-run-as-root)
-MPI=(${MPIEXEC:-mpirun} "${ROOT[@]}" --oversubscribe --bind-to none)
 LOG=$(mktemp)
 trap 'rm -f "$LOG"' EXIT
 WATCHDOG=5
@@ -17,25 +15,10 @@ WATCHDOG=5
 # (the --transport case before the agreement) never ends by itself: the kill at the bound says so.
 BOUND=${SSD_STARTUP_BOUND_S:-120}
 fails=0
-# case NAME EXPECTED-LINE -- mpirun MPMD arguments
+# run_case NAME EXPECTED-LINE -- mpirun MPMD arguments (expect_job_fails, job_lib.sh: also no
+# rank may be left after the job)
 run_case() {
-  local name=$1 want=$2
-  shift 3
-  local t0 t1 status
-  t0=$(date +%s.%N)
-  timeout $((BOUND + 5)) "${MPI[@]}" "$@" >"$LOG" 2>&1
-  status=$?
-  t1=$(date +%s.%N)
-  local secs
-  secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
-  local line
-  line=$(grep -m1 "start-up flags" "$LOG")
-  echo "$name: status $status after ${secs} s: ${line:-<no line>}"
-  if ((status == 0 || status == 124)) || awk -v s="$secs" -v b="$BOUND" 'BEGIN { exit !(s > b) }'; then
-    echo "FAIL: $name: status $status after ${secs} s (bound ${BOUND} s)"; cat "$LOG"; fails=$((fails + 1))
-  elif ! grep -qF -- "$want" "$LOG"; then
-    echo "FAIL: $name: no line saying: $want"; cat "$LOG"; fails=$((fails + 1))
-  fi
+  expect_job_fails "$1" "$2" 0 "${@:3}"
 }
 P=(probe-links --watchdog-s $WATCHDOG)
 run_case transport "--transport is 'mpi' on rank 0 but 'nccl' on rank 1" -- \
