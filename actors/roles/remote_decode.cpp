@@ -336,9 +336,15 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
                          static_cast<int32_t>(v.path.size()));
     // The outcome trace: this round, and the previous round's lookup, answered by where this
     // round's speculation came from.
+    // A miss the drafter rank answered says with what ("backup"; not one the leader drafted).
     const SpecSource source = run.specs->source(run.seqs[i].id);
-    if (run.prespeculate && run.last_record[i] >= 0 && source != SpecSource::kDecodeStep)
-      run.out.outcomes[static_cast<size_t>(run.last_record[i])].hit = source == SpecSource::kCache;
+    if (run.prespeculate && run.last_record[i] >= 0 && source != SpecSource::kDecodeStep) {
+      sim::OutcomeRecord& last = run.out.outcomes[static_cast<size_t>(run.last_record[i])];
+      last.hit = source == SpecSource::kCache;
+      if ((source == SpecSource::kPrimary || source == SpecSource::kBackup) &&
+          !last.leader.value_or(false))
+        last.backup = source == SpecSource::kBackup;
+    }
     run.last_record[i] = static_cast<int64_t>(run.out.outcomes.size());
     // "leader" (ssd): false until take_ahead() drafts this outcome's next speculation here.
     run.out.outcomes.push_back({round, static_cast<int32_t>(i), static_cast<int32_t>(trees[a].size()),

@@ -111,8 +111,9 @@ struct RemoteDecodeResult {
   // Every verified (round, request) as the round simulator's outcome trace records it (seq = the
   // request's index): k offered, accepted, and in ssd whether that outcome was answered from the
   // cache (known from the next speculation's source; absent for a request's last round) and
-  // whether this leader drafted its next speculation itself (--miss-at leader). The
-  // bonus's rank lives on the drafter rank and is not recorded (-1).
+  // whether this leader drafted its next speculation itself (--miss-at leader), and for a miss
+  // the drafter rank answered, whether with its backup. The bonus's rank lives on the drafter
+  // rank and is not recorded (-1).
   std::vector<sim::OutcomeRecord> outcomes;
   std::optional<DrafterLoss> drafter_loss;  // a drafter rank was lost (in this run or before)
 };

@@ -30,6 +30,7 @@ std::string to_jsonl_line(const OutcomeRecord& r) {
   if (r.hit) j["hit"] = *r.hit;
   if (r.prespec) j["prespec"] = *r.prespec;
   if (r.leader) j["leader"] = *r.leader;
+  if (r.backup) j["backup"] = *r.backup;
   return j.dump();
 }
 
@@ -65,6 +66,13 @@ OutcomeRecord parse_outcome_line(const std::string& line, const std::string& whe
     r.leader = it->get<bool>();
     SSD_CHECK(!(*r.leader && r.hit.value_or(false)),
               "{}: a round the leader drafted after cannot be a hit", where);
+  }
+  if (auto it = j.find("backup"); it != j.end() && !it->is_null()) {
+    SSD_CHECK(it->is_boolean(), "{}: field 'backup' must be true or false", where);
+    r.backup = it->get<bool>();
+    SSD_CHECK(!r.hit.value_or(false) && !r.leader.value_or(false),
+              "{}: 'backup' says how the drafter answered a miss; this round {}", where,
+              r.hit.value_or(false) ? "was a hit" : "was drafted by the leader");
   }
   return r;
 }

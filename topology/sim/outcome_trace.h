@@ -24,6 +24,11 @@
 //               it did not (a hit, or answered by the drafter rank); absent = unknown (traces
 //               recorded before the field: the simulator then decides by its own miss policy and
 //               --miss-at)
+//   backup      SSD only: this round's outcome missed and the drafter rank answered it with its
+//               backup speculator (true) or drafted it with its primary (false), as its miss
+//               policy chose (runtime/saguaro/miss_policy.h); absent on hits, on misses the leader
+//               drafted, before a decode step, and in traces recorded before the field (the
+//               simulator then chooses by its own miss policy)
 //
 // Lines may come in any order; blank lines and lines starting with '#' are skipped. A malformed
 // line is an ssd::Error naming the file and line number.
@@ -45,6 +50,7 @@ struct OutcomeRecord {
   std::optional<bool> hit;
   std::optional<bool> prespec;
   std::optional<bool> leader;
+  std::optional<bool> backup;
 };
 
 std::string to_jsonl_line(const OutcomeRecord& r);

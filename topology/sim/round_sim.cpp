@@ -27,6 +27,7 @@ struct Decision {
   int32_t rank = -1;
   std::optional<bool> hit;
   std::optional<bool> leader;  // SSD: the target leader drafted the next speculation
+  std::optional<bool> backup;  // SSD: the drafter answered the miss with its backup (a replay)
 };
 
 // Where the outcomes come from: the acceptance model (seeded) or a recorded trace.
@@ -99,6 +100,7 @@ class Outcomes {
       d.rank = r.bonus_rank;
       d.hit = r.hit;
       d.leader = r.leader;
+      d.backup = r.backup;
     } else {
       const AcceptanceParams& acc = src == Source::kBackup ? cfg_.backup_acc : cfg_.primary;
       d.accepted = acc.sample_accepted(k, rng_);
@@ -210,7 +212,7 @@ class Run {
   }
   void record(int64_t round, int32_t s, int32_t k, const Decision& d) {
     res_.outcomes.push_back(
-        {round, out_.seq_id(s), k, d.accepted, d.rank, d.hit, std::nullopt, d.leader});
+        {round, out_.seq_id(s), k, d.accepted, d.rank, d.hit, std::nullopt, d.leader, d.backup});
     ++res_.seq_rounds;
     res_.tokens += d.accepted + 1;
   }
@@ -510,6 +512,9 @@ class Run {
       const std::vector<int32_t> next = out_.active(round + 1);
       const std::set<int32_t> running(next.begin(), next.end());
       std::vector<int32_t> missed, given;  // given: drafted by the leader (--miss-at leader)
+      // Per sequence: its record in res_.outcomes, and the fallback a replayed record names.
+      std::vector<size_t> record_at(static_cast<size_t>(out_.batch()));
+      std::vector<std::optional<bool>> told_backup(static_cast<size_t>(out_.batch()));
       // The lookup the leader drafts with: the one the drafter named (a replayed trace may say
       // the leader drafted where this run's policy would not: then the primary if it is a lookup,
       // else the backup).
@@ -543,6 +548,8 @@ class Run {
         Decision shown = d;
         if (!counted) shown.hit.reset();
         record(round, act[i], ks[i], shown);
+        record_at[act[i]] = res_.outcomes.size() - 1;
+        told_backup[act[i]] = d.backup;
         last_accepted[act[i]] = d.accepted;
         src[act[i]] = *d.hit ? Source::kCache : Source::kPrimary;
         leader_src[act[i]] = leader;
@@ -594,12 +601,18 @@ class Run {
       for (int32_t s : missed) k_next = std::max(k_next, out_.k_for(round + 1, s));
       std::erase_if(missed, [&](int32_t s) { return out_.k_for(round + 1, s) == 0; });
       if (!missed.empty()) {
+        // The fallback a replayed record names (the runtime's policy chooses one per round for
+        // all its misses), else this run's policy's choice; the record says which it was.
+        std::optional<bool> told;
+        for (int32_t s : missed)
+          if (told_backup[s]) told = told_backup[s];
         const bool primary =
-            policy.choose(static_cast<int32_t>(act.size())) == Fallback::kPrimary;
+            told ? !*told : policy.choose(static_cast<int32_t>(act.size())) == Fallback::kPrimary;
         double suffix = 0;
         for (int32_t s : missed) {
           suffix += last_accepted[s] + 1;
           src[s] = primary ? Source::kPrimary : Source::kBackup;
+          res_.outcomes[record_at[s]].backup = !primary;
         }
         const double m = static_cast<double>(missed.size());
         const double f = draft(primary ? cfg_.drafter : cfg_.backup, m, suffix / m, k_next, ctx,

@@ -230,6 +230,17 @@ TEST(LeaderDraftedRun, GreedyEqualsArAndOnlyRoundZeroWaits) {
   EXPECT_GT(drafter.ssd.split.rounds_waited, 1) << "misses wait for the drafter's answer";
   EXPECT_EQ(leader.sd.split.leader_drafted, 0) << "sd: the drafter rank drafts every answer";
   EXPECT_GT(leader.sd.split.rounds_waited, 1);
+  // The outcome trace: a miss the drafter rank answered says with which fallback ("backup"); a
+  // hit or a miss the leader drafted does not.
+  int64_t answered = 0;
+  for (const sim::OutcomeRecord& r : drafter.ssd.outcomes) {
+    if (!r.backup) continue;
+    ++answered;
+    EXPECT_EQ(r.hit, std::optional<bool>(false)) << "round " << r.round << ", request " << r.seq;
+  }
+  EXPECT_GT(answered, 0);
+  for (const sim::OutcomeRecord& r : leader.ssd.outcomes)
+    EXPECT_FALSE(r.backup.has_value()) << "round " << r.round << ", request " << r.seq;
 }
 
 // Sampled: the leader's copy drafts the very tokens (and one-hot q) the drafter's lookup would,

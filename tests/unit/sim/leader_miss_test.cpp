@@ -2,7 +2,8 @@
 // draft_misses): a miss the drafter answers with a lookup is drafted by the target leader at once,
 // so that round waits for no answer; a model primary's miss still waits until the miss policy
 // chooses the backup; a hit whose push comes after the verification is drafted by the leader too
-// (a miss). The outcome trace records each leader-drafted miss ("leader") and a replay follows it.
+// (a miss). The outcome trace records each leader-drafted miss ("leader") and a replay follows it;
+// likewise which fallback the drafter answered a miss with ("backup").
 #include <gtest/gtest.h>
 
 #include "runtime/core/error.h"
@@ -142,6 +143,74 @@ TEST(LeaderMiss, TheFieldSurvivesTheTraceFormatAndContradictionsAreRefused) {
       parse_outcome_line(R"({"round":0,"seq":0,"k":2,"accepted":0,"hit":true,"leader":true})",
                          "t"),
       Error);
+}
+
+TEST(MissFallback, AReplayedTraceSaysWhichFallbackTheDrafterAnsweredWith) {
+  // A model primary, the drafter rank answering every miss (--miss-at drafter). The runtime's
+  // policy chose per round; a replay follows the trace's "backup" whatever its own policy would:
+  // at b* = 0 (this run's policy: the backup) a trace saying "primary" is drafted by the primary,
+  // and at b* = 4 one saying "backup" by the backup.
+  SimConfig c = h100_config();
+  c.ssd.miss_at_leader = false;
+  std::vector<OutcomeRecord> t = lookup_trace(12, 2, 4, 1, false);
+  c.ssd.b_star = 0;
+  const SimResult own = simulate(SimMode::kSsd, c, &t);
+  EXPECT_EQ(own.fallback_backup, 11 * 2);
+  for (OutcomeRecord& r : t)
+    if (r.hit.has_value()) r.backup = false;
+  const SimResult primary = simulate(SimMode::kSsd, c, &t);
+  EXPECT_EQ(primary.fallback_primary, 11 * 2);
+  EXPECT_EQ(primary.fallback_backup, 0);
+  EXPECT_GT(primary.seconds, own.seconds);  // the 1B primary drafts; the lookup costs ~nothing
+  c.ssd.b_star = 4;
+  for (OutcomeRecord& r : t)
+    if (r.hit.has_value()) r.backup = true;
+  const SimResult backup = simulate(SimMode::kSsd, c, &t);
+  EXPECT_EQ(backup.fallback_backup, 11 * 2);
+  EXPECT_EQ(backup.fallback_primary, 0);
+}
+
+TEST(MissFallback, ARecordedRunSaysWhichFallbackAnsweredEachMissAndReplaysToTheSameTime) {
+  // Sampled outcomes, the model primary, the drafter answering misses: every miss it answered
+  // before a drafted round carries "backup" (as the policy chose), hits and decode steps none; the
+  // replay reproduces the fallback counts and the time.
+  SimConfig c = h100_config();
+  c.ssd.miss_at_leader = false;
+  c.work.tokens = 64;
+  const SimResult run = simulate(SimMode::kSsd, c);
+  ASSERT_GT(run.fallback_primary + run.fallback_backup, 0);
+  int64_t primary = 0, backup = 0;
+  for (const OutcomeRecord& r : run.outcomes) {
+    if (r.hit.value_or(false)) {
+      EXPECT_FALSE(r.backup.has_value());
+    }
+    if (r.backup) ++(*r.backup ? backup : primary);
+  }
+  EXPECT_EQ(primary, run.fallback_primary);
+  EXPECT_EQ(backup, run.fallback_backup);
+  const SimResult replay = simulate(SimMode::kSsd, c, &run.outcomes);
+  EXPECT_EQ(replay.fallback_primary, run.fallback_primary);
+  EXPECT_EQ(replay.fallback_backup, run.fallback_backup);
+  EXPECT_NEAR(replay.seconds, run.seconds, 1e-9 * run.seconds);
+}
+
+TEST(MissFallback, TheFieldSurvivesTheTraceFormatAndContradictionsAreRefused) {
+  OutcomeRecord r{.round = 2, .seq = 1, .k = 4, .accepted = 1, .hit = false, .prespec = true,
+                  .leader = false, .backup = true};
+  const OutcomeRecord back = parse_outcome_line(to_jsonl_line(r), "test");
+  ASSERT_TRUE(back.backup.has_value());
+  EXPECT_TRUE(*back.backup);
+  EXPECT_FALSE(parse_outcome_line(R"({"round":0,"seq":0,"k":2,"accepted":0})", "t").backup);
+  EXPECT_THROW(parse_outcome_line(R"({"round":0,"seq":0,"k":2,"accepted":0,"backup":"yes"})", "t"),
+               Error);
+  EXPECT_THROW(
+      parse_outcome_line(R"({"round":0,"seq":0,"k":2,"accepted":0,"hit":true,"backup":false})",
+                         "t"),
+      Error);
+  EXPECT_THROW(parse_outcome_line(
+                   R"({"round":0,"seq":0,"k":2,"accepted":0,"hit":false,"leader":true,"backup":true})",
+                   "t"),
+               Error);
 }
 
 TEST(LeaderMiss, TheClosedFormDropsTheRoundTripAndAgreesWithTheEventSimulation) {
