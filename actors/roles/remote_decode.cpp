@@ -335,8 +335,8 @@ void RemoteDecoder::verify_round_and_answer(Run& run, const std::vector<size_t>&
       l->observe_outcome(run.seqs[i].id, static_cast<int32_t>(trees[a].size()),
                          static_cast<int32_t>(v.path.size()));
     // The outcome trace: this round, and the previous round's lookup, answered by where this
-    // round's speculation came from.
-    // A miss the drafter rank answered says with what ("backup"; not one the leader drafted).
+    // round's speculation came from; a miss the drafter rank answered (not one the leader
+    // drafted) also says with which fallback ("backup").
     const SpecSource source = run.specs->source(run.seqs[i].id);
     if (run.prespeculate && run.last_record[i] >= 0 && source != SpecSource::kDecodeStep) {
       sim::OutcomeRecord& last = run.out.outcomes[static_cast<size_t>(run.last_record[i])];

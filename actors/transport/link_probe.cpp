@@ -100,10 +100,9 @@ double bulk_try(Transport& t, int peer, const Timer& clock, int64_t bytes, int r
 }
 
 // Probes one drafter rank until `deadline`: pings for the first half of the time left, bandwidth
-// tries for the rest, none once the deadline has passed. (The drafter's end Ping comes after every
-// drafter's part: see probe_links.) Without a
-// deadline (ssd probe-links) every exchange is made, after 2 warm-up pings; with one, every
-// exchange it can afford is a sample.
+// tries for the rest, none once the deadline has passed (the drafter's end Ping comes after every
+// drafter's part: see probe_links). Without a deadline (ssd probe-links) every exchange is made,
+// after 2 warm-up pings; with one, every exchange it can afford is a sample.
 LinkFigures probe_peer(Transport& t, int peer, const LinkProbeOptions& o, const Timer& clock,
                        Clock::time_point deadline, bool& cut_short) {
   LinkFigures f;

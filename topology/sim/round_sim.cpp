@@ -512,9 +512,7 @@ class Run {
       const std::vector<int32_t> next = out_.active(round + 1);
       const std::set<int32_t> running(next.begin(), next.end());
       std::vector<int32_t> missed, given;  // given: drafted by the leader (--miss-at leader)
-      // Per sequence: its record in res_.outcomes, and the fallback a replayed record names.
-      std::vector<size_t> record_at(static_cast<size_t>(out_.batch()));
-      std::vector<std::optional<bool>> told_backup(static_cast<size_t>(out_.batch()));
+      std::vector<size_t> record_at(static_cast<size_t>(out_.batch()));  // in res_.outcomes
       // The lookup the leader drafts with: the one the drafter named (a replayed trace may say
       // the leader drafted where this run's policy would not: then the primary if it is a lookup,
       // else the backup).
@@ -549,7 +547,6 @@ class Run {
         if (!counted) shown.hit.reset();
         record(round, act[i], ks[i], shown);
         record_at[act[i]] = res_.outcomes.size() - 1;
-        told_backup[act[i]] = d.backup;
         last_accepted[act[i]] = d.accepted;
         src[act[i]] = *d.hit ? Source::kCache : Source::kPrimary;
         leader_src[act[i]] = leader;
@@ -605,7 +602,7 @@ class Run {
         // all its misses), else this run's policy's choice; the record says which it was.
         std::optional<bool> told;
         for (int32_t s : missed)
-          if (told_backup[s]) told = told_backup[s];
+          if (const std::optional<bool> b = res_.outcomes[record_at[s]].backup) told = b;
         const bool primary =
             told ? !*told : policy.choose(static_cast<int32_t>(act.size())) == Fallback::kPrimary;
         double suffix = 0;
