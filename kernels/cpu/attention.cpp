@@ -17,6 +17,7 @@ namespace detail {
 
 AttentionHeadsFn active_attention_heads() {
   switch (active_isa()) {
+    case Isa::Amx:
     case Isa::Avx512:
       return attention_heads_avx512;
     case Isa::Avx2:
@@ -29,6 +30,7 @@ AttentionHeadsFn active_attention_heads() {
 
 AttentionSlotsFn active_attention_slots() {
   switch (active_isa()) {
+    case Isa::Amx:
     case Isa::Avx512:
       return attention_slots_avx512;
     case Isa::Avx2:

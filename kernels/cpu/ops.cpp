@@ -93,6 +93,7 @@ void swiglu_scalar(const float* gate, const float* up, float* out, int64_t n) {
 
 void swiglu(const float* gate, const float* up, float* out, int64_t n) {
   switch (active_isa()) {
+    case Isa::Amx:
     case Isa::Avx512:
       return detail::swiglu_avx512(gate, up, out, n);
     case Isa::Avx2:

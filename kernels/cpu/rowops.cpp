@@ -5,6 +5,10 @@
 // implementation this CPU can execute against the reference.
 #include "kernels/cpu/rowops.h"
 
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
 
 #include "kernels/cpu/rowops_table.h"
@@ -13,6 +17,17 @@
 namespace ssd::kernels {
 namespace {
 
+// AMX-TILE and AMX-INT8 (CPUID leaf 7, EDX bits 24 and 25), and Linux's permission for this
+// process to use the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA,
+// refused by a kernel or hypervisor that does not save that state). It covers every thread.
+bool amx_usable() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  if (!(d & (1u << 24)) || !(d & (1u << 25))) return false;
+  constexpr long kReqXcompPerm = 0x1023, kXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXtiledata) == 0;
+}
+
 Isa detect() {
   __builtin_cpu_init();
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
@@ -20,6 +35,7 @@ Isa detect() {
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+  if (avx512 && amx_usable()) return Isa::Amx;
   return avx512 ? Isa::Avx512 : avx2 ? Isa::Avx2 : Isa::Scalar;
 }
 
@@ -59,6 +75,8 @@ const char* isa_name(Isa isa) {
       return "avx2";
     case Isa::Avx512:
       return "avx512";
+    case Isa::Amx:
+      return "amx";
   }
   return "?";
 }
@@ -68,6 +86,7 @@ namespace detail {
 const TypeKernels& active_kernels(DType t) {
   const TypeKernels* k = nullptr;
   switch (active_isa()) {
+    case Isa::Amx:
     case Isa::Avx512:
       k = avx512_kernels(t);
       break;
@@ -84,6 +103,8 @@ const TypeKernels& active_kernels(DType t) {
 
 PackedKernel active_packed_kernel(DType t) {
   switch (active_isa()) {
+    case Isa::Amx:
+      return amx_packed_kernel(t);
     case Isa::Avx512:
       return avx512_packed_kernel(t);
     case Isa::Avx2:

@@ -1,7 +1,7 @@
 // Row-level kernels over one weight type: decode a row to float, dot a row with float
 // activations, and encode floats into a type (the reference quantizers, used by the test model
 // writers and by tools). Each has a scalar reference twin in namespace ref; the dispatched
-// versions pick the best instruction set of this CPU once (AVX-512, AVX2+FMA, or scalar).
+// versions pick the best instruction set of this CPU once (AMX, AVX-512, AVX2+FMA, or scalar).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,9 @@
 
 namespace ssd::kernels {
 
-enum class Isa { Scalar, Avx2, Avx512 };
+// Amx: AVX-512 as above plus the AMX tile unit (AMX-TILE and AMX-INT8, and the kernel's permission
+// to use its state); only the integer matmul of many tokens differs (packed_matmul_amx.cpp).
+enum class Isa { Scalar, Avx2, Avx512, Amx };
 Isa detected_isa();       // what this CPU supports
 Isa active_isa();         // what the dispatched kernels use (detected unless forced)
 void force_isa(Isa isa);  // tests: run the dispatched kernels on a lower ISA

@@ -50,6 +50,7 @@ struct PackedKernel {
 PackedKernel scalar_packed_kernel(DType t);
 PackedKernel avx2_packed_kernel(DType t);
 PackedKernel avx512_packed_kernel(DType t);
+PackedKernel amx_packed_kernel(DType t);  // many tokens on AMX tiles, fewer on avx512's
 // For the active ISA; tile is null for a type without an integer kernel.
 PackedKernel active_packed_kernel(DType t);
 

@@ -7,6 +7,7 @@ namespace ssd::kernels {
 
 uint64_t stream_read(const uint64_t* p, int64_t n) {
   switch (active_isa()) {
+    case Isa::Amx:
     case Isa::Avx512:
       return detail::stream_read_avx512(p, n);
     case Isa::Avx2:

@@ -121,6 +121,7 @@ double read_bandwidth(uint64_t bytes) {
 }
 
 TEST(KernelBench, DISABLED_MatmulRoofline) {
+  test::IsaGuard guard;
   std::mt19937 rng(2);
   const uint64_t kRing = 256ull << 20;
   std::printf("ISA %s, one thread; read bandwidth: %.1f GB/s (256 MB), %.1f GB/s (4 MB)\n",
@@ -129,13 +130,13 @@ TEST(KernelBench, DISABLED_MatmulRoofline) {
     const char* name;
     int64_t rows, cols;
   };
-  const int ns[] = {2, 4, 8, 16};
+  const int ns[] = {2, 4, 8, 16, 64};
   for (const Shape& sh :
        {Shape{"ffn 1536x576", 1536, 576}, Shape{"lm_head 49152x576", 49152, 576}}) {
-    std::printf("\n%s                 | n=1 GB/s | time(n)/time(1) n=2    4     8    16\n",
+    std::printf("\n%s                 | n=1 GB/s | time(n)/time(1) n=2    4     8    16    64\n",
                 sh.name);
-    const auto x = test::random_floats(16 * sh.cols, rng);  // [16, cols]
-    std::vector<float> y(16 * sh.rows);
+    const auto x = test::random_floats(64 * sh.cols, rng);  // [64, cols]
+    std::vector<float> y(64 * sh.rows);
     for (DType t : test::kAllTypes) {
       // K-quants have 256-value blocks: 576 columns round down to 512 (noted in the table).
       const int64_t be = dtype_traits(t).block_elems, cols = sh.cols / be * be;
@@ -151,15 +152,20 @@ TEST(KernelBench, DISABLED_MatmulRoofline) {
           const WeightMatrix m{t, c.data(), sh.rows, cols, rb};
           ms.push_back(integer ? prepare_matmul_weight(m) : m);
         }
+        // The integer path on each of the top two ISAs (AMX differs from AVX-512 only there).
+        std::vector<Isa> isas = {detected_isa()};
+        if (integer && detected_isa() == Isa::Amx) isas = {Isa::Avx512, Isa::Amx};
+        for (Isa isa : isas)
         for (bool dram : {false, true}) {
+          force_isa(isa);
           int next = 0;
           auto call = [&](int64_t n) {
             const WeightMatrix& m = ms[dram ? next++ % copies : 0];
             matmul(m, x.data(), y.data(), n, nullptr);
           };
           const double s1 = seconds_per_call(CLOCK_THREAD_CPUTIME_ID, [&] { call(1); });
-          std::printf("  %-5s %-7s %-6s | %7.2f  |          ", std::string(dtype_name(t)).c_str(),
-                      integer ? "integer" : "float", dram ? "DRAM" : "cached",
+          std::printf("  %-5s %-7s %-6s %-6s | %7.2f  |   ", std::string(dtype_name(t)).c_str(),
+                      integer ? "integer" : "float", isa_name(isa), dram ? "DRAM" : "cached",
                       static_cast<double>(bytes) / s1 * 1e-9);
           for (int n : ns)
             std::printf(" %5.2f", seconds_per_call(CLOCK_THREAD_CPUTIME_ID, [&] { call(n); }) / s1);

@@ -24,7 +24,8 @@ inline constexpr DType kAllTypes[] = {DType::F32,  DType::F16,  DType::BF16, DTy
 inline std::vector<Isa> runnable_isas() {
   std::vector<Isa> v = {Isa::Scalar};
   if (detected_isa() != Isa::Scalar) v.push_back(Isa::Avx2);
-  if (detected_isa() == Isa::Avx512) v.push_back(Isa::Avx512);
+  if (detected_isa() >= Isa::Avx512) v.push_back(Isa::Avx512);
+  if (detected_isa() == Isa::Amx) v.push_back(Isa::Amx);
   return v;
 }
 
