@@ -6,9 +6,10 @@
 //   integer path, n = 1 and 4) on a 576 x 1536 matrix (SmolLM2's ffn_down), single thread.
 // KernelBench.MatmulRoofline: per weight type, single thread, active ISA, on the shapes of
 //   SmolLM2-135M's ffn (1536 x 576) and LM head (49152 x 576): GB/s of weight bytes at n = 1 and
-//   time(n) / time(1) for n = 2, 4, 8, 16, for the float path (float32 activations, how every
+//   time(n) / time(1) for n = 2, 4, 8, 16, 64, for the float path (float32 activations, how every
 //   type was multiplied before the integer path existed; still the path of F32/F16/BF16 and of
-//   unprepared matrices) and the integer path (8-bit activations, packed weights), each
+//   unprepared matrices) and the integer path (8-bit activations, packed weights; on an AMX CPU
+//   once with AVX-512 alone and once with the AMX tiles that take 10 or more tokens), each
 //   "cached" (one matrix called over and over: it stays in L2/L3) and "DRAM" (a ring of copies
 //   of >= 256 MB, so every call streams its weights from memory, as a decode does), next to the
 //   read bandwidth of one thread measured in the same run.
