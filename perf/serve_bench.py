@@ -303,21 +303,25 @@ def soak(args, prompts):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--ssd", default="build/bin/ssd")
-    ap.add_argument("-m", "--model", required=True)
-    ap.add_argument("--modes", default="ar,sd,ssd")
-    ap.add_argument("--drafter", default="ngram")
-    ap.add_argument("--k", type=int, default=4)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--max-batch", type=int, default=8)
-    ap.add_argument("--concurrency", default="1,2,4,8")
-    ap.add_argument("--requests-per-client", type=int, default=3)
-    ap.add_argument("--max-tokens", type=int, default=64)
-    ap.add_argument("--prompts", default=os.path.join(os.path.dirname(__file__), "prompts/mixed.txt"))
-    ap.add_argument("--reps", type=int, default=1)
-    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--ssd", default="build/bin/ssd",
+                    help="the ssd binary, or LABEL=PATH[ FLAGS],... to alternate several")
+    ap.add_argument("-m", "--model", required=True, help="GGUF file or checkpoint directory")
+    ap.add_argument("--modes", default="ar,sd,ssd", help="comma-separated: ar, sd, ssd")
+    ap.add_argument("--drafter", default="ngram",
+                    help="the servers' --drafter (sd, ssd); 'self' drafts with the target model")
+    ap.add_argument("--k", default="auto", help="the servers' --k: auto (their default) or a length")
+    ap.add_argument("--threads", type=int, default=1, help="--threads of each server rank")
+    ap.add_argument("--max-batch", type=int, default=8, help="the servers' --max-batch")
+    ap.add_argument("--concurrency", default="1,2,4,8", help="comma-separated client counts")
+    ap.add_argument("--requests-per-client", type=int, default=3,
+                    help="requests each client sends per concurrency level")
+    ap.add_argument("--max-tokens", type=int, default=64, help="max_tokens of every request")
+    ap.add_argument("--prompts", default=os.path.join(os.path.dirname(__file__), "prompts/mixed.txt"),
+                    help="prompt file (one per line, cycled)")
+    ap.add_argument("--reps", type=int, default=1, help="repetitions of the sweep, modes alternated")
+    ap.add_argument("--mpirun", default="mpirun", help="the mpirun of the ssd mode's 2-rank server")
     ap.add_argument("--soak", type=float, default=0, help="seconds of soak (0: the sweep)")
-    ap.add_argument("--rss-every", type=float, default=10)
+    ap.add_argument("--rss-every", type=float, default=10, help="soak: seconds between RSS samples")
     args = ap.parse_args()
     prompts = read_prompts(args.prompts)
     if args.drafter == "self":
