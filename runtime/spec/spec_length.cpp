@@ -222,7 +222,8 @@ std::vector<int32_t> SpecLengthController::choose(std::span<const int32_t> seqs,
   if (!opts_.cycle.empty()) {
     const int32_t c = opts_.cycle[static_cast<size_t>(choices_ % std::ssize(opts_.cycle))];
     for (int32_t& x : k) x = std::min(x, c);
-  } else if (opts_.automatic && (!costs_.ready() || warmup_rounds_ < kWarmupRounds)) {
+  } else if (opts_.automatic && (!costs_.ready() || warmup_rounds_ < kWarmupRounds) &&
+             !drafting_cannot_pay(cap)) {
     // Warm-up: K and 1 in turn, so the verify curve sees two row counts, each several times.
     if (warmup_rounds_++ % 2 == 1)
       for (int32_t& x : k) x = std::min(x, 1);
@@ -232,9 +233,10 @@ std::vector<int32_t> SpecLengthController::choose(std::span<const int32_t> seqs,
       rates.push_back(cap[i] > 0 ? this->rates(seqs[i], cap[i])
                                  : std::vector<double>(static_cast<size_t>(opts_.k_max), 0.0));
     k = choose_lengths(rates, cap, costs_);
+    const bool probe = !drafting_cannot_pay(cap);
     for (size_t i = 0; i < k.size(); ++i) {
       Seq& s = seq(seqs[i]);
-      if (++s.since_probe > opts_.probe_every && k[i] < cap[i]) {
+      if (++s.since_probe > opts_.probe_every && probe && k[i] < cap[i]) {
         k[i] += 1;
         s.since_probe = 0;
       }
@@ -244,6 +246,15 @@ std::vector<int32_t> SpecLengthController::choose(std::span<const int32_t> seqs,
   for (int32_t x : k) hist_[x]++;
   for (size_t i = 0; i < seqs.size(); ++i) seq(seqs[i]).last_class = cap[i];
   return k;
+}
+
+bool SpecLengthController::drafting_cannot_pay(std::span<const int32_t> cap) const {
+  if (!costs_.ready()) return false;
+  const std::vector<std::vector<double>> always(cap.size(),
+                                                std::vector<double>(opts_.k_max, 1.0));
+  const std::vector<int32_t> k = choose_lengths(always, cap, costs_);
+  return std::any_of(cap.begin(), cap.end(), [](int32_t c) { return c > 0; }) &&
+         std::all_of(k.begin(), k.end(), [](int32_t x) { return x == 0; });
 }
 
 void SpecLengthController::observe_draft(int64_t tokens, double seconds) {

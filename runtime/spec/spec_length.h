@@ -51,12 +51,20 @@
 //
 // Warm-up and probes. For at least kWarmupRounds rounds, and until the verify curve has two row
 // counts (and the draft line a point), the controller alternates k = K and k = 1 (two row counts,
-// each seen several times, so one stalled round does not move the curve). After that, a sequence
+// each seen several times, so one stalled round does not move the curve). The warm-up ends early
+// once the measured costs leave no length that pays even for drafts always accepted (a drafter
+// whose token costs about a decode step): its K-token rounds would only cost (measured with the
+// default model drafting for itself on 2 ranks: each took 80-90 ms against a 9-16 ms
+// verification, and held up the next round as long). After that, a sequence
 // drafts one token more than its chosen k once every probe_every
 // rounds (a probe): without it, a position past the chosen k would never be tried again and a
 // row count never re-measured, so the choice could not climb when the text turns predictable
 // (measured on the rewrite prompts of perf/workloads with n-gram: stuck at k = 1 while a fixed
-// k = 4 ran 1.36x faster), nor leave k = 0.
+// k = 4 ran 1.36x faster), nor leave k = 0. No sequence probes while the costs leave no length
+// that pays even for drafts always accepted: a probe could teach it nothing but the draft's cost,
+// and a model drafter pays for a probe after n plain steps with a forward over those n tokens (its
+// cache catching up): probing every 8 rounds cost the default model drafting for itself about
+// 10 ms a probe against 3 ms decode steps, a third of its speed (SD 0.67x AR, 4 chat prompts).
 //
 // Exactness: the choice depends only on rounds already verified, and any k verifies exactly
 // (k = 0 is the plain decode step), so greedy output stays the target's token for token and
@@ -180,6 +188,10 @@ class SpecLengthController {
     int32_t since_probe = 0;                       // rounds since its last probe
   };
   Seq& seq(int32_t id);
+  // The costs measured so far make every length lose to a plain decode step even for drafts that
+  // are always accepted (and some sequence could draft): the warm-up's K-token rounds end early,
+  // and no sequence probes.
+  bool drafting_cannot_pay(std::span<const int32_t> cap) const;
   PositionAcceptance& of_class(std::map<int32_t, PositionAcceptance>& m, int32_t cls);
   void observe_class(int32_t id, int32_t cls, int32_t offered, int32_t accepted);
   std::vector<double> rates(int32_t id, int32_t cls);

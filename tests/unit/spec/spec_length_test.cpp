@@ -11,7 +11,8 @@
 //   - acceptance is kept per class (the round's limit: a lookup's offer) and learnt from whole
 //     offers in hindsight: classes apart, a new sequence starting from its class over every
 //     sequence, positions past the choice learnt, a verified outcome in its choice's class;
-//   - the controller warms up with k = K and 1 in turn, then follows the measured costs (one
+//   - the controller warms up with k = K and 1 in turn (ending early, and not probing, when the
+//     costs leave no length that pays even for drafts always accepted), then follows the measured costs (one
 //     stalled warm-up round does not move them), probes one token past a sequence's choice (out
 //     of k = 0, and past k = 1), and counts every choice in its histogram.
 #include <gtest/gtest.h>
@@ -201,6 +202,43 @@ TEST(SpecLength, ControllerWarmsUpThenFollowsCostsAndProbes) {
   // The same costs, a sequence whose drafts are always accepted: the whole range.
   for (int i = 0; i < 40; ++i) c.observe_outcome(8, 4, 4);
   EXPECT_EQ(c.choose(std::vector<int32_t>{8}, limit), std::vector<int32_t>{4});
+}
+
+TEST(SpecLength, WarmUpEndsWhenNoLengthPaysEvenForDraftsAlwaysAccepted) {
+  // A drafter whose every token costs 10 ms against a 9 ms + 1 ms-per-row verification: K = 8
+  // always accepted gives 9 tokens in 98 ms, a decode step 1 in 10 ms. After the first K and 1
+  // rounds the curves say so, and the K-token rounds stop (the rest of the warm-up would have
+  // drafted K twice more), and so do the probes (one every 3 rounds otherwise); a drafter 100
+  // times cheaper goes on warming up with K.
+  for (const double per_token : {0.010, 0.0001}) {
+    SpecLengthController c(SpecLengthOptions{.k_max = 8, .automatic = true, .prior_accept = 0.9,
+                                             .probe_every = 3});
+    const std::vector<int32_t> seqs = {3}, limit = {8};
+    std::vector<int32_t> chosen;
+    for (int round = 0; round < (per_token > 0.001 ? 20 : 6); ++round) {
+      const int32_t k = c.choose(seqs, limit)[0];
+      chosen.push_back(k);
+      if (k > 0) c.observe_draft(k, per_token * k);
+      c.observe_verify(k + 1, 0.009 + 0.001 * (k + 1));
+      c.observe_outcome(3, k, k);  // every draft accepted whole
+    }
+    if (per_token > 0.001)
+      EXPECT_EQ(chosen, (std::vector<int32_t>{8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                              0, 0, 0}));
+    else
+      EXPECT_EQ(chosen, (std::vector<int32_t>{8, 1, 8, 1, 8, 1}));
+  }
+  // No sequence able to draft (every limit 0) is not a verdict on the costs.
+  SpecLengthController z(SpecLengthOptions{.k_max = 4, .automatic = true, .probe_every = 1000});
+  const std::vector<int32_t> seqs = {1};
+  for (int32_t k : {4, 1}) {
+    ASSERT_EQ(z.choose(seqs, std::vector<int32_t>{4})[0], k);
+    z.observe_draft(k, 1e-4);
+    z.observe_verify(k + 1, 0.009 + 0.001 * (k + 1));
+  }
+  EXPECT_EQ(z.choose(seqs, std::vector<int32_t>{0})[0], 0);  // the warm-up's K round, capped
+  EXPECT_EQ(z.choose(seqs, std::vector<int32_t>{4})[0], 1) << "the warm-up goes on";
+  EXPECT_EQ(z.choose(seqs, std::vector<int32_t>{4})[0], 4);
 }
 
 // A controller past its warm-up, verify 10 ms + 2 ms per row, drafts free, no probes.
