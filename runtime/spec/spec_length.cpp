@@ -224,9 +224,11 @@ std::vector<int32_t> SpecLengthController::choose(std::span<const int32_t> seqs,
     for (int32_t& x : k) x = std::min(x, c);
   } else if (opts_.automatic && (!costs_.ready() || warmup_rounds_ < kWarmupRounds) &&
              !drafting_cannot_pay(cap)) {
-    // Warm-up: K and 1 in turn, so the verify curve sees two row counts, each several times.
-    if (warmup_rounds_++ % 2 == 1)
-      for (int32_t& x : k) x = std::min(x, 1);
+    // Warm-up: K, 1 and 0 in turn, so the verify curve sees three row counts, the plain decode
+    // step's among them, each several times.
+    const int64_t phase = warmup_rounds_++ % 3;
+    if (phase > 0)
+      for (int32_t& x : k) x = std::min<int32_t>(x, phase == 1 ? 1 : 0);
   } else if (opts_.automatic) {
     std::vector<std::vector<double>> rates;
     for (size_t i = 0; i < seqs.size(); ++i)  // no class for a sequence that cannot draft

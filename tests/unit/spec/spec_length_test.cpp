@@ -11,7 +11,7 @@
 //   - acceptance is kept per class (the round's limit: a lookup's offer) and learnt from whole
 //     offers in hindsight: classes apart, a new sequence starting from its class over every
 //     sequence, positions past the choice learnt, a verified outcome in its choice's class;
-//   - the controller warms up with k = K and 1 in turn (ending early, and not probing, when the
+//   - the controller warms up with k = K, 1 and 0 in turn (ending early, and not probing, when the
 //     costs leave no length that pays even for drafts always accepted), then follows the measured costs (one
 //     stalled warm-up round does not move them), probes one token past a sequence's choice (out
 //     of k = 0, and past k = 1), and counts every choice in its histogram.
@@ -171,10 +171,10 @@ TEST(SpecLength, ControllerWarmsUpThenFollowsCostsAndProbes) {
                                            .probe_every = 3});
   const std::vector<int32_t> seqs = {7};
   const std::vector<int32_t> limit = {4};
-  for (int round = 0; round < 6; ++round) {  // warm-up: K and 1 in turn, six rounds
-    const int32_t k = round % 2 == 0 ? 4 : 1;
+  for (int round = 0; round < 9; ++round) {  // warm-up: K, 1 and 0 in turn, nine rounds
+    const int32_t k = std::vector<int32_t>{4, 1, 0}[round % 3];
     EXPECT_EQ(c.choose(seqs, limit), std::vector<int32_t>{k}) << "round " << round;
-    c.observe_draft(k, 1e-4);
+    c.observe_draft(k, k > 0 ? 1e-4 : 0.0);
     c.observe_verify(k + 1, round == 2 ? 0.5 : 0.020 + 0.002 * (k + 1));  // one stall
   }
   // Verify: 0.020 + 0.002 per row. Drafts are never accepted here: plain decoding pays.
@@ -186,13 +186,13 @@ TEST(SpecLength, ControllerWarmsUpThenFollowsCostsAndProbes) {
     probes += k == 1 ? 1 : 0;
   }
   EXPECT_EQ(probes, 3);  // one probe after every 3 rounds at 0
-  EXPECT_EQ(c.histogram(), (std::vector<int64_t>{9, 6, 0, 0, 3}));
+  EXPECT_EQ(c.histogram(), (std::vector<int64_t>{12, 6, 0, 0, 3}));
   // A sequence that chose k = 1 probes k = 2 every 4th round, the position past its choice.
   SpecLengthController u(SpecLengthOptions{.k_max = 4, .automatic = true, .prior_accept = 0.6,
                                            .probe_every = 3});
-  for (int round = 0; round < 6; ++round) {
+  for (int round = 0; round < 9; ++round) {
     const int32_t k = u.choose(seqs, limit)[0];
-    u.observe_draft(k, 1e-4);
+    u.observe_draft(k, k > 0 ? 1e-4 : 0.0);
     u.observe_verify(k + 1, 0.020 + 0.015 * (k + 1));  // dear rows: one token pays, two do not
   }
   for (int i = 0; i < 40; ++i) u.observe_outcome(7, 2, 1);  // position 1 accepted, 2 never
@@ -209,16 +209,16 @@ TEST(SpecLength, WarmUpEndsWhenNoLengthPaysEvenForDraftsAlwaysAccepted) {
   // always accepted gives 9 tokens in 98 ms, a decode step 1 in 10 ms. After the first K and 1
   // rounds the curves say so, and the K-token rounds stop (the rest of the warm-up would have
   // drafted K twice more), and so do the probes (one every 3 rounds otherwise); a drafter 100
-  // times cheaper goes on warming up with K.
+  // times cheaper goes on warming up with K, 1 and 0 in turn.
   for (const double per_token : {0.010, 0.0001}) {
     SpecLengthController c(SpecLengthOptions{.k_max = 8, .automatic = true, .prior_accept = 0.9,
                                              .probe_every = 3});
     const std::vector<int32_t> seqs = {3}, limit = {8};
     std::vector<int32_t> chosen;
-    for (int round = 0; round < (per_token > 0.001 ? 20 : 6); ++round) {
+    for (int round = 0; round < (per_token > 0.001 ? 20 : 9); ++round) {
       const int32_t k = c.choose(seqs, limit)[0];
       chosen.push_back(k);
-      if (k > 0) c.observe_draft(k, per_token * k);
+      c.observe_draft(k, per_token * k);
       c.observe_verify(k + 1, 0.009 + 0.001 * (k + 1));
       c.observe_outcome(3, k, k);  // every draft accepted whole
     }
@@ -226,18 +226,19 @@ TEST(SpecLength, WarmUpEndsWhenNoLengthPaysEvenForDraftsAlwaysAccepted) {
       EXPECT_EQ(chosen, (std::vector<int32_t>{8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                                               0, 0, 0}));
     else
-      EXPECT_EQ(chosen, (std::vector<int32_t>{8, 1, 8, 1, 8, 1}));
+      EXPECT_EQ(chosen, (std::vector<int32_t>{8, 1, 0, 8, 1, 0, 8, 1, 0}));
   }
   // No sequence able to draft (every limit 0) is not a verdict on the costs.
   SpecLengthController z(SpecLengthOptions{.k_max = 4, .automatic = true, .probe_every = 1000});
   const std::vector<int32_t> seqs = {1};
-  for (int32_t k : {4, 1}) {
+  for (int32_t k : {4, 1, 0}) {
     ASSERT_EQ(z.choose(seqs, std::vector<int32_t>{4})[0], k);
-    z.observe_draft(k, 1e-4);
+    z.observe_draft(k, k > 0 ? 1e-4 : 0.0);
     z.observe_verify(k + 1, 0.009 + 0.001 * (k + 1));
   }
   EXPECT_EQ(z.choose(seqs, std::vector<int32_t>{0})[0], 0);  // the warm-up's K round, capped
   EXPECT_EQ(z.choose(seqs, std::vector<int32_t>{4})[0], 1) << "the warm-up goes on";
+  EXPECT_EQ(z.choose(seqs, std::vector<int32_t>{4})[0], 0);
   EXPECT_EQ(z.choose(seqs, std::vector<int32_t>{4})[0], 4);
 }
 
@@ -246,7 +247,7 @@ SpecLengthController warmed(int32_t k_max) {
   SpecLengthController c(SpecLengthOptions{.k_max = k_max, .automatic = true,
                                            .prior_accept = 0.6, .probe_every = 1000});
   const std::vector<int32_t> seqs = {99}, limit = {k_max};
-  for (int round = 0; round < 6; ++round) {
+  for (int round = 0; round < 9; ++round) {  // the warm-up
     const int32_t k = c.choose(seqs, limit)[0];
     c.observe_draft(k, 0);
     c.observe_verify(k + 1, 0.010 + 0.002 * (k + 1));
