@@ -45,6 +45,11 @@ void DominoDrafter::commit(int32_t seq, std::span<const int32_t> tokens) {
   s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
 }
 
+// Features wait in the sequence's pending rows until a draft needs them: a round that drafts
+// nothing for the sequence (a plain decode step under --k auto, a pre-speculation hit on a
+// drafter rank) costs no backbone pass, and the pass at the next draft takes every waiting
+// position at once. The cache then holds the same entries, bit for bit, as if each round had
+// appended its own (a row's result does not depend on the rows beside it).
 void DominoDrafter::set_features(int32_t seq, int64_t from, std::span<const float> features) {
   Seq& s = seq_ref(seq);
   const int64_t fdim = ck_.config().feature_dim();
@@ -52,25 +57,37 @@ void DominoDrafter::set_features(int32_t seq, int64_t from, std::span<const floa
             "domino drafter: sequence {}: {} feature values are not whole rows of {}", seq,
             features.size(), fdim);
   const int64_t n = static_cast<int64_t>(features.size()) / fdim;
-  SSD_CHECK(from >= 0 && from <= s.n_feat,
+  const int64_t fed = s.n_feat + pending_rows(s);
+  SSD_CHECK(from >= 0 && from <= fed,
             "domino drafter: sequence {}: features from position {} leave a gap (positions "
             "0..{} have features)",
-            seq, from, s.n_feat - 1);
+            seq, from, fed - 1);
   SSD_CHECK(from + n <= static_cast<int64_t>(s.tokens.size()),
             "domino drafter: sequence {}: features for positions {}..{} but only {} tokens were "
             "committed",
             seq, from, from + n - 1, s.tokens.size());
-  const int64_t d = ck_.config().target_dim;
   if (from < s.n_feat) {  // re-delivered positions replace the old entries
     kv_->truncate(s.kv, from);
-    s.inject.resize(from * d);
+    s.inject.resize(from * ck_.config().target_dim);
     s.n_feat = from;
+    s.pending.clear();
   }
+  s.pending.resize((from - s.n_feat) * fdim);  // re-delivered pending rows are replaced too
+  s.pending.insert(s.pending.end(), features.begin(), features.end());
+}
+
+int64_t DominoDrafter::pending_rows(const Seq& s) const {
+  return static_cast<int64_t>(s.pending.size()) / ck_.config().feature_dim();
+}
+
+void DominoDrafter::flush(Seq& s) {
+  if (s.pending.empty()) return;
   std::vector<float> inject;
-  backbone_->append_context(*kv_, s.kv, from, features,
+  backbone_->append_context(*kv_, s.kv, s.n_feat, s.pending,
                             ck_.config().context_inject ? &inject : nullptr);
   s.inject.insert(s.inject.end(), inject.begin(), inject.end());
-  s.n_feat = from + n;
+  s.n_feat += pending_rows(s);
+  s.pending.clear();
 }
 
 std::vector<DraftTree> DominoDrafter::draft(std::span<const DraftRequest> requests) {
@@ -83,6 +100,7 @@ std::vector<DraftTree> DominoDrafter::draft(std::span<const DraftRequest> reques
     Seq& s = seq_ref(req.seq);
     const int32_t k = std::min(req.k, cfg.block_size - 1);
     if (k <= 0) continue;
+    flush(s);
     const int64_t n_tok = static_cast<int64_t>(s.tokens.size());
     SSD_CHECK(n_tok + static_cast<int64_t>(req.suffix.size()) > 0,
               "domino drafter: sequence {} has no token to draft after", req.seq);
@@ -145,7 +163,7 @@ void DominoDrafter::finish(int32_t seq) {
 int64_t DominoDrafter::context_entries(int32_t seq) const {
   auto it = seqs_.find(seq);
   SSD_CHECK(it != seqs_.end(), "domino drafter: sequence {} was not started", seq);
-  return it->second.n_feat;
+  return it->second.n_feat + pending_rows(it->second);
 }
 
 }  // namespace ssd

@@ -72,8 +72,13 @@ class DominoDrafter final : public Drafter {
     std::vector<int32_t> tokens;  // every emitted token, prompt included
     int64_t n_feat = 0;
     std::vector<float> inject;    // [n_feat, d] u_j = W_inject c_j (context_inject only)
+    std::vector<float> pending;   // [p, feature_dim] features of positions n_feat.. not yet in
+                                  // the context cache (appended at the next draft)
   };
   Seq& seq_ref(int32_t seq);
+  int64_t pending_rows(const Seq& s) const;
+  // Appends s's pending features to its context cache (one backbone pass over them).
+  void flush(Seq& s);
 
   Transformer& target_;
   DominoOptions opts_;

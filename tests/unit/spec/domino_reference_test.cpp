@@ -251,6 +251,35 @@ TEST(DominoReference, FeatureBookkeeping) {
   }
 }
 
+TEST(DominoReference, FeaturesWaitForTheNextDraftAndDraftTheSame) {
+  // Features delivered in pieces, the last ones re-delivered, wait until a draft needs them (no
+  // backbone pass before: the cache is untouched), then give the drafts of one delivery.
+  World w;
+  const int64_t f = 512;
+  auto once = w.drafter(/*head=*/true);
+  DominoOptions o;
+  o.path = w.path;
+  DominoDrafter pieces(*w.target->model, o);
+  pieces.start(0, kTokens);
+  pieces.set_features(0, 0, {w.features.data(), static_cast<size_t>(5 * f)});
+  pieces.set_features(0, 5, {w.features.data() + 5 * f, static_cast<size_t>(4 * f)});
+  pieces.set_features(0, 7, {w.features.data() + 7 * f, static_cast<size_t>(5 * f)});
+  EXPECT_EQ(pieces.context_entries(0), 12);
+  EXPECT_EQ(pieces.kv_cache().length(0), 0) << "no backbone pass before a draft";
+  DraftRequest r;
+  r.k = 7;
+  const DraftTree a = once->draft({&r, 1}).at(0), b = pieces.draft({&r, 1}).at(0);
+  EXPECT_EQ(pieces.kv_cache().length(0), 12);
+  EXPECT_EQ(a.tokens, b.tokens);
+  // A request of length 0 drafts nothing and leaves waiting features waiting.
+  pieces.commit(0, std::vector<int32_t>{7});
+  pieces.set_features(0, 12, {w.features.data(), static_cast<size_t>(f)});
+  r.k = 0;
+  pieces.draft({&r, 1});
+  EXPECT_EQ(pieces.kv_cache().length(0), 12);
+  EXPECT_EQ(pieces.context_entries(0), 13);
+}
+
 TEST(DominoReference, HeadWalkMatchesFloat64Reference) {
   World w;
   DominoBackbone bb(*w.ck, *w.target->model);
