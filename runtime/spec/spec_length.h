@@ -52,10 +52,11 @@
 // Warm-up and probes. For at least kWarmupRounds rounds, and until the verify curve has two row
 // counts (and the draft line a point), the controller takes k = K, 1 and 0 in turn (three row
 // counts, each seen three times, so one stalled round does not move the curve). The plain decode
-// step is among them because the curve below its lowest row count is extrapolated, and the rounds
-// that follow a K-token round cost more (measured on the default model with the Domino drafter,
-// 2 threads, chat prompts: a 2-row round after a 9-row one 5.4-5.9 ms, 3.9 ms in steady state),
-// so a warm-up of K and 1 alone put a decode step at 5.75 ms where it took 2.6-3.1, and --k auto
+// step is among them because the curve below its lowest row count is extrapolated, and a round
+// that follows a drafting round costs more (the drafter's working set pushes some of the target's
+// weights out of the cache they share; measured on the default model with the Domino drafter, 2
+// threads, chat prompts: a 2-row round in the warm-up 5.4-5.9 ms, 3.9 ms in steady state), so a
+// warm-up of K and 1 alone put a decode step at 5.75 ms where it took 2.6-3.1, and --k auto
 // drafted where decoding plainly was faster (SD 0.77x AR, 0.87x with the decode step measured).
 // The warm-up ends early
 // once the measured costs leave no length that pays even for drafts always accepted (a drafter
