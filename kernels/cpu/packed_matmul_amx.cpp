@@ -128,6 +128,15 @@ struct ChunkActs {
       : d(a.d + a.at(t0, c)), s(a.sum + a.at(t0, c)), qs(a.qsum + 2 * a.at(t0, c)) {}
 };
 
+// The nibble formats' codes (Q4_0, Q4_1, Q4_K): unpacked into the slot.
+struct NibbleCodes {
+  static constexpr bool kUnpacks = true;
+  static const uint8_t* codes(const uint8_t* tile, int64_t c, uint8_t* slot) {
+    unpack_nibbles(tile + c * 256, slot);
+    return slot;
+  }
+};
+
 // Per format: codes(tile, c, slot) gives chunk c's B layout (unpacked into `slot` when it must
 // be), and scale<NT>(...) adds chunk c's product into out[t] with the VNNI kernel's operations.
 // Q4_0 and Q8_0 share the offset form: their codes are q + bias, so the product is corrected by
@@ -136,10 +145,7 @@ template <int kBias, bool kNibbles>
 struct FmtOffset {
   static constexpr bool kUnpacks = kNibbles;
   static const uint8_t* codes(const uint8_t* tile, int64_t c, uint8_t* slot) {
-    if constexpr (kNibbles) {
-      unpack_nibbles(tile + c * 256, slot);
-      return slot;
-    }
+    if constexpr (kNibbles) return NibbleCodes::codes(tile, c, slot);
     return tile + c * kChunkBytes;
   }
   template <int NT>
@@ -158,12 +164,8 @@ struct FmtOffset {
 using FmtQ4_0 = FmtOffset<8, true>;
 using FmtQ8_0 = FmtOffset<128, false>;
 
-struct FmtQ4_1 {
-  static constexpr bool kUnpacks = true;
-  static const uint8_t* codes(const uint8_t* tile, int64_t c, uint8_t* slot) {
-    unpack_nibbles(tile + c * 256, slot);
-    return slot;
-  }
+
+struct FmtQ4_1 : NibbleCodes {
   template <int NT>
   static void scale(const PackedMatrix& p, const uint8_t* tile, const ActQ8& a, int64_t t0,
                     int64_t c, const int32_t* product, __m512* out) {
@@ -178,12 +180,7 @@ struct FmtQ4_1 {
   }
 };
 
-struct FmtQ4_K {
-  static constexpr bool kUnpacks = true;
-  static const uint8_t* codes(const uint8_t* tile, int64_t c, uint8_t* slot) {
-    unpack_nibbles(tile + c * 256, slot);
-    return slot;
-  }
+struct FmtQ4_K : NibbleCodes {
   template <int NT>
   static void scale(const PackedMatrix& p, const uint8_t* tile, const ActQ8& a, int64_t t0,
                     int64_t c, const int32_t* product, __m512* out) {
