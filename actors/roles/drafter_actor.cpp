@@ -198,7 +198,14 @@ class DrafterActor {
                        static_cast<int64_t>(m.seqs.size()));
       return core_->first_speculations(m.seqs, m.first_k);
     }();
-    busy_s_ += monotonic_seconds() - t0;
+    const double drafted_s = monotonic_seconds() - t0;
+    busy_s_ += drafted_s;
+    // The first speculations are the job's first measured draft call (prespec_budget.h): with
+    // it the budget can gate a chunk a round sooner, where every batch of a job began with an
+    // ungated chunk until three chunks had been timed.
+    const auto drafted = std::count_if(next.begin(), next.end(),
+                                       [](const Speculation& s) { return !s.decode_step(); });
+    if (drafted > 0) budget_.observe_call(static_cast<int32_t>(drafted), drafted_s);
     answer(0, {}, {}, next);
   }
 

@@ -12,7 +12,8 @@
 //            could have been drafted costs only a possible hit);
 //   chunk    the seconds of one draft_branches() call of n branches, a least-squares line in n
 //            over every call measured (a model drafter's call has a fixed part and a per-branch
-//            part; a lookup drafter's is microseconds).
+//            part; a lookup drafter's is microseconds); a batch's first speculations count as a
+//            call of as many branches as sequences they drafted.
 //
 // branches_within(left, want): the most branches, up to `want`, whose call is predicted to end
 // within `left` seconds (0: none fits). Until kMinSamples windows and calls were measured it

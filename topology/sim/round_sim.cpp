@@ -366,15 +366,20 @@ class Run {
     std::vector<int32_t> act = out_.active(0);
     double send = drafter_start_on_prompt();
     busy += start_busy_;
+    int32_t first_drafted = 0;  // sequences the first speculations drafted, and their call's time
+    double first_s = 0;
     {
       int32_t k0 = 0;
-      for (int32_t s : act) k0 = std::max(k0, out_.k_for(0, s));
-      const double d = k0 > 0 ? draft(cfg_.drafter, static_cast<double>(act.size()), 1, k0,
-                                      mean_context(act), true)
-                              : 0.0;
-      event(lead, "drafter", "draft", send, d);
-      busy += d;
-      send += d;
+      for (int32_t s : act) {
+        k0 = std::max(k0, out_.k_for(0, s));
+        first_drafted += out_.k_for(0, s) > 0 ? 1 : 0;
+      }
+      first_s = k0 > 0 ? draft(cfg_.drafter, static_cast<double>(act.size()), 1, k0,
+                               mean_context(act), true)
+                       : 0.0;
+      event(lead, "drafter", "draft", send, first_s);
+      busy += first_s;
+      send += first_s;
       if (k0 > 0) ++res_.rounds_waited;  // the first speculations come in an answer
     }
     PrespecSwitch regime = carry_ && carry_->regime ? *carry_->regime : PrespecSwitch{};
@@ -388,6 +393,7 @@ class Run {
     // The lead's draft-what-fits (one drafter rank): its budget learns the windows from the
     // target's verification start to the outcome's arrival and the seconds of its draft calls.
     PrespecBudget budget = carry_ && carry_->budget ? *carry_->budget : PrespecBudget{};
+    if (first_drafted > 0) budget.observe_call(first_drafted, first_s);  // drafter_actor.cpp
     const bool gate = cfg_.ssd.fit_window && nd == 1;
     double verify_from = send;  // the lead's clock: when the target began verifying its answer
     // A lookup drafter ranks a decode step's token (ssd_drafter_core.cpp, ranked_decode_step), so

@@ -28,6 +28,29 @@ TEST(JobCarry, ALaterBatchKeepsTheBudgetThatStoppedPreSpeculating) {
   EXPECT_LT(second.seconds, alone.seconds);
 }
 
+TEST(JobCarry, TheFirstSpeculationsCountAsADraftCallSoTheSecondBatchIsGated) {
+  // Batches of one sequence whose only drafting round is the first (then plain decode steps, after
+  // which a model drafter plans nothing), with a drafter slower than any window: each batch times
+  // one pre-speculation chunk at most. Counting each batch's first speculations as a draft call
+  // as well (drafter_actor.cpp), the budget has its three calls at the second batch's start and
+  // keeps that batch from drafting; counted from chunks alone, the second and third batches each
+  // drafted a chunk that delayed their next round.
+  SimConfig c = h100_config();
+  c.cluster.drafter_device = device_preset("cpu");
+  c.ssd.chunk = 2;
+  c.ssd.miss_at_leader = false;
+  c.work.batch = 1;
+  std::vector<OutcomeRecord> t = lookup_trace(8, 1, 4, 1, false);
+  for (OutcomeRecord& o : t)
+    if (o.round > 0) o.k = 0, o.accepted = 0;
+  SimCarry carry;
+  std::vector<int64_t> drafted;
+  for (int b = 0; b < 3; ++b) drafted.push_back(simulate(SimMode::kSsd, c, &t, &carry).branches_drafted);
+  EXPECT_GT(drafted[0], 0);
+  EXPECT_EQ(drafted[1], 0);
+  EXPECT_EQ(drafted[2], 0);
+}
+
 TEST(JobCarry, ALaterBatchStartsWithTheCriticalBatchTheJobLearnt) {
   // A primary whose every call costs a second: the first batch answers its first misses with it,
   // measures it and turns to the backup; the job's second batch uses the backup from its first
