@@ -27,15 +27,21 @@ struct Recorder {
     std::lock_guard lock(mutex);
     return messages.size();
   }
+  std::string message(size_t i) {
+    std::lock_guard lock(mutex);
+    return i < messages.size() ? messages[i] : std::string("(no message)");
+  }
 };
 
 // Waits up to 5 s (generous: the watchdog wakes at its deadline; the slack is for a loaded
-// machine) for the watchdog to fire.
-bool wait_fired(Watchdog& dog) {
+// machine) for the watchdog to fire and its callback to have run: fired() turns true before the
+// callback is called (outside the watchdog's lock), so a test that read the message as soon as
+// fired() said so could find none yet (seen once in a CI run under load).
+bool wait_fired(Watchdog& dog, Recorder& rec) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!dog.fired() && std::chrono::steady_clock::now() < until)
+  while ((!dog.fired() || rec.count() == 0) && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return dog.fired();
+  return dog.fired() && rec.count() > 0;
 }
 
 TEST(Watchdog, FiresOnAStuckPhase) {
@@ -43,13 +49,13 @@ TEST(Watchdog, FiresOnAStuckPhase) {
   Watchdog dog(2, Role::kDrafter, rec.fn());
   const auto start = std::chrono::steady_clock::now();
   dog.arm("pre-speculating round 7", 0.05);
-  ASSERT_TRUE(wait_fired(dog));
+  ASSERT_TRUE(wait_fired(dog, rec));
   const double after = std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
                            .count();
   EXPECT_GE(after, 0.05) << "fired before its deadline";
   ASSERT_EQ(rec.count(), 1u);
-  EXPECT_EQ(rec.messages[0], "rank 2 (drafter) timed out after 0.05 s while pre-speculating "
-                             "round 7");
+  EXPECT_EQ(rec.message(0), "rank 2 (drafter) timed out after 0.05 s while pre-speculating "
+                            "round 7");
 }
 
 TEST(Watchdog, PhasesThatEndInTimeDoNotFire) {
@@ -77,8 +83,8 @@ TEST(Watchdog, ScopeRestoresTheOuterPhase) {
   }
   EXPECT_EQ(dog.phase(), "serving");
   // The outer phase keeps its original deadline (0.3 s from its arm), so it fires.
-  ASSERT_TRUE(wait_fired(dog));
-  EXPECT_EQ(rec.messages.at(0), "rank 1 (target) timed out after 0.3 s while serving");
+  ASSERT_TRUE(wait_fired(dog, rec));
+  EXPECT_EQ(rec.message(0), "rank 1 (target) timed out after 0.3 s while serving");
 }
 
 }  // namespace
