@@ -7,15 +7,16 @@
 // so each chunk's product must leave the tiles (tilestored) to be scaled by the vector unit, and
 // that round trip costs a chunk about as much as 5-8 tokens' vpdpbusd do. Measured on the Xeon
 // host (one 16-row tile of 48 chunks in cache, ns per chunk): 5 tokens 12.4 VNNI / 13.9 AMX,
-// 8 tokens 18.0 / 16.1, 16 tokens 35.3 / 23.0. So a group of at least kMinTokens tokens goes
-// here and fewer to the VNNI kernel; verification (a few rows) never comes here.
+// 8 tokens 18.0 / 16.1, 16 tokens 35.3 / 23.0. So a group of at least kMinTokens (10) tokens
+// (a prefill, a batch's round of many rows) goes here and fewer to the VNNI kernel: one
+// sequence's decode step or verification (at most K + 1 = 9 rows by default) never comes here.
 //
 // Same results, bit for bit: a chunk's integer dot product is exact on either unit, and the
 // scaling that follows is the VNNI kernel's, operation for operation and in the same order (per
 // token: chunks in order, the format's FMAs). So a token's output is the VNNI kernel's and the
 // reference twin's (matmul_q8_ref) whatever its group; the tests hold it there bit for bit.
 //
-// Shapes, per 16-row tile and chunk c (weight row r < 16, token t < nt, 8 <= nt <= 16):
+// Shapes, per 16-row tile and chunk c (weight row r < 16, token t < nt, 10 <= nt <= 16):
 //   A  tile 0 / 3   nt x 32 bytes    the tokens' signed activation codes of chunk c (act_q8.h)
 //   B  tile 1 / 4   8 x 64 bytes     the rows' unsigned weight codes in the packed step layout:
 //                                    row s holds for weight row r (bytes 4r..4r+3) the codes of
