@@ -222,23 +222,23 @@ std::vector<int32_t> SpecLengthController::choose(std::span<const int32_t> seqs,
   if (!opts_.cycle.empty()) {
     const int32_t c = opts_.cycle[static_cast<size_t>(choices_ % std::ssize(opts_.cycle))];
     for (int32_t& x : k) x = std::min(x, c);
-  } else if (opts_.automatic && (!costs_.ready() || warmup_rounds_ < kWarmupRounds) &&
-             !drafting_cannot_pay(cap)) {
+  } else if (const bool hopeless = opts_.automatic && drafting_cannot_pay(cap);
+             opts_.automatic && (!costs_.ready() || warmup_rounds_ < kWarmupRounds) &&
+             !hopeless) {
     // Warm-up: K, 1 and 0 in turn, so the verify curve sees three row counts, the plain decode
     // step's among them, each several times.
     const int64_t phase = warmup_rounds_++ % 3;
     if (phase > 0)
       for (int32_t& x : k) x = std::min<int32_t>(x, phase == 1 ? 1 : 0);
-  } else if (opts_.automatic) {
+  } else if (opts_.automatic) {  // (hopeless: no probes either)
     std::vector<std::vector<double>> rates;
     for (size_t i = 0; i < seqs.size(); ++i)  // no class for a sequence that cannot draft
       rates.push_back(cap[i] > 0 ? this->rates(seqs[i], cap[i])
                                  : std::vector<double>(static_cast<size_t>(opts_.k_max), 0.0));
     k = choose_lengths(rates, cap, costs_);
-    const bool probe = !drafting_cannot_pay(cap);
     for (size_t i = 0; i < k.size(); ++i) {
       Seq& s = seq(seqs[i]);
-      if (++s.since_probe > opts_.probe_every && probe && k[i] < cap[i]) {
+      if (++s.since_probe > opts_.probe_every && !hopeless && k[i] < cap[i]) {
         k[i] += 1;
         s.since_probe = 0;
       }
