@@ -27,6 +27,7 @@ struct DistributedConfig {
   std::optional<int32_t> critical_batch;
   std::string prespec_chunk = "auto";
   std::string prespec_switch = "auto";  // auto: PrespecSwitch decides by measurement; on: always
+  std::string prespec_fit = "window";   // window: draft what fits (prespec_budget.h); all
   double watchdog_s = 120;
   std::string on_drafter_loss = "auto";  // auto | abort | continue (drafter_loss.h)
   std::string transport = "auto";

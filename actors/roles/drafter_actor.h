@@ -72,7 +72,7 @@ struct DrafterActorOptions {
   const FaultInjector* faults = nullptr;  // the rank's fault points (fault_injection.h), if any
   // One drafter rank: pre-speculate only the chunks expected to end before the next outcome
   // arrives (runtime/saguaro/prespec_budget.h); false: until the outcome arrives (a chunk at
-  // least), as with several drafter ranks.
+  // least), as with several drafter ranks (--prespec-fit all).
   bool fit_window = true;
 };
 

@@ -131,6 +131,7 @@ int serve_rank(Cluster& cluster, ModelSession& session, const JobSpec& spec) {
   DrafterActorOptions opts;
   opts.step_s = step_s;
   opts.faults = &cluster.faults();
+  opts.fit_window = spec.dist.prespec_fit == "window";
   SsdDrafterOptions core = to_ssd_options(spec.dist, spec.k, spec.sampler);
   core.prespec_chunk = resolve_prespec_chunk(core.prespec_chunk, session.backend().name());
   if (const ReplayStatus rs = replay_status(session.backend()); rs.replays) {

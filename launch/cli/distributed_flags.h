@@ -58,6 +58,12 @@ void visit_flags(DistributedConfig& c, V&& v) {
     "pays there, where the drafter's branches slow the verification down); on cores of their "
     "own, and with on: pre-speculate in every round",
     {.choices = {"auto", "on"}});
+  v(c.prespec_fit, "prespec-fit",
+    "ssd, one drafter rank: window: pre-speculate only the chunks expected to end before the "
+    "next outcome arrives, timed on this run (nothing before the job's first outcome, whose "
+    "time is not known yet); all: every planned branch until the outcome arrives, whatever it "
+    "costs (hit rates of a drafter slower than verification)",
+    {.choices = {"window", "all"}});
   v(c.watchdog_s, "watchdog-s",
     "deadline in seconds for any one step of a distributed run (a round, a prefill, start-up); "
     "a rank that misses it ends the job with a message",

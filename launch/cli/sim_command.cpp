@@ -47,6 +47,7 @@ struct SimArgs {
   std::string miss_policy = "auto";
   int32_t critical_batch = -1;
   std::string prespec_switch = "on";
+  std::string prespec_fit = "window";
   std::string miss_at = "leader";
   std::optional<double> lookup_us;
   int64_t drafter_feature_dim = -1;
@@ -115,6 +116,10 @@ struct SimArgs {
                                         "published); auto = the runtime's adaptive switch (blocks "
                                         "on or off, the faster kept); a replayed trace's recorded "
                                         "regime wins", {.choices = {"on", "auto"}});
+    v(prespec_fit, "prespec-fit", "ssd, one drafter rank: window = draft only the chunks "
+                                  "expected to end before the outcome (the runtime's "
+                                  "draft-what-fits); all = every planned branch",
+      {.choices = {"window", "all"}});
     v(miss_at, "miss-at", "ssd: who drafts a miss the drafter answers with a lookup (n-gram "
                           "primary, or the backup past b*): the target leader at once, with no "
                           "wait for an answer (the runtime's default), or the drafter rank",
@@ -269,6 +274,7 @@ sim::SimConfig build_config(const SimArgs& a) {
   c.ssd.miss = parse_miss_choice(a.miss_policy);
   c.ssd.b_star = a.critical_batch;
   c.ssd.adaptive_switch = a.prespec_switch == "auto";
+  c.ssd.fit_window = a.prespec_fit == "window";
   c.ssd.miss_at_leader = a.miss_at == "leader";
   c.seed = a.seed;
   return c;

@@ -13,11 +13,13 @@ void PrespecBudget::observe_window(double seconds) {
 }
 
 void PrespecBudget::observe_call(int32_t branches, double seconds) {
-  if (branches > 0 && seconds >= 0) call_.add(branches, seconds);
+  if (!(branches > 0 && seconds >= 0)) return;
+  call_.add(branches, seconds);
+  per_branch_ = std::max(per_branch_, seconds / branches);
 }
 
 bool PrespecBudget::ready() const {
-  return static_cast<int64_t>(windows_.size()) >= kMinSamples && call_.count() >= kMinSamples;
+  return !windows_.empty() && call_.count() >= kMinSamples;
 }
 
 double PrespecBudget::window() const {
@@ -30,8 +32,12 @@ double PrespecBudget::window() const {
 
 int32_t PrespecBudget::branches_within(double left, int32_t want) const {
   if (want <= 0) return 0;
-  if (!ready()) return want;
-  if (left <= 0) return 0;
+  if (call_.count() == 0) return want;          // nothing to judge a chunk by
+  if (windows_.empty() || left <= 0) return 0;  // the outcome's time unknown, or due
+  if (call_.count() < kMinSamples) {            // too few calls for a line: the dearest rate
+    if (per_branch_ <= 0) return want;
+    return static_cast<int32_t>(std::min<double>(want, std::floor(left / per_branch_)));
+  }
   if (call_.at(1) > left) return 0;  // not even one branch
   const double a = call_.intercept(), s = call_.slope();
   if (s <= 0) return want;  // the measured calls cost the same whatever their size

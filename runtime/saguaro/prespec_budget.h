@@ -16,8 +16,13 @@
 //            call of as many branches as sequences they drafted.
 //
 // branches_within(left, want): the most branches, up to `want`, whose call is predicted to end
-// within `left` seconds (0: none fits). Until kMinSamples windows and calls were measured it
-// answers `want` (no gating: the drafter behaves as before any measurement).
+// within `left` seconds (0: none fits). With no call measured yet it answers `want` (nothing to
+// judge a chunk by). Once a call was measured but no window yet (a job's first round: the
+// outcome's time is unknown) it answers 0, so the first verification waits for no chunk: a model
+// drafter's chunk there had held the target for many verifications' time, and a lookup's miss
+// costs next to nothing. Until kMinSamples calls were measured a call is priced at the dearest
+// per-branch cost seen (a first call is a batch's first speculations, one branch per sequence);
+// from then on by the line.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +40,7 @@ class PrespecBudget {
 
   void observe_window(double seconds);
   void observe_call(int32_t branches, double seconds);
+  // The line fit prices calls (kMinSamples calls measured) and a window is known.
   bool ready() const;
   // The window the next outcome is expected within (0 before any window was measured).
   double window() const;
@@ -43,6 +49,7 @@ class PrespecBudget {
  private:
   std::deque<double> windows_;  // the latest kWindows windows, oldest first
   LineFit call_;                // seconds of a draft_branches() call by its branch count
+  double per_branch_ = 0;       // the dearest seconds per branch of any call measured
 };
 
 }  // namespace ssd

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --trace-json of a real SSD job, run by ctest:  ssd_trace_check.sh SSD_BIN RANKS TP
 # Runs `ssd generate --mode ssd --trace-json` under mpirun with RANKS ranks (TP target ranks, the
-# rest drafters; the default model drafting for itself), then checks the file with
+# rest drafters; the default model drafting for itself, every planned branch drafted: with
+# --prespec-fit window its branches, slower than a verification, would not be), then checks the file with
 # tests/tools/check_trace.py (nesting, flows, the protocol's order per round, clock offsets on one
 # node, pre-speculation overlapping verification) and its --stats-json (the start-up link probe,
 # every rank's host, CPUs and device). Skips (exit 77) without the default model.
@@ -20,6 +21,7 @@ ROOT=()
 timeout 240 "$MPIRUN" "${ROOT[@]}" --oversubscribe --bind-to none -n "$RANKS" "$BIN" generate \
   -m "$SSD_MODEL" --chat -p "Name three primary colors and one fact about each." -n 32 \
   --ignore-eos --quiet --threads 1 --mode ssd --drafter "model:$SSD_MODEL" --k 3 --tp "$TP" \
+  --prespec-fit all \
   --watchdog-s 60 --trace-json "$OUT/trace.json" --stats-json "$OUT/stats.json" 2>"$OUT/run.err" || {
   echo "mpirun failed:"; cat "$OUT/run.err"; exit 1; }
 grep -q "^trace: " "$OUT/run.err" || { echo "no 'trace:' line on stderr"; cat "$OUT/run.err"; exit 1; }

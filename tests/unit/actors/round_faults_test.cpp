@@ -128,7 +128,7 @@ TEST(RoundFaults, LeadPreSpeculationIsWatchedAfterRoundZero) {
   const RankLayout leader = RankLayout::make(2, 0, 1), drafter_rank = RankLayout::make(2, 1, 1);
   std::thread drafter([&] {
     run_drafter_actor(hub.endpoint(1), drafter_rank, primary, &backup, o,
-                      DrafterActorOptions{0.5}, dog1);
+                      test::split::DrafterActorThread::actor_options(0.5), dog1);
   });
   // Releases the hang once the watchdog fired (or after 20 s: the test then fails below).
   std::thread releaser([&] {

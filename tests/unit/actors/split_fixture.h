@@ -99,7 +99,8 @@ class DrafterActorThread {
       : hub_(hub), thread_([this, &primary, opts, step_s, with_backup] {
           try {
             run_drafter_actor(hub_.endpoint(1), drafter_layout, primary,
-                              with_backup ? &backup_ : nullptr, opts, {step_s}, drafter_dog);
+                              with_backup ? &backup_ : nullptr, opts, actor_options(step_s),
+                              drafter_dog);
           } catch (...) {
             error_ = std::current_exception();
           }
@@ -108,6 +109,17 @@ class DrafterActorThread {
     if (!thread_.joinable()) return;
     leader().send(1, DrafterShutdown{});
     thread_.join();
+  }
+
+  // Every planned branch is drafted (--prespec-fit all): draft-what-fits decides from this
+  // machine's timings, which the protocol's tests must not depend on (a tiny model drafting for
+  // itself never fits a window); runtime/saguaro/prespec_budget.h and the simulator's tests
+  // check it.
+  static DrafterActorOptions actor_options(double step_s) {
+    DrafterActorOptions o;
+    o.step_s = step_s;
+    o.fit_window = false;
+    return o;
   }
 
   Transport& leader() { return hub_.endpoint(0); }

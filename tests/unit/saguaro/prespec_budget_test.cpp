@@ -6,19 +6,27 @@
 namespace ssd {
 namespace {
 
-TEST(PrespecBudget, AnswersEverythingUntilMeasured) {
+TEST(PrespecBudget, NothingBeforeTheFirstWindowThenTheDearestRateUntilTheLine) {
   PrespecBudget b;
   EXPECT_FALSE(b.ready());
-  EXPECT_EQ(b.branches_within(0.0, 5), 5) << "no gating before any measurement";
-  for (int i = 0; i < 3; ++i) b.observe_window(0.004);
-  b.observe_call(2, 0.010);
-  b.observe_call(2, 0.010);
-  EXPECT_FALSE(b.ready()) << "two calls are not enough";
-  EXPECT_EQ(b.branches_within(0.0, 5), 5);
-  b.observe_call(2, 0.010);
+  EXPECT_EQ(b.branches_within(0.0, 5), 5) << "no call measured: nothing to judge a chunk by";
+  // A batch's first speculations, 2 sequences in 5 ms: a chunk now has a cost, the outcome's
+  // time is still unknown (the job's first round), so nothing is drafted however long `left`.
+  b.observe_call(2, 0.005);
+  EXPECT_EQ(b.branches_within(1.0, 8), 0);
+  b.observe_window(0.004);
+  EXPECT_FALSE(b.ready()) << "one call is not a line";
+  // 2.5 ms a branch until three calls are measured.
+  EXPECT_EQ(b.branches_within(0.0049, 8), 1);
+  EXPECT_EQ(b.branches_within(0.0051, 8), 2);
+  EXPECT_EQ(b.branches_within(0.0051, 1), 1) << "never more than asked";
+  EXPECT_EQ(b.branches_within(0.0, 8), 0) << "the outcome is due";
+  b.observe_call(1, 0.003);  // 3 ms a branch: the dearest rate now
+  EXPECT_EQ(b.branches_within(0.0061, 8), 2);
+  b.observe_call(4, 0.009);  // the line: 1 ms + 2 ms per branch
   EXPECT_TRUE(b.ready());
-  EXPECT_EQ(b.branches_within(0.004, 2), 0) << "a 10 ms chunk does not fit a 4 ms window";
-  EXPECT_EQ(b.branches_within(0.011, 2), 2);
+  EXPECT_EQ(b.branches_within(0.0071, 8), 3);
+  EXPECT_EQ(b.branches_within(0.0029, 8), 0);
   EXPECT_EQ(b.branches_within(0.011, 0), 0);
 }
 

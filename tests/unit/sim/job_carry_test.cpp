@@ -9,13 +9,11 @@
 namespace ssd::sim {
 namespace {
 
-TEST(JobCarry, ALaterBatchKeepsTheBudgetThatStoppedPreSpeculating) {
-  // The 1B drafter on a CPU-class device: a branch costs more than the verification window. Its
-  // first batch drafts its unmeasured rounds, then nothing; a second batch of the same job has
-  // measured already and drafts nothing, where a batch simulated alone drafts those rounds again.
+TEST(JobCarry, ALaterBatchPreSpeculatesItsFirstRoundWithTheWindowsTheJobMeasured) {
+  // A drafter far faster than the verification: nothing is pre-speculated before the job's first
+  // outcome (no window says what fits yet), after that every plan fits. A second batch of the same
+  // job knows the windows from its start and drafts its first round too; a batch alone does not.
   SimConfig c = h100_config();
-  c.cluster.drafter_device = device_preset("cpu");
-  c.ssd.chunk = 2;
   c.ssd.miss_at_leader = false;
   const std::vector<OutcomeRecord> t = lookup_trace(12, 2, 4, 1, false);
   SimCarry carry;
@@ -24,17 +22,17 @@ TEST(JobCarry, ALaterBatchKeepsTheBudgetThatStoppedPreSpeculating) {
   const SimResult alone = simulate(SimMode::kSsd, c, &t);
   ASSERT_GT(first.branches_drafted, 0);
   EXPECT_EQ(alone.branches_drafted, first.branches_drafted);  // no carry: the same start
-  EXPECT_EQ(second.branches_drafted, 0);
-  EXPECT_LT(second.seconds, alone.seconds);
+  EXPECT_GT(second.branches_drafted, first.branches_drafted);
+  EXPECT_GE(second.hits, first.hits);
 }
 
-TEST(JobCarry, TheFirstSpeculationsCountAsADraftCallSoTheSecondBatchIsGated) {
+TEST(JobCarry, ADrafterSlowerThanAnyWindowDraftsNoChunkNotEvenInTheFirstRound) {
   // Batches of one sequence whose only drafting round is the first (then plain decode steps, after
-  // which a model drafter plans nothing), with a drafter slower than any window: each batch times
-  // one pre-speculation chunk at most. Counting each batch's first speculations as a draft call
-  // as well (drafter_actor.cpp), the budget has its three calls at the second batch's start and
-  // keeps that batch from drafting; counted from chunks alone, the second and third batches each
-  // drafted a chunk that delayed their next round.
+  // which a model drafter plans nothing), with a drafter slower than any window. Each batch's first
+  // speculations are a measured draft call (drafter_actor.cpp), so the budget knows a branch's cost
+  // before the first chunk; with no window measured yet it drafts nothing, and later batches have
+  // windows shorter than a branch. Before, each batch's first round drafted a chunk unmeasured
+  // (the first batch's until three calls were timed), and the target waited for it.
   SimConfig c = h100_config();
   c.cluster.drafter_device = device_preset("cpu");
   c.ssd.chunk = 2;
@@ -44,11 +42,10 @@ TEST(JobCarry, TheFirstSpeculationsCountAsADraftCallSoTheSecondBatchIsGated) {
   for (OutcomeRecord& o : t)
     if (o.round > 0) o.k = 0, o.accepted = 0;
   SimCarry carry;
-  std::vector<int64_t> drafted;
-  for (int b = 0; b < 3; ++b) drafted.push_back(simulate(SimMode::kSsd, c, &t, &carry).branches_drafted);
-  EXPECT_GT(drafted[0], 0);
-  EXPECT_EQ(drafted[1], 0);
-  EXPECT_EQ(drafted[2], 0);
+  for (int b = 0; b < 3; ++b)
+    EXPECT_EQ(simulate(SimMode::kSsd, c, &t, &carry).branches_drafted, 0) << "batch " << b;
+  c.ssd.fit_window = false;  // without the budget the same batches draft their first rounds
+  EXPECT_GT(simulate(SimMode::kSsd, c, &t).branches_drafted, 0);
 }
 
 TEST(JobCarry, ALaterBatchStartsWithTheCriticalBatchTheJobLearnt) {

@@ -81,19 +81,22 @@ TEST(LeaderMiss, ALeaderThatTakesNoPushesWaitsForEveryAnswer) {
 
 TEST(LeaderMiss, AHitWhosePushComesLateIsAMissTheLeaderDrafts) {
   // Sampled outcomes, the n-gram primary with a lookup priced so dear (20 ms per sequence) that
-  // the one-call pre-speculation ends long after the verification: the leader drafts every
-  // outcome itself, so nothing hits; answered by the drafter, the planned outcomes hit.
+  // the one-call pre-speculation ends after the verification, and no draft-what-fits (which would
+  // draft only what ends in time, and with these windows nothing): the leader drafts the outcomes
+  // itself instead of waiting for the late pushes, so most outcomes that hit when the drafter
+  // answers are misses here.
   SimConfig c = ngram_config();
   c.drafter.lookup_s = 20e-3;
+  c.ssd.fit_window = false;
   c.work.tokens = 48;
   const SimResult leader = simulate(SimMode::kSsd, c);
   c.ssd.miss_at_leader = false;
   const SimResult drafter = simulate(SimMode::kSsd, c);
-  EXPECT_EQ(leader.hits, 0);
+  EXPECT_GT(drafter.hits, 10);
+  EXPECT_LT(3 * leader.hits, drafter.hits);
   // Every miss but those before a decode step (the last tokens) and round 0's, drafted by the
   // leader: more than three quarters of them.
   EXPECT_GT(4 * leader.leader_drafted, 3 * leader.misses);
-  EXPECT_GT(drafter.hits, 0);
 }
 
 TEST(LeaderMiss, ARecordedRunReplaysToTheSameLeaderDraftsAndTime) {

@@ -140,7 +140,10 @@ TEST(Timeline, SsdHidesDraftingWhenTheCacheHits) {
   c.ssd.budget = 8;
   const SimResult sd = simulate(SimMode::kSd, c);
   const SimResult ssd = simulate(SimMode::kSsd, c);
-  EXPECT_GT(ssd.hit_rate(), 0.99);
+  // Every round but the job's first, which pre-speculates nothing: no outcome has come yet to
+  // say what fits before the next (runtime/saguaro/prespec_budget.h).
+  EXPECT_EQ(ssd.misses, 1);
+  EXPECT_GT(ssd.hits, 10);
   EXPECT_GT(ssd.tokens_per_s(), 1.2 * sd.tokens_per_s());
   // The target waits only for the messages (and round 0's draft), far less than in SD.
   EXPECT_LT(ssd.target_wait_s, 0.25 * sd.target_wait_s);
