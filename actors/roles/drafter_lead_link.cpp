@@ -173,6 +173,24 @@ std::optional<SeqSpeculation> DrafterLeadLink::draft_here(int32_t seq, int32_t k
   return lookup_->draft(lookup_->own_choice(), seq, k, req.sampler, req.stream, position);
 }
 
+std::vector<size_t> DrafterLeadLink::speculate_without_drafter(RoundSpeculations& specs,
+                                                               std::span<const Awaiting> seqs) {
+  std::vector<size_t> drafted;
+  if (!drafts_after_loss()) {
+    specs.take_none();
+    return drafted;
+  }
+  for (size_t j = 0; j < seqs.size(); ++j) {
+    const Awaiting& a = seqs[j];
+    if (!specs.awaits(a.seq)) continue;
+    std::optional<SeqSpeculation> d = draft_here(a.seq, a.k, *a.req, a.position);
+    SSD_CHECK(d.has_value(), "the target leader has no lookup to draft sequence {} with", a.seq);
+    specs.give(a.seq, std::move(*d));
+    drafted.push_back(j);
+  }
+  return drafted;
+}
+
 void DrafterLeadLink::set_memory_scope(uint64_t scope) {
   memory_scope_ = scope;
   if (lookup_) lookup_->set_memory_scope(scope);

@@ -44,6 +44,7 @@
 #include "actors/roles/drafter_loss.h"
 #include "actors/roles/heartbeat.h"
 #include "actors/roles/leader_lookup.h"
+#include "actors/roles/round_speculations.h"
 #include "actors/transport/frame.h"
 #include "actors/transport/protocol.h"
 #include "actors/transport/rank_layout.h"
@@ -108,6 +109,19 @@ class DrafterLeadLink {
   // token at output index `position` of the request; nothing when there is no copy.
   std::optional<SeqSpeculation> draft_here(int32_t seq, int32_t k, const GenerationRequest& req,
                                            uint32_t position);
+  // A running sequence of a round whose answer will not come (the drafter is lost).
+  struct Awaiting {
+    int32_t seq = 0;
+    int32_t k = 0;                           // the length chosen for it this round
+    const GenerationRequest* req = nullptr;  // its request
+    uint32_t position = 0;                   // tokens the request has emitted
+  };
+  // Each of `seqs` still awaiting its speculation in `specs` has it drafted here (draft_here());
+  // returns the indices into `seqs` of those drafted. Without a lookup copy
+  // (!drafts_after_loss()) every sequence of the round verifies an empty speculation
+  // (specs.take_none()): a plain decode step, and nothing is returned.
+  std::vector<size_t> speculate_without_drafter(RoundSpeculations& specs,
+                                                std::span<const Awaiting> seqs);
 
   // ---- the leader's lookup copies (no-ops under --miss-at drafter)
   void set_memory_scope(uint64_t scope);

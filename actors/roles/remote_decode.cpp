@@ -230,25 +230,24 @@ void RemoteDecoder::take_speculations(Run& run, int64_t round) {
 }
 
 // No answer comes (the drafter is lost): every running sequence still awaiting its speculation
-// has it drafted here with the leader's lookup copy (DrafterLeadLink::draft_here: held from the
-// start or built at the loss), or, when none could be built, every sequence verifies an empty
-// speculation (a plain decode step).
+// has it drafted here with the leader's lookup copy (held from the start or built at the loss),
+// or, when none could be built, every sequence verifies an empty speculation (a plain decode
+// step): DrafterLeadLink::speculate_without_drafter, which the server's engine shares.
 void RemoteDecoder::speculate_without_drafter(Run& run, RoundSpeculations& specs) {
-  if (!link_.drafts_after_loss()) {
-    specs.take_none();
-    for (size_t i = 0; i < run.seqs.size(); ++i)
-      if (run.seqs[i].running) run.chosen[i] = 0;
+  std::vector<DrafterLeadLink::Awaiting> seqs;
+  std::vector<size_t> index;  // the run's sequence of each entry of seqs
+  for (size_t i = 0; i < run.seqs.size(); ++i) {
+    if (!run.seqs[i].running) continue;
+    seqs.push_back({run.seqs[i].id, run.chosen[i], &run.reqs[i],
+                    static_cast<uint32_t>(run.out.gen[i].tokens.size())});
+    index.push_back(i);
+  }
+  const std::vector<size_t> drafted = link_.speculate_without_drafter(specs, seqs);
+  if (!link_.drafts_after_loss()) {  // decode steps
+    for (size_t i : index) run.chosen[i] = 0;
     return;
   }
-  for (size_t i = 0; i < run.seqs.size(); ++i) {
-    const Run::Seq& s = run.seqs[i];
-    if (!s.running || !specs.awaits(s.id)) continue;
-    std::optional<SeqSpeculation> d = link_.draft_here(
-        s.id, run.chosen[i], run.reqs[i], static_cast<uint32_t>(run.out.gen[i].tokens.size()));
-    SSD_CHECK(d.has_value(), "the target leader has no lookup to draft sequence {} with", s.id);
-    specs.give(s.id, std::move(*d));
-    note_leader_drafted(run, i);
-  }
+  for (size_t j : drafted) note_leader_drafted(run, index[j]);
   run.length().observe_draft(specs.asked(), 0.0);  // a lookup's draft costs no wait
 }
 

@@ -182,26 +182,20 @@ RoundSpeculations RemoteEngine::take_speculations(const std::vector<Slot*>& acti
 }
 
 // After a loss, as RemoteDecoder: the sequences still awaiting their speculation have it drafted
-// here with the leader's lookup copy (DrafterLeadLink::draft_here); without one, every sequence
-// of the round takes a decode step.
+// here with the leader's lookup copy (DrafterLeadLink::speculate_without_drafter); without one,
+// every sequence of the round takes a decode step.
 void RemoteEngine::speculate_without_drafter(const std::vector<Slot*>& active,
                                              RoundSpeculations& specs) {
-  if (!link_.drafts_after_loss()) {
-    specs.take_none();
+  std::vector<DrafterLeadLink::Awaiting> seqs;
+  for (const Slot* s : active)
+    seqs.push_back({dseq(*s), chosen_[dseq(*s)], &s->req,
+                    static_cast<uint32_t>(s->gen.tokens.size())});
+  const std::vector<size_t> drafted = link_.speculate_without_drafter(specs, seqs);
+  if (!link_.drafts_after_loss()) {  // decode steps
     for (const Slot* s : active) chosen_[dseq(*s)] = 0;
     return;
   }
-  int64_t drafted = 0;
-  for (const Slot* s : active) {
-    const int32_t id = dseq(*s);
-    if (!specs.awaits(id)) continue;
-    std::optional<SeqSpeculation> d =
-        link_.draft_here(id, chosen_[id], s->req, static_cast<uint32_t>(s->gen.tokens.size()));
-    SSD_CHECK(d.has_value(), "the target leader has no lookup to draft sequence {} with", id);
-    specs.give(id, std::move(*d));
-    ++drafted;
-  }
-  metrics_.add_ahead(0, drafted);
+  metrics_.add_ahead(0, static_cast<int64_t>(drafted.size()));
 }
 
 void RemoteEngine::round(std::span<Slot* const> slots) {
