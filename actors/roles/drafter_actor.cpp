@@ -200,9 +200,9 @@ class DrafterActor {
     }();
     const double drafted_s = monotonic_seconds() - t0;
     busy_s_ += drafted_s;
-    // The first speculations are the job's first measured draft call (prespec_budget.h): with
-    // it the budget can gate a chunk a round sooner, where every batch of a job began with an
-    // ungated chunk until three chunks had been timed.
+    // The first speculations are a measured draft call (prespec_budget.h): with a branch's cost
+    // known and no window yet, the job's first round drafts no chunk, and a later batch's chunks
+    // are priced from the first call on.
     const auto drafted = std::count_if(next.begin(), next.end(),
                                        [](const Speculation& s) { return !s.decode_step(); });
     if (drafted > 0) budget_.observe_call(static_cast<int32_t>(drafted), drafted_s);
@@ -405,9 +405,10 @@ class DrafterActor {
           trace::set_track("drafter compute");
           trace::set_round(round);
           // Likeliest branches first (plan_branches' order); between chunks, stop once the
-          // outcome is here (cut_): what is drafted by then is the cache. The first chunk is
-          // always drafted: if verification beat the job's start, the likeliest branches cost
-          // about what a fallback draft would, and are a probable hit.
+          // outcome is here (cut_): what is drafted by then is the cache. The outcome never cuts
+          // the first chunk (draft-what-fits may still size it to nothing): if verification beat
+          // the job's start, the likeliest branches cost about what a fallback draft would, and
+          // are a probable hit.
           fault_point(FaultPhase::kPrespec, round,
                       fmt::format("pre-speculating {} branches for round {}", mine->size(),
                                   round));
