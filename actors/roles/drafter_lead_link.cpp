@@ -173,13 +173,13 @@ std::optional<SeqSpeculation> DrafterLeadLink::draft_here(int32_t seq, int32_t k
   return lookup_->draft(lookup_->own_choice(), seq, k, req.sampler, req.stream, position);
 }
 
-std::vector<size_t> DrafterLeadLink::speculate_without_drafter(RoundSpeculations& specs,
-                                                               std::span<const Awaiting> seqs) {
-  std::vector<size_t> drafted;
+std::optional<std::vector<size_t>> DrafterLeadLink::speculate_without_drafter(
+    RoundSpeculations& specs, std::span<const Awaiting> seqs) {
   if (!drafts_after_loss()) {
     specs.take_none();
-    return drafted;
+    return std::nullopt;
   }
+  std::vector<size_t> drafted;
   for (size_t j = 0; j < seqs.size(); ++j) {
     const Awaiting& a = seqs[j];
     if (!specs.awaits(a.seq)) continue;

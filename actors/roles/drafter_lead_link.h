@@ -119,9 +119,9 @@ class DrafterLeadLink {
   // Each of `seqs` still awaiting its speculation in `specs` has it drafted here (draft_here());
   // returns the indices into `seqs` of those drafted. Without a lookup copy
   // (!drafts_after_loss()) every sequence of the round verifies an empty speculation
-  // (specs.take_none()): a plain decode step, and nothing is returned.
-  std::vector<size_t> speculate_without_drafter(RoundSpeculations& specs,
-                                                std::span<const Awaiting> seqs);
+  // (specs.take_none()), a plain decode step: nullopt.
+  std::optional<std::vector<size_t>> speculate_without_drafter(RoundSpeculations& specs,
+                                                               std::span<const Awaiting> seqs);
 
   // ---- the leader's lookup copies (no-ops under --miss-at drafter)
   void set_memory_scope(uint64_t scope);

@@ -242,12 +242,12 @@ void RemoteDecoder::speculate_without_drafter(Run& run, RoundSpeculations& specs
                     static_cast<uint32_t>(run.out.gen[i].tokens.size())});
     index.push_back(i);
   }
-  const std::vector<size_t> drafted = link_.speculate_without_drafter(specs, seqs);
-  if (!link_.drafts_after_loss()) {  // decode steps
+  const std::optional<std::vector<size_t>> drafted = link_.speculate_without_drafter(specs, seqs);
+  if (!drafted) {  // decode steps
     for (size_t i : index) run.chosen[i] = 0;
     return;
   }
-  for (size_t j : drafted) note_leader_drafted(run, index[j]);
+  for (size_t j : *drafted) note_leader_drafted(run, index[j]);
   run.length().observe_draft(specs.asked(), 0.0);  // a lookup's draft costs no wait
 }
 

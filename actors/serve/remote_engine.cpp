@@ -190,12 +190,12 @@ void RemoteEngine::speculate_without_drafter(const std::vector<Slot*>& active,
   for (const Slot* s : active)
     seqs.push_back({dseq(*s), chosen_[dseq(*s)], &s->req,
                     static_cast<uint32_t>(s->gen.tokens.size())});
-  const std::vector<size_t> drafted = link_.speculate_without_drafter(specs, seqs);
-  if (!link_.drafts_after_loss()) {  // decode steps
+  const std::optional<std::vector<size_t>> drafted = link_.speculate_without_drafter(specs, seqs);
+  if (!drafted) {  // decode steps
     for (const Slot* s : active) chosen_[dseq(*s)] = 0;
     return;
   }
-  metrics_.add_ahead(0, static_cast<int64_t>(drafted.size()));
+  metrics_.add_ahead(0, static_cast<int64_t>(drafted->size()));
 }
 
 void RemoteEngine::round(std::span<Slot* const> slots) {
