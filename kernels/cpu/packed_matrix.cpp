@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/quant_blocks.h"
 #include "runtime/core/error.h"
+#include "runtime/core/huge_page_arena.h"
 
 namespace ssd::kernels {
 namespace {
@@ -192,13 +193,11 @@ std::shared_ptr<const PackedMatrix> pack_new(const WeightMatrix& w) {
 
 }  // namespace
 
-void PackedMatrix::Free::operator()(uint8_t* p) const { std::free(p); }
+void PackedMatrix::Free::operator()(uint8_t* p) const { HugePageArena::shared().release(p); }
 
 void PackedMatrix::allocate() {
   const uint64_t bytes = std::max<uint64_t>(64, tile_bytes * static_cast<uint64_t>(tiles));
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, bytes));
-  SSD_CHECK(p, "pack weights: cannot allocate {} bytes", bytes);
-  data_.reset(p);
+  data_.reset(HugePageArena::shared().allocate(bytes));
 }
 
 bool has_packed_kernel(DType t) {

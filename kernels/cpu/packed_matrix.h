@@ -1,6 +1,7 @@
 // A block-quantized weight matrix repacked once, at load time, for the integer matmul
 // (packed_matmul.h). The mapped file is never modified: packing reads it and writes a new,
-// 64-byte aligned buffer of about the same size.
+// 64-byte aligned buffer of about the same size, in huge pages where the system gives them
+// (runtime/core/huge_page_arena.h).
 //
 // Why repack: the integer kernels compute 16 rows at once, one row per 32-bit lane, so that the
 // 32 x 4 = 128 products of a 32-value block land in each row's own lane (no horizontal sums) and
@@ -55,7 +56,7 @@ struct PackedMatrix {
     return data_.get() + static_cast<uint64_t>(i) * tile_bytes;
   }
 
-  // Allocates (uninitialised, 64-byte aligned) storage for `tiles` tiles.
+  // Allocates (64-byte aligned) storage for `tiles` tiles, from HugePageArena.
   void allocate();
   uint8_t* mutable_tile(int64_t i) { return data_.get() + static_cast<uint64_t>(i) * tile_bytes; }
 

@@ -9,7 +9,9 @@
 //     share their verified prefix;
 //   - compact(seq, start, keep): after tree verification, move the accepted path's entries to
 //     consecutive positions and drop the rest.
-// Memory is reserved page by page as sequences grow, up to `max_tokens` positions in total.
+// Memory is reserved page by page as sequences grow, up to `max_tokens` positions in total, in
+// huge pages where the system gives them (runtime/core/huge_page_arena.h: attention reads every
+// cached position's K and V each step, 46 KB a position for the default model).
 //
 // Device mirrors: a device backend (kernels/cuda) keeps its own copy of every page, indexed by
 // the same page ids, and reads this object's page tables. The cache's own data moves (the copy
@@ -25,6 +27,8 @@
 #include <memory>
 #include <span>
 #include <vector>
+
+#include "runtime/core/huge_page_arena.h"
 
 namespace ssd {
 
@@ -114,7 +118,7 @@ class KvCache {
     int64_t length = 0;
     std::vector<int32_t> pages;  // page ids, pages.size() == ceil(length / page_tokens)
   };
-  float* page_ptr(int32_t page) const { return pages_[page].get(); }
+  float* page_ptr(int32_t page) const { return pages_[page]; }
   // K of (layer, pos) inside `page`; V is v_offset_ floats further.
   float* slot_ptr(int32_t page, int64_t layer, int64_t pos) const {
     return page_ptr(page) + layer * layer_stride_ + (pos % cfg_.page_tokens) * row_floats_;
@@ -131,7 +135,8 @@ class KvCache {
   size_t v_offset_ = 0;      // page_tokens * row_floats_: V block follows the K block of a layer
   size_t layer_stride_ = 0;  // 2 * v_offset_: floats per layer inside a page
   size_t page_floats_ = 0;   // n_layers * layer_stride_
-  std::vector<std::unique_ptr<float[]>> pages_;
+  HugePageArena arena_;        // the pages' memory, unmapped with the cache
+  std::vector<float*> pages_;  // [page id] its n_layers x 2 x page_tokens x row_floats floats
   std::vector<int32_t> refcount_;
   std::vector<int32_t> free_pages_;
   std::vector<Seq> seqs_;
