@@ -11,8 +11,9 @@
 // were host vectors. Ops still accept host pointers too (the CUDA backend stages those), which is
 // how small host inputs (positions, norm gains, page tables) reach them.
 //
-// Weights enter through prepare_weight(): the CPU backend uses the mapped file in place; a device
-// backend uploads (and may repack) once at start-up. After that, a forward is only these ops.
+// Weights enter through prepare_weight(): the CPU backend repacks block-quantized ones for its
+// integer matmul and copies the others into huge pages; a device backend uploads (and may
+// repack) once at start-up. Either way the bytes given are read then, never again. After that, a forward is only these ops.
 #pragma once
 
 #include <compare>

@@ -1,9 +1,10 @@
 // A weight matrix as the engine hands it to a backend's ops: what the file holds (type, shape,
 // row size) and where the bytes are, plus the backend's own prepared form. Backend::
 // prepare_weight() makes one at start-up; after that the model code passes it to matmul/embed
-// and never looks inside `prepared`. The CPU backend keeps the mapped file's bytes in `data` and
-// its 16-row integer tiles in `prepared`; the CUDA backend points `data` at device bytes that
-// only it reads.
+// and never looks inside `prepared`. The CPU backend keeps, for block-quantized types, the mapped
+// file's bytes in `data` (embedding rows) and its 16-row integer tiles in `prepared`, and for the
+// float path a copy of the rows in huge pages, which `data` points at; the CUDA backend points
+// `data` at device bytes that only it reads.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 // The CPU backend: every op on host memory through kernels/cpu, with one persistent thread pool.
-// Weights are used in place from the mapped file (prepare_weight only describes them).
+// Weights: block-quantized ones are repacked once for the integer matmul, the others copied once
+// into huge pages (prepare_weight, CpuWeight); embedding rows of a packed table are read from the
+// mapped file.
 //
 // Scheduling, for a decoded token of a small model (~200 ops, each a few microseconds):
 //   - matmul splits weight rows over the pool (kernels/cpu/matmul.cpp);
@@ -37,19 +39,38 @@
 #include "kernels/cpu/rowops.h"
 #include "kernels/cpu/thread_pool.h"
 #include "runtime/core/error.h"
+#include "runtime/core/huge_page_arena.h"
 #include "runtime/parallel/gather_columns.h"
 
 namespace ssd {
 namespace {
 
-// The engine's Weight and kernels/cpu's WeightMatrix describe the same bytes; the CPU backend's
-// prepared form is the matmul's packed integer tiles (null: the float path).
-Weight as_weight(const kernels::WeightMatrix& w) {
-  return Weight{w.type, w.data, w.rows, w.cols, w.row_bytes, w.packed};
+// The CPU backend's prepared form of a weight (Weight::prepared): the matmul's packed integer
+// tiles, or, for the float path, a copy of the file's rows in huge pages
+// (runtime/core/huge_page_arena.h), which Weight::data then points at. A step streams every
+// weight, and the mapped file's 4 KiB pages cost a TLB miss each (the Domino drafter's BF16
+// backbone: a draft 10% faster from the copy, docs/performance.md).
+struct CpuWeight {
+  std::shared_ptr<const kernels::PackedMatrix> packed;  // null: the float path
+  std::shared_ptr<const uint8_t> resident;              // the float path's copy of the rows
+};
+
+// The engine's Weight and kernels/cpu's WeightMatrix describe the same bytes.
+Weight as_weight(const kernels::WeightMatrix& w, std::shared_ptr<const CpuWeight> prepared) {
+  return Weight{w.type, w.data, w.rows, w.cols, w.row_bytes, std::move(prepared)};
 }
 kernels::WeightMatrix as_matrix(const Weight& w) {
+  const auto* p = static_cast<const CpuWeight*>(w.prepared.get());
   return kernels::WeightMatrix{w.type, w.data, w.rows, w.cols, w.row_bytes,
-                               std::static_pointer_cast<const kernels::PackedMatrix>(w.prepared)};
+                               p ? p->packed : nullptr};
+}
+
+// bytes of data, copied into the process's huge-page arena.
+std::shared_ptr<const uint8_t> resident_copy(const uint8_t* data, uint64_t bytes) {
+  uint8_t* copy = HugePageArena::shared().allocate(bytes);
+  std::memcpy(copy, data, bytes);
+  return std::shared_ptr<const uint8_t>(
+      copy, [](const uint8_t* q) { HugePageArena::shared().release(const_cast<uint8_t*>(q)); });
 }
 
 }  // namespace
@@ -103,11 +124,12 @@ class CpuBackend final : public Backend {
   void download(void* dst, const void* src, size_t bytes) override { copy_bytes(dst, src, bytes); }
   void copy(void* dst, const void* src, size_t bytes) override { copy_bytes(dst, src, bytes); }
 
-  // The file's bytes described in place, plus kernels/cpu's one-time repacking for its integer
-  // matmul path where the type has one (matmul.h); embedding lookups still read the file rows.
-  // A tensor prepared again while its first packed copy is alive (tied embeddings: the table is
-  // also the LM head; a drafter sharing the target's layers) shares that copy. Only live copies
-  // are shared (weak references), so a later model mapped at a reused address gets its own.
+  // kernels/cpu's one-time repacking for its integer matmul path where the type has one
+  // (matmul.h; embedding lookups still read the file's rows), else the file's rows copied into
+  // huge pages for the float path (CpuWeight). A tensor prepared again while its first prepared
+  // form is alive (tied embeddings: the table is also the LM head; a drafter sharing the
+  // target's layers) shares it. Only live forms are shared (weak references), so a later model
+  // mapped at a reused address gets its own.
   Weight prepare_weight(const TensorRef& t) override {
     SSD_ASSERT(t.ne.size() == 2);
     kernels::WeightMatrix w;
@@ -116,16 +138,24 @@ class CpuBackend final : public Backend {
     w.rows = static_cast<int64_t>(t.ne[1]);
     w.cols = static_cast<int64_t>(t.ne[0]);
     w.row_bytes = t.row_bytes();
-    std::erase_if(packed_, [](const PackedRef& p) { return p.packed.expired(); });
-    for (const auto& p : packed_)
-      if (p.data == w.data && p.type == w.type && p.rows == w.rows && p.cols == w.cols)
-        if (auto live = p.packed.lock()) {
-          w.packed = live;
-          return as_weight(w);
+    std::erase_if(prepared_, [](const PreparedRef& p) { return p.prepared.expired(); });
+    for (const auto& p : prepared_)
+      if (p.file_data == w.data && p.type == w.type && p.rows == w.rows && p.cols == w.cols)
+        if (auto live = p.prepared.lock()) {
+          if (live->resident) w.data = live->resident.get();
+          return as_weight(w, std::move(live));
         }
+    const uint8_t* file_data = w.data;
     w = kernels::prepare_matmul_weight(w);
-    if (w.packed) packed_.push_back(PackedRef{w.data, w.type, w.rows, w.cols, w.packed});
-    return as_weight(w);
+    auto prepared = std::make_shared<CpuWeight>();
+    prepared->packed = w.packed;
+    const uint64_t bytes = w.row_bytes * static_cast<uint64_t>(w.rows);
+    if (!w.packed && w.data && bytes > 0) {
+      prepared->resident = resident_copy(w.data, bytes);
+      w.data = prepared->resident.get();
+    }
+    prepared_.push_back(PreparedRef{file_data, w.type, w.rows, w.cols, prepared});
+    return as_weight(w, std::move(prepared));
   }
 
   void matmul(const Weight& w, const float* x, float* y, int64_t n) override {
@@ -303,13 +333,13 @@ class CpuBackend final : public Backend {
   }
 
   kernels::ThreadPool pool_;
-  struct PackedRef {
-    const uint8_t* data;
+  struct PreparedRef {
+    const uint8_t* file_data;  // the tensor's bytes as the caller gave them
     DType type;
     int64_t rows, cols;
-    std::weak_ptr<const kernels::PackedMatrix> packed;
+    std::weak_ptr<const CpuWeight> prepared;
   };
-  std::vector<PackedRef> packed_;  // packed copies handed out, while they live
+  std::vector<PreparedRef> prepared_;  // prepared forms handed out, while they live
   std::vector<std::vector<float>> scores_;  // [threads][attention scratch]
   std::vector<std::vector<int32_t>> group_heads_;  // query heads of each KV head (one call)
   std::vector<RopeTable> rope_tables_;
