@@ -39,7 +39,8 @@ int32_t KvCache::alloc_page() {
   SSD_CHECK(static_cast<int64_t>(pages_.size()) < max_pages,
             "KV cache full: all {} positions ({} pages of {}) are in use; raise --ctx-size",
             cfg_.max_tokens, max_pages, cfg_.page_tokens);
-  pages_.push_back(reinterpret_cast<float*>(arena_.allocate(page_floats_ * sizeof(float))));  // zeroed
+  // Zeroed: an arena block is never handed out twice.
+  pages_.push_back(reinterpret_cast<float*>(arena_.allocate(page_floats_ * sizeof(float))));
   refcount_.push_back(1);
   return static_cast<int32_t>(pages_.size() - 1);
 }

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/packed_matrix.h"
 #include "runtime/backend/backend.h"
 #include "runtime/io/tensor_ref.h"
+#include "tests/support/huge_page_flags.h"
 
 namespace ssd {
 namespace {
@@ -20,7 +22,8 @@ TensorRef f32_matrix(std::vector<float>& storage, int64_t rows, int64_t cols) {
   storage.resize(static_cast<size_t>(rows * cols));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c)
-      storage[static_cast<size_t>(r * cols + c)] = static_cast<float>(r) - static_cast<float>(c) / 8;
+      storage[static_cast<size_t>(r * cols + c)] =
+          static_cast<float>(r) - static_cast<float>(c) / 8;
   TensorRef t;
   t.name = "w";
   t.type = DType::F32;
@@ -76,6 +79,20 @@ TEST(CpuWeight, AQuantizedMatrixKeepsTheGivenBytesForItsRows) {
   const Weight w = cpu->prepare_weight(t);
   EXPECT_EQ(w.data, t.data) << "embedding lookups read the file's rows";
   EXPECT_NE(w.prepared, nullptr) << "the matmul reads its packed tiles";
+}
+
+TEST(CpuWeight, BothPreparedFormsAreMarkedForHugePages) {
+  if (!test::thp_available()) GTEST_SKIP() << "this kernel has no transparent huge pages";
+  auto cpu = make_cpu_backend(1);
+  std::vector<float> storage;
+  const Weight f = cpu->prepare_weight(f32_matrix(storage, 16, 32));
+  EXPECT_TRUE(test::marked_for_huge_pages(f.data)) << test::vm_flags_of(f.data);
+  std::vector<uint8_t> block(34, 1);  // one Q8_0 row
+  const kernels::WeightMatrix q = kernels::prepare_matmul_weight(
+      kernels::WeightMatrix{DType::Q8_0, block.data(), 1, 32, 34, nullptr});
+  ASSERT_NE(q.packed, nullptr);
+  const uint8_t* tiles = q.packed->tile(0);
+  EXPECT_TRUE(test::marked_for_huge_pages(tiles)) << test::vm_flags_of(tiles);
 }
 
 }  // namespace

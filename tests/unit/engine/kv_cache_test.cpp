@@ -4,6 +4,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/kv/kv_cache.h"
+#include "tests/support/huge_page_flags.h"
 
 namespace ssd {
 namespace {
@@ -38,6 +39,21 @@ float tag_of(const KvCache& kv, SeqId s, int64_t pos, int64_t layer = 1) {
     EXPECT_EQ(kv.value(layer, s, pos)[i], -(t + layer * 1000 + i * 0.01f));
   }
   return t;
+}
+
+TEST(KvCache, PagesAreZeroedAndMarkedForHugePages) {
+  KvCache kv(small_cfg());
+  const SeqId s = kv.create();
+  kv.grow(s, 3);
+  const KvCacheConfig& c = kv.config();
+  for (int64_t layer = 0; layer < c.n_layers; ++layer)
+    for (int64_t pos = 0; pos < 3; ++pos)
+      for (int64_t i = 0; i < c.n_kv_heads * c.head_dim; ++i) {
+        ASSERT_EQ(kv.key(layer, s, pos)[i], 0.0f);
+        ASSERT_EQ(kv.value(layer, s, pos)[i], 0.0f);
+      }
+  if (!test::thp_available()) GTEST_SKIP() << "this kernel has no transparent huge pages";
+  EXPECT_TRUE(test::marked_for_huge_pages(kv.key(0, s, 0))) << test::vm_flags_of(kv.key(0, s, 0));
 }
 
 TEST(KvCache, GrowTruncateKeepsValues) {
