@@ -17,6 +17,7 @@
 #include "launch/cli/flags.h"
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/core/error.h"
+#include "runtime/core/huge_page_arena.h"
 #include "topology/topology.h"
 
 namespace ssd {
@@ -209,6 +210,12 @@ int run_bench_kernels_command(int argc, const char* const* argv) {
              build_description(), topo.summary(), fmt::join(flags, " "));
   fmt::print(stderr, "weights read per token: {:.2f} MB ({} layer matrices + LM head)\n",
              static_cast<double>(wb.total) / 1e6, wb.main_type);
+  const std::string thp = thp_mode();
+  fmt::print(stderr, "transparent huge pages: {}{}\n", thp.empty() ? "not in this kernel" : thp,
+             thp == "always" || thp == "madvise"
+                 ? " (the weights and K/V ask for them)"
+                 : ": the weights and K/V use 4 KiB pages; decode was 13% slower so on the "
+                   "Xeon host (docs/performance.md, \"Weights and K/V in huge pages\")");
 
   std::vector<Figure> figs;
   nlohmann::json per_threads = nlohmann::json::array();
@@ -320,6 +327,7 @@ int run_bench_kernels_command(int argc, const char* const* argv) {
       {"cpu_flags", flags},
       {"kernels_isa", kernels::isa_name(kernels::active_isa())},
       {"topology", topo.summary()},
+      {"transparent_huge_pages", thp},
       {"commit", build_commit()},
       {"build", build_description()},
       {"flags", resolved_json(args)},
@@ -336,10 +344,11 @@ int run_bench_kernels_command(int argc, const char* const* argv) {
     SSD_CHECK(out.good(), "--markdown: cannot write '{}'", args.markdown->string());
     out << fmt::format(
         "# ssd bench-kernels\n\n- model: `{}` ({}), weights read per token {:.2f} MB\n"
-        "- {}\n- cpu flags: {}\n- topology: {}\n- context {} cached tokens, prefill {} tokens, "
-        "{} samples per figure\n\n{}",
+        "- {}\n- cpu flags: {}\n- topology: {}\n- transparent huge pages: {}\n- context {} "
+        "cached tokens, prefill {} tokens, {} samples per figure\n\n{}",
         file.path(), wb.main_type, static_cast<double>(wb.total) / 1e6, build_description(),
-        fmt::join(flags, " "), topo.summary(), args.context, args.prefill, args.repeats, table);
+        fmt::join(flags, " "), topo.summary(), thp.empty() ? "none" : thp, args.context,
+        args.prefill, args.repeats, table);
   }
   return 0;
 }

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include "runtime/core/error.h"
 
@@ -14,6 +15,15 @@ namespace {
 uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
 
 }  // namespace
+
+std::string thp_mode() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!std::getline(f, line)) return "";
+  const size_t open = line.find('['), close = line.find(']');
+  if (open == std::string::npos || close == std::string::npos || close < open) return "";
+  return line.substr(open + 1, close - open - 1);
+}
 
 HugePageArena& HugePageArena::shared() {
   static HugePageArena* arena = new HugePageArena();  // never destroyed: weights may outlive

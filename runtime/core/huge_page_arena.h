@@ -23,8 +23,14 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string>
 
 namespace ssd {
+
+// The kernel's transparent-huge-page mode: "always", "madvise" or "never" (the bracketed word of
+// /sys/kernel/mm/transparent_hugepage/enabled), or "" without THP. Under "never" the arena's
+// memory is ordinary pages.
+std::string thp_mode();
 
 class HugePageArena {
  public:

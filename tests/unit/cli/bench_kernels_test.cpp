@@ -23,6 +23,7 @@
 #include "launch/cli/bench_kernels_measure.h"
 #include "runtime/backend/cpu/cpu_backend.h"
 #include "runtime/core/error.h"
+#include "runtime/core/huge_page_arena.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_model.h"
@@ -60,8 +61,10 @@ TEST(BenchKernels, TinyModelWritesSaneJsonAndMarkdown) {
   std::ifstream in(json);
   const auto j = nlohmann::json::parse(in);
   for (const char* key : {"model", "weight_type", "weight_bytes_per_token", "threads", "cpu_flags",
-                          "kernels_isa", "topology", "commit", "build", "results", "targets"})
+                          "kernels_isa", "topology", "transparent_huge_pages", "commit", "build",
+                          "results", "targets"})
     EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["transparent_huge_pages"], thp_mode());
   EXPECT_EQ(j["weight_type"], "Q4_1");
   const auto bytes = j["weight_bytes_per_token"].get<uint64_t>();
   EXPECT_GT(bytes, 0u);

@@ -115,6 +115,15 @@ TEST(HugePageArena, ConcurrentAllocationsAreDisjointAndAllReturned) {
   EXPECT_EQ(a.mappings(), 0u);
 }
 
+TEST(HugePageArena, TheThpModeIsTheBracketedWordOrEmpty) {
+  const std::string mode = thp_mode();
+  if (!test::thp_available()) {
+    EXPECT_EQ(mode, "");
+    return;
+  }
+  EXPECT_TRUE(mode == "always" || mode == "madvise" || mode == "never") << mode;
+}
+
 TEST(HugePageArena, SlabsAndLargeBlocksAskForHugePages) {
   if (!test::thp_available()) GTEST_SKIP() << "this kernel has no transparent huge pages";
   Arena a;
