@@ -45,4 +45,14 @@ std::vector<uint8_t> encode_tensor(DType t, std::span<const float> values, uint6
   return out;
 }
 
+TensorRef matrix_ref(DType t, const void* data, int64_t rows, int64_t cols) {
+  TensorRef r;
+  r.name = "w";
+  r.type = t;
+  r.ne = {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)};
+  r.data = static_cast<const uint8_t*>(data);
+  r.nbytes = r.row_bytes() * static_cast<uint64_t>(rows);
+  return r;
+}
+
 }  // namespace ssd::test

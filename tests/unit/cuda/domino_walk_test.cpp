@@ -31,6 +31,7 @@
 #include "runtime/model/transformer.h"
 #include "tests/support/domino_twin.h"
 #include "tests/support/domino_writer.h"
+#include "tests/support/tensor_data.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_model.h"
 #include "tests/unit/cuda/skip_without_gpu.h"
@@ -76,11 +77,9 @@ struct StoredMatrix {
         values.push_back(hd::bf16_to_fp32(half.back()));
       }
     }
-    ref.type = type;
-    ref.ne = {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)};
-    ref.data = type == DType::F32 ? reinterpret_cast<const uint8_t*>(f32.data())
-                                  : reinterpret_cast<const uint8_t*>(half.data());
-    ref.nbytes = type == DType::F32 ? f32.size() * sizeof(float) : half.size() * sizeof(uint16_t);
+    ref = test::matrix_ref(type, type == DType::F32 ? static_cast<const void*>(f32.data())
+                                                    : static_cast<const void*>(half.data()),
+                           rows, cols);
   }
 };
 
@@ -125,13 +124,7 @@ void compare_walk_with_twin(bool draft_vocab, bool use_head, DType type = DType:
   SSD_SKIP_WITHOUT_GPU("fused Domino walk vs its CPU twin");
   std::unique_ptr<Backend> gpu = make_cuda_backend(0);
   ASSERT_TRUE(gpu->has_domino_walk());
-  TensorRef embd_ref;
-  embd_ref.name = "token_embd";
-  embd_ref.type = DType::F32;
-  embd_ref.ne = {static_cast<uint64_t>(d), static_cast<uint64_t>(v)};
-  embd_ref.data = reinterpret_cast<const uint8_t*>(embd.data());
-  embd_ref.nbytes = embd.size() * sizeof(float);
-  const Weight we = gpu->prepare_weight(embd_ref);
+  const Weight we = gpu->prepare_weight(test::matrix_ref(DType::F32, embd.data(), v, d));
   const Weight wih = gpu->prepare_weight(w_ih.ref);
   const Weight whh = gpu->prepare_weight(w_hh.ref);
   const Weight wa = gpu->prepare_weight(w1.ref);

@@ -13,6 +13,7 @@
 #include "runtime/backend/backend.h"
 #include "runtime/io/tensor_ref.h"
 #include "tests/support/huge_page_flags.h"
+#include "tests/support/tensor_data.h"
 
 namespace ssd {
 namespace {
@@ -24,13 +25,7 @@ TensorRef f32_matrix(std::vector<float>& storage, int64_t rows, int64_t cols) {
     for (int64_t c = 0; c < cols; ++c)
       storage[static_cast<size_t>(r * cols + c)] =
           static_cast<float>(r) - static_cast<float>(c) / 8;
-  TensorRef t;
-  t.name = "w";
-  t.type = DType::F32;
-  t.ne = {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)};
-  t.data = reinterpret_cast<const uint8_t*>(storage.data());
-  t.nbytes = storage.size() * sizeof(float);
-  return t;
+  return test::matrix_ref(DType::F32, storage.data(), rows, cols);
 }
 
 TEST(CpuWeight, AFloatMatrixIsReadFromItsOwnCopyAndMultipliesAsTheReference) {
@@ -70,12 +65,7 @@ TEST(CpuWeight, AQuantizedMatrixKeepsTheGivenBytesForItsRows) {
   block[0] = 0x00;
   block[1] = 0x3c;
   for (int i = 0; i < 32; ++i) block[2 + static_cast<size_t>(i)] = static_cast<uint8_t>(i);
-  TensorRef t;
-  t.name = "q";
-  t.type = DType::Q8_0;
-  t.ne = {32, 1};
-  t.data = block.data();
-  t.nbytes = block.size();
+  const TensorRef t = test::matrix_ref(DType::Q8_0, block.data(), 1, 32);
   const Weight w = cpu->prepare_weight(t);
   EXPECT_EQ(w.data, t.data) << "embedding lookups read the file's rows";
   EXPECT_NE(w.prepared, nullptr) << "the matmul reads its packed tiles";
